@@ -1,0 +1,147 @@
+#pragma once
+/// Cube: width × height × bands samples of one element type, in one layout, on the host.
+/// DeviceCube: the same on a CUDA device.
+///
+///     Cube c(95, 95, 156, DType::I16, Layout::BSQ);   // zero-filled
+///     c.at<std::int16_t>(x, y, b) = 7;                 // x column, y row (row 0 on top), b band
+///     Cube bip = c.to_layout(Layout::BIP);             // conversions are explicit
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cubekit/buffer.hpp"
+#include "cubekit/dtype.hpp"
+
+namespace cubekit {
+
+/// Sample order in memory.
+/// BSQ: band-major, each band a contiguous row-major image ([b][y][x]).
+/// BIL: line-interleaved ([y][b][x]).
+/// BIP: pixel-major, each spectrum contiguous ([y][x][b]).
+enum class Layout { BSQ, BIL, BIP };
+
+std::string_view layout_name(Layout l);                  ///< "bsq", "bil", "bip"
+Layout parse_layout(std::string_view name, std::string_view what = "layout");  ///< throws InvalidInput
+
+/// Optional metadata carried through reads, conversions and writes.
+struct Metadata {
+    std::vector<double> wavelengths;      ///< one per band, or empty
+    std::string wavelength_units;         ///< e.g. "Nanometers"; empty if unknown
+    std::vector<std::string> band_names;  ///< one per band, or empty
+    std::string map_info;                 ///< ENVI 'map info' value (without braces), or empty
+    std::string coordinate_system;        ///< ENVI 'coordinate system string' / GDAL WKT, or empty
+    std::string description;
+    /// Other header fields kept verbatim (ENVI keyword → value), e.g. "fwhm", "bbl".
+    std::map<std::string, std::string> extra;
+
+    /// Keeps the per-band fields of the listed bands, in that order.
+    Metadata select_bands(const std::vector<int>& bands) const;
+};
+
+/// Shape, element type and layout of a cube, wherever its samples live.
+struct CubeShape {
+    int width = 0;
+    int height = 0;
+    int bands = 0;
+    DType dtype = DType::F32;
+    Layout layout = Layout::BSQ;
+
+    std::size_t num_pixels() const { return std::size_t(width) * std::size_t(height); }
+    std::size_t num_elements() const { return num_pixels() * std::size_t(bands); }
+    std::size_t num_bytes() const { return num_elements() * dtype_size(dtype); }
+    /// Element offset of sample (x, y, b) in this layout.
+    std::size_t offset(int x, int y, int b) const {
+        const std::size_t W = std::size_t(width), H = std::size_t(height), B = std::size_t(bands);
+        switch (layout) {
+            case Layout::BSQ: return (std::size_t(b) * H + std::size_t(y)) * W + std::size_t(x);
+            case Layout::BIL: return (std::size_t(y) * B + std::size_t(b)) * W + std::size_t(x);
+            case Layout::BIP: return (std::size_t(y) * W + std::size_t(x)) * B + std::size_t(b);
+        }
+        return 0;
+    }
+    /// "95x95x156 i16 bsq"
+    std::string describe() const;
+};
+
+/// A host-resident cube that owns its samples.
+class Cube {
+public:
+    Cube() = default;
+    /// Allocates a zero-filled cube. Throws InvalidInput for negative dimensions.
+    Cube(int width, int height, int bands, DType dtype, Layout layout = Layout::BSQ);
+    Cube(Cube&&) noexcept = default;
+    Cube& operator=(Cube&&) noexcept = default;
+    Cube clone() const;
+
+    const CubeShape& shape() const { return shape_; }
+    int width() const { return shape_.width; }
+    int height() const { return shape_.height; }
+    int bands() const { return shape_.bands; }
+    DType dtype() const { return shape_.dtype; }
+    Layout layout() const { return shape_.layout; }
+    bool empty() const { return shape_.num_elements() == 0; }
+    std::size_t num_elements() const { return shape_.num_elements(); }
+    std::size_t num_bytes() const { return shape_.num_bytes(); }
+
+    std::byte* bytes() { return buffer_.data(); }
+    const std::byte* bytes() const { return buffer_.data(); }
+    /// Typed access; throws InvalidInput when T is not the cube's element type.
+    template <typename T> T* data() { check_type(dtype_v<T>); return reinterpret_cast<T*>(buffer_.data()); }
+    template <typename T> const T* data() const { check_type(dtype_v<T>); return reinterpret_cast<const T*>(buffer_.data()); }
+    template <typename T> T& at(int x, int y, int b) { return data<T>()[shape_.offset(x, y, b)]; }
+    template <typename T> const T& at(int x, int y, int b) const { return data<T>()[shape_.offset(x, y, b)]; }
+    /// Any sample as double (exact for every type but u32/i32 beyond 2^53, which cannot occur).
+    double value(int x, int y, int b) const;
+    void set_value(int x, int y, int b, double v);  ///< rounds and saturates for integer types
+
+    Metadata& metadata() { return metadata_; }
+    const Metadata& metadata() const { return metadata_; }
+
+    /// Same samples in another layout (a copy, even when the layout is the same).
+    Cube to_layout(Layout layout) const;
+    /// Same layout, another element type. Float → integer rounds to nearest (ties away from
+    /// zero) and saturates at the type's range; NaN becomes 0. Integer → float is exact except
+    /// u32/i32 → f32 (rounded).
+    Cube to_dtype(DType dtype) const;
+    /// The listed bands (0-based, any order, repeats allowed), metadata kept.
+    /// Throws InvalidInput naming the first band out of range.
+    Cube select_bands(const std::vector<int>& bands) const;
+    /// The window [x0, x0+w) × [y0, y0+h). Throws InvalidInput when it leaves the cube.
+    Cube crop(int x0, int y0, int w, int h) const;
+
+private:
+    void check_type(DType t) const;
+    CubeShape shape_;
+    HostBuffer buffer_;
+    Metadata metadata_;
+};
+
+/// A cube resident on a CUDA device (samples in a DeviceBuffer).
+class DeviceCube {
+public:
+    DeviceCube() = default;
+    /// Allocates an uninitialised device cube on the context's device.
+    DeviceCube(const Context& ctx, const CubeShape& shape);
+    /// Uploads a host cube, keeping its type and layout.
+    static DeviceCube upload(const Context& ctx, const Cube& cube);
+    /// Downloads into a new host cube.
+    Cube download(const Context& ctx) const;
+
+    const CubeShape& shape() const { return shape_; }
+    void* data() { return buffer_.data(); }
+    const void* data() const { return buffer_.data(); }
+    DeviceBuffer& buffer() { return buffer_; }
+
+private:
+    CubeShape shape_;
+    DeviceBuffer buffer_;
+};
+
+/// Parses a band list: 0-based, comma-separated, inclusive ranges ("0-9,20"). Throws
+/// InvalidInput naming `what` (e.g. "--bands") and the bad token, or a band ≥ num_bands.
+std::vector<int> parse_band_list(std::string_view text, int num_bands, std::string_view what = "--bands");
+
+}  // namespace cubekit

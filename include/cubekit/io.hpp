@@ -1,0 +1,75 @@
+#pragma once
+/// Reading and writing cubes and images.
+///
+///     Cube scene = cubekit::read_cube("data/samson/samson_1.img");      // ENVI, format from content
+///     Cube mat   = cubekit::read_cube("scene.mat", {.var = "data"});    // MATLAB R×C×B → H=R, W=C
+///     cubekit::write_cube(gradient, "out/gradient.npy");                 // (H, W) f32, atomically
+///
+/// Formats: ENVI (.hdr + raw; data types 1, 2, 3, 4, 5, 12, 13; bsq/bil/bip; both byte orders),
+/// NumPy .npy (C and Fortran order; 2-D = (H, W), 3-D = (H, W, B)), MATLAB .mat (read; v5
+/// compressed or not, v7.3), PNG (8/16 bit, gray/gray+alpha/RGB/RGBA), PGM/PPM (8/16 bit),
+/// JPEG (read), and through GDAL when built with it (GeoTIFF, ERDAS .lan, ...).
+/// Errors: IoError when the operating system refuses (missing file, permission, disk full);
+/// InvalidInput when the content is wrong (bad header, truncated data, unsupported type).
+/// Both name the file and the reason.
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cubekit/cube.hpp"
+
+namespace cubekit {
+
+enum class FileFormat { Auto, Envi, Npy, Mat, Png, Pnm, Jpeg, Gdal };
+
+std::string_view format_name(FileFormat f);   ///< "auto", "envi", "npy", "mat", "png", "pnm", "jpeg", "gdal"
+FileFormat parse_format(std::string_view name, std::string_view what = "--format");
+
+/// Format of an existing file, from its first bytes (magic numbers) and then its extension.
+/// An ENVI data file is recognised by its header X.hdr or X.img.hdr next to it; a path to the
+/// .hdr itself also means ENVI. Throws IoError if the file cannot be opened, InvalidInput if
+/// nothing matches.
+FileFormat detect_format(const std::filesystem::path& path);
+
+/// Format an output path asks for, from its extension (.hdr/.img/.dat/.raw/.bsq/.bil/.bip → ENVI,
+/// .npy, .png, .pgm/.ppm/.pnm). Throws InvalidInput naming the path when unknown or read-only
+/// (.mat, .jpg).
+FileFormat output_format(const std::filesystem::path& path);
+
+struct ReadOptions {
+    /// MATLAB variable to read; empty = the only 3-D numeric array, else the only 2-D one.
+    std::string var;
+    /// Forces a format instead of detecting it.
+    FileFormat format = FileFormat::Auto;
+};
+
+/// Reads any supported file into a host cube (its stored element type and layout; images are BIP
+/// with bands = channels, .npy and .mat arrive as BIP (H, W, B)).
+Cube read_cube(const std::filesystem::path& path, const ReadOptions& options = {});
+
+struct WriteOptions {
+    FileFormat format = FileFormat::Auto;  ///< Auto: from the extension
+    /// ENVI interleave to write; the cube's own layout when unset (written as given otherwise).
+    bool envi_keep_layout = true;
+    Layout envi_layout = Layout::BSQ;
+};
+
+/// Writes a cube. The file is written to a temporary file in the target folder and renamed when
+/// complete; on failure nothing is left (neither output nor temporary). ENVI writes X.hdr beside
+/// the data file (and the data to X.img when the path given is X.hdr). .npy: (H, W) for one band,
+/// else (H, W, B), little-endian, C order. PNG/PNM accept u8 and u16 cubes of 1, 2 (PNG), 3 or 4
+/// (PNG) bands; other types throw InvalidInput (convert with to_display_u8 first).
+void write_cube(const Cube& cube, const std::filesystem::path& path, const WriteOptions& options = {});
+
+/// Names and shapes of the numeric variables of a .mat file ("data: 100x100x224 int16").
+std::vector<std::string> list_mat_variables(const std::filesystem::path& path);
+
+/// True when the library was built with GDAL.
+bool gdal_available();
+
+/// A one-band image scaled to u8 for display: v ↦ round(255 · v / max), where max is the largest
+/// finite sample (0 and NaN map to 0; a zero or absent max gives an all-zero image).
+Cube to_display_u8(const Cube& one_band);
+
+}  // namespace cubekit

@@ -1,0 +1,108 @@
+#include "cubekit/context.hpp"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "core/cuda_backend.hpp"
+#include "cubekit/error.hpp"
+
+namespace cubekit {
+
+std::string_view backend_name(Backend b) {
+    switch (b) {
+        case Backend::Auto: return "auto";
+        case Backend::Cpu: return "cpu";
+        case Backend::Cuda: return "cuda";
+    }
+    return "?";
+}
+
+Backend parse_backend(std::string_view name, std::string_view what) {
+    if (name == "auto") return Backend::Auto;
+    if (name == "cpu") return Backend::Cpu;
+    if (name == "cuda" || name == "gpu") return Backend::Cuda;
+    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected auto, cpu or cuda");
+}
+
+Context::Context(ContextOptions options) : options_(std::move(options)) {
+    if (options_.threads < 0)
+        throw InvalidInput("context: threads = " + std::to_string(options_.threads) + "; expected 0 (default) or more");
+    threads_ = options_.threads > 0 ? options_.threads : omp_get_max_threads();
+    const char* sync = std::getenv("CUBEKIT_SYNC");
+    debug_sync_ = sync && std::string(sync) == "1";
+
+    const bool explicit_device = options_.device >= 0;
+    const bool want_cuda = options_.backend == Backend::Cuda || (options_.backend == Backend::Auto && explicit_device);
+    device_ = explicit_device ? options_.device : 0;
+    if (options_.backend == Backend::Cpu) {
+        device_name_ = "CPU (" + std::to_string(threads_) + " threads)";
+        return;
+    }
+    const int count = cuda_device_count();
+    if (device_ >= count) {
+        if (want_cuda) {
+            std::string why = built_with_cuda() ? std::to_string(count) + " CUDA device(s) visible"
+                                                : "this cubekit was built without CUDA";
+            throw DeviceError("context: --device " + std::to_string(device_) + " is not available (" + why + ")");
+        }
+        device_name_ = "CPU (" + std::to_string(threads_) + " threads)";
+        return;  // Auto without a device: the CPU
+    }
+    stream_ = detail::open_cuda_stream(device_, device_name_);
+    cuda_ = true;
+}
+
+Context::~Context() {
+    if (stream_) detail::close_cuda_stream(stream_, device_);
+}
+
+Context::Context(Context&& other) noexcept
+    : options_(std::move(other.options_)), cuda_(other.cuda_), device_(other.device_), threads_(other.threads_),
+      debug_sync_(other.debug_sync_), device_name_(std::move(other.device_name_)),
+      stream_(std::exchange(other.stream_, nullptr)) {}
+
+Context& Context::operator=(Context&& other) noexcept {
+    if (this != &other) {
+        if (stream_) detail::close_cuda_stream(stream_, device_);
+        options_ = std::move(other.options_);
+        cuda_ = other.cuda_;
+        device_ = other.device_;
+        threads_ = other.threads_;
+        debug_sync_ = other.debug_sync_;
+        device_name_ = std::move(other.device_name_);
+        stream_ = std::exchange(other.stream_, nullptr);
+    }
+    return *this;
+}
+
+void Context::synchronize() const {
+    if (stream_) detail::synchronize_stream(stream_);
+}
+
+void Context::log(std::string_view message) const {
+    if (options_.log) options_.log(message);
+}
+
+void Context::progress(std::size_t done, std::size_t total) const {
+    if (options_.progress) options_.progress(done, total);
+}
+
+void Context::check_cancelled(std::string_view where) const {
+    if (options_.cancel && options_.cancel->load(std::memory_order_relaxed))
+        throw Cancelled(std::string(where) + ": cancelled");
+}
+
+int Context::cuda_device_count() { return detail::cuda_device_count_impl(); }
+
+bool Context::built_with_cuda() {
+#ifdef CUBEKIT_HAVE_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
+}  // namespace cubekit

@@ -1,0 +1,243 @@
+#include "cubekit/cube.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "cubekit/context.hpp"
+#include "cubekit/error.hpp"
+
+namespace cubekit {
+
+std::string_view layout_name(Layout l) {
+    switch (l) {
+        case Layout::BSQ: return "bsq";
+        case Layout::BIL: return "bil";
+        case Layout::BIP: return "bip";
+    }
+    return "?";
+}
+
+Layout parse_layout(std::string_view name, std::string_view what) {
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (lower == "bsq") return Layout::BSQ;
+    if (lower == "bil") return Layout::BIL;
+    if (lower == "bip") return Layout::BIP;
+    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected bsq, bil or bip");
+}
+
+std::string CubeShape::describe() const {
+    return std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(bands) + " " +
+           std::string(dtype_name(dtype)) + " " + std::string(layout_name(layout));
+}
+
+Metadata Metadata::select_bands(const std::vector<int>& bands) const {
+    Metadata out = *this;
+    if (!wavelengths.empty()) {
+        out.wavelengths.clear();
+        for (int b : bands) out.wavelengths.push_back(wavelengths.at(std::size_t(b)));
+    }
+    if (!band_names.empty()) {
+        out.band_names.clear();
+        for (int b : bands) out.band_names.push_back(band_names.at(std::size_t(b)));
+    }
+    return out;
+}
+
+Cube::Cube(int width, int height, int bands, DType dtype, Layout layout) {
+    if (width < 0 || height < 0 || bands < 0)
+        throw InvalidInput("Cube: dimensions " + std::to_string(width) + "x" + std::to_string(height) + "x" +
+                           std::to_string(bands) + " must not be negative");
+    shape_ = CubeShape{width, height, bands, dtype, layout};
+    buffer_ = HostBuffer(shape_.num_bytes());
+    if (!buffer_.empty()) std::memset(buffer_.data(), 0, buffer_.size());
+}
+
+Cube Cube::clone() const {
+    Cube copy;
+    copy.shape_ = shape_;
+    copy.buffer_ = buffer_.clone();
+    copy.metadata_ = metadata_;
+    return copy;
+}
+
+void Cube::check_type(DType t) const {
+    if (t != shape_.dtype)
+        throw InvalidInput("Cube: accessed as " + std::string(dtype_name(t)) + " but holds " +
+                           std::string(dtype_name(shape_.dtype)));
+}
+
+double Cube::value(int x, int y, int b) const {
+    const std::size_t i = shape_.offset(x, y, b);
+    return visit_dtype(shape_.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return double(reinterpret_cast<const T*>(buffer_.data())[i]);
+    });
+}
+
+namespace {
+
+// Float → integer: round to nearest (ties away from zero), saturate, NaN → 0.
+template <typename T>
+T convert_value(double v) {
+    if constexpr (std::is_floating_point_v<T>) {
+        return T(v);
+    } else {
+        if (std::isnan(v)) return T(0);
+        const double r = std::round(v);
+        if (r <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+        if (r >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+        return T(r);
+    }
+}
+
+}  // namespace
+
+void Cube::set_value(int x, int y, int b, double v) {
+    const std::size_t i = shape_.offset(x, y, b);
+    visit_dtype(shape_.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        reinterpret_cast<T*>(buffer_.data())[i] = convert_value<T>(v);
+    });
+}
+
+Cube Cube::to_layout(Layout layout) const {
+    Cube out(width(), height(), bands(), dtype(), layout);
+    out.metadata_ = metadata_;
+    const std::size_t esize = dtype_size(dtype());
+    if (layout == this->layout()) {
+        if (num_bytes()) std::memcpy(out.bytes(), bytes(), num_bytes());
+        return out;
+    }
+    const CubeShape& src = shape_;
+    const CubeShape& dst = out.shape_;
+    const std::byte* s = bytes();
+    std::byte* d = out.bytes();
+    // Element-wise copy; the element size is dispatched once so the inner loop stays simple.
+    visit_dtype(dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* sp = reinterpret_cast<const T*>(s);
+        T* dp = reinterpret_cast<T*>(d);
+#pragma omp parallel for schedule(static)
+        for (int y = 0; y < height(); ++y)
+            for (int b = 0; b < bands(); ++b)
+                for (int x = 0; x < width(); ++x) dp[dst.offset(x, y, b)] = sp[src.offset(x, y, b)];
+    });
+    (void)esize;
+    return out;
+}
+
+Cube Cube::to_dtype(DType dtype) const {
+    Cube out(width(), height(), bands(), dtype, layout());
+    out.metadata_ = metadata_;
+    const std::size_t n = num_elements();
+    visit_dtype(this->dtype(), [&](auto src_tag) {
+        using S = decltype(src_tag);
+        const S* s = reinterpret_cast<const S*>(bytes());
+        visit_dtype(dtype, [&](auto dst_tag) {
+            using D = decltype(dst_tag);
+            D* d = reinterpret_cast<D*>(out.bytes());
+            for (std::size_t i = 0; i < n; ++i) {
+                if constexpr (std::is_same_v<S, D>) d[i] = s[i];
+                else if constexpr (std::is_floating_point_v<D> && !std::is_floating_point_v<S>) d[i] = D(s[i]);
+                else if constexpr (std::is_integral_v<D> && std::is_integral_v<S>) {
+                    // integer → integer saturates
+                    const long long v = (long long)s[i];
+                    d[i] = v < (long long)std::numeric_limits<D>::lowest() ? std::numeric_limits<D>::lowest()
+                         : v > (long long)std::numeric_limits<D>::max()    ? std::numeric_limits<D>::max()
+                                                                            : D(v);
+                } else d[i] = convert_value<D>(double(s[i]));
+            }
+        });
+    });
+    return out;
+}
+
+Cube Cube::select_bands(const std::vector<int>& band_list) const {
+    for (int b : band_list)
+        if (b < 0 || b >= bands())
+            throw InvalidInput("--bands: band " + std::to_string(b) + " is out of range (the cube has " +
+                               std::to_string(bands()) + " bands, 0.." + std::to_string(bands() - 1) + ")");
+    Cube out(width(), height(), int(band_list.size()), dtype(), layout());
+    out.metadata_ = metadata_.select_bands(band_list);
+    visit_dtype(dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* s = data<T>();
+        T* d = out.data<T>();
+        for (int y = 0; y < height(); ++y)
+            for (std::size_t k = 0; k < band_list.size(); ++k)
+                for (int x = 0; x < width(); ++x) d[out.shape_.offset(x, y, int(k))] = s[shape_.offset(x, y, band_list[k])];
+    });
+    return out;
+}
+
+Cube Cube::crop(int x0, int y0, int w, int h) const {
+    if (x0 < 0 || y0 < 0 || w <= 0 || h <= 0 || x0 + w > width() || y0 + h > height())
+        throw InvalidInput("--crop: window " + std::to_string(w) + "x" + std::to_string(h) + "+" + std::to_string(x0) +
+                           "+" + std::to_string(y0) + " does not lie inside the " + std::to_string(width()) + "x" +
+                           std::to_string(height()) + " image");
+    Cube out(w, h, bands(), dtype(), layout());
+    out.metadata_ = metadata_;
+    visit_dtype(dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* s = data<T>();
+        T* d = out.data<T>();
+        for (int y = 0; y < h; ++y)
+            for (int b = 0; b < bands(); ++b)
+                for (int x = 0; x < w; ++x) d[out.shape_.offset(x, y, b)] = s[shape_.offset(x0 + x, y0 + y, b)];
+    });
+    return out;
+}
+
+DeviceCube::DeviceCube(const Context& ctx, const CubeShape& shape) : shape_(shape), buffer_(ctx, shape.num_bytes()) {}
+
+DeviceCube DeviceCube::upload(const Context& ctx, const Cube& cube) {
+    DeviceCube d(ctx, cube.shape());
+    d.buffer_.upload(ctx, cube.bytes(), cube.num_bytes());
+    return d;
+}
+
+Cube DeviceCube::download(const Context& ctx) const {
+    Cube out(shape_.width, shape_.height, shape_.bands, shape_.dtype, shape_.layout);
+    buffer_.download(ctx, out.bytes(), out.num_bytes());
+    return out;
+}
+
+std::vector<int> parse_band_list(std::string_view text, int num_bands, std::string_view what) {
+    std::vector<int> out;
+    auto fail = [&](std::string_view token, const std::string& why) -> InvalidInput {
+        return InvalidInput(std::string(what) + " = '" + std::string(text) + "': '" + std::string(token) + "' " + why);
+    };
+    auto parse_int = [&](std::string_view s, std::string_view token) {
+        int v = 0;
+        const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || p != s.data() + s.size() || s.empty())
+            throw fail(token, "is not a band number or range (0-based, e.g. 0-9,20)");
+        if (v < 0 || v >= num_bands)
+            throw fail(token, "is out of range (the cube has " + std::to_string(num_bands) + " bands, 0.." +
+                                  std::to_string(num_bands - 1) + ")");
+        return v;
+    };
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = text.find(',', start);
+        const std::string_view token = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+        const std::size_t dash = token.find('-', 1);
+        if (dash == std::string_view::npos) {
+            out.push_back(parse_int(token, token));
+        } else {
+            const int a = parse_int(token.substr(0, dash), token), b = parse_int(token.substr(dash + 1), token);
+            if (b < a) throw fail(token, "is a decreasing range");
+            for (int v = a; v <= b; ++v) out.push_back(v);
+        }
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+}  // namespace cubekit

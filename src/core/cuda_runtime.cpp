@@ -1,0 +1,110 @@
+// Device runtime pieces of the core: device discovery, streams and DeviceBuffer.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <utility>
+
+#include "core/cuda_backend.hpp"
+#include "core/cuda_check.hpp"
+#include "cubekit/buffer.hpp"
+#include "cubekit/context.hpp"
+
+namespace cubekit {
+namespace detail {
+
+int cuda_device_count_impl() {
+    int count = 0;
+    // No driver or no device is not an error here: the caller decides (Auto → CPU).
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+void* open_cuda_stream(int device, std::string& device_name) {
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    CUBEKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    device_name = prop.name;
+    cudaStream_t stream = nullptr;
+    CUBEKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    return stream;
+}
+
+void close_cuda_stream(void* stream, int device) noexcept {
+    cudaSetDevice(device);
+    cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+    cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+}
+
+void synchronize_stream(void* stream) {
+    CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
+}  // namespace detail
+
+DeviceBuffer::DeviceBuffer(const Context& ctx, std::size_t bytes) {
+    if (!ctx.is_cuda()) throw DeviceError("DeviceBuffer: the context runs on the CPU backend");
+    device_ = ctx.device();
+    stream_ = ctx.cuda_stream();
+    if (bytes == 0) return;
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(device_));
+    const cudaError_t err = cudaMallocAsync(&data_, bytes, static_cast<cudaStream_t>(stream_));
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        data_ = nullptr;
+        if (err == cudaErrorMemoryAllocation)
+            throw OutOfMemory("DeviceBuffer: cannot allocate " + std::to_string(bytes) + " bytes on device " +
+                              std::to_string(device_));
+        detail::throw_cuda_error(err, "cudaMallocAsync");
+    }
+    size_ = bytes;
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
+      stream_(other.stream_), device_(other.device_) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+        release();
+        data_ = std::exchange(other.data_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+        stream_ = other.stream_;
+        device_ = other.device_;
+    }
+    return *this;
+}
+
+void DeviceBuffer::release() noexcept {
+    if (data_) {
+        cudaSetDevice(device_);
+        cudaFreeAsync(data_, static_cast<cudaStream_t>(stream_));
+    }
+    data_ = nullptr;
+    size_ = 0;
+}
+
+void DeviceBuffer::upload(const Context& ctx, const void* host, std::size_t bytes) {
+    if (bytes > size_) throw InvalidInput("DeviceBuffer::upload: " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(size_));
+    if (bytes == 0) return;
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(data_, host, bytes, cudaMemcpyHostToDevice, detail::stream_of(ctx)));
+    ctx.synchronize();
+}
+
+void DeviceBuffer::download(const Context& ctx, void* host, std::size_t bytes) const {
+    if (bytes > size_) throw InvalidInput("DeviceBuffer::download: " + std::to_string(bytes) + " bytes from a buffer of " + std::to_string(size_));
+    if (bytes == 0) return;
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host, data_, bytes, cudaMemcpyDeviceToHost, detail::stream_of(ctx)));
+    ctx.synchronize();
+}
+
+void DeviceBuffer::fill_bytes(const Context& ctx, unsigned char value) {
+    if (size_ == 0) return;
+    CUBEKIT_CUDA_CHECK(cudaMemsetAsync(data_, value, size_, detail::stream_of(ctx)));
+}
+
+}  // namespace cubekit

@@ -1,0 +1,33 @@
+// CPU-only build: the device entry points report that CUDA is absent.
+#include "core/cuda_backend.hpp"
+#include "cubekit/buffer.hpp"
+#include "cubekit/error.hpp"
+
+namespace cubekit {
+namespace detail {
+
+int cuda_device_count_impl() { return 0; }
+void* open_cuda_stream(int, std::string&) { throw DeviceError("context: this cubekit was built without CUDA"); }
+void close_cuda_stream(void*, int) noexcept {}
+void synchronize_stream(void*) {}
+
+}  // namespace detail
+
+DeviceBuffer::DeviceBuffer(const Context&, std::size_t) {
+    throw DeviceError("DeviceBuffer: this cubekit was built without CUDA");
+}
+DeviceBuffer::~DeviceBuffer() = default;
+DeviceBuffer::DeviceBuffer(DeviceBuffer&&) noexcept = default;
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&&) noexcept = default;
+void DeviceBuffer::release() noexcept {}
+void DeviceBuffer::upload(const Context&, const void*, std::size_t) {
+    throw DeviceError("DeviceBuffer: this cubekit was built without CUDA");
+}
+void DeviceBuffer::download(const Context&, void*, std::size_t) const {
+    throw DeviceError("DeviceBuffer: this cubekit was built without CUDA");
+}
+void DeviceBuffer::fill_bytes(const Context&, unsigned char) {
+    throw DeviceError("DeviceBuffer: this cubekit was built without CUDA");
+}
+
+}  // namespace cubekit

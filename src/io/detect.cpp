@@ -1,0 +1,116 @@
+// Input format detection (magic bytes, ENVI sidecar headers, GDAL) and output format by extension.
+#include <cstring>
+#include <system_error>
+
+#include "io/io_internal.hpp"
+
+namespace cubekit {
+
+using namespace io_detail;
+
+namespace io_detail {
+
+namespace {
+bool is_regular_file(const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec);
+}
+}  // namespace
+
+fs::path find_envi_header(const fs::path& data_path) {
+    if (lower_extension(data_path) == ".hdr") return data_path;
+    // X.hdr (extension replaced) first: that is what write_envi produces. Then X.img.hdr
+    // (appended), as in the Samson distribution. Upper-case variants come from DOS-era tools.
+    fs::path replaced = data_path;
+    replaced.replace_extension(".hdr");
+    fs::path replaced_upper = data_path;
+    replaced_upper.replace_extension(".HDR");
+    const fs::path candidates[] = {replaced, fs::path(data_path.string() + ".hdr"), replaced_upper,
+                                   fs::path(data_path.string() + ".HDR")};
+    for (const auto& c : candidates)
+        if (c != data_path && is_regular_file(c)) return c;
+    return {};
+}
+
+}  // namespace io_detail
+
+namespace {
+
+bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+// "P5" then whitespace then a digit or a comment: three bytes of structure, which a raw data file
+// is unlikely to match by chance (and ENVI data is tested before this anyway).
+bool looks_like_pnm(const unsigned char* b, std::size_t n) {
+    if (n < 4 || b[0] != 'P' || !std::strchr("2356", b[1]) || b[1] == 0 || !is_space(b[2])) return false;
+    std::size_t i = 2;
+    while (i < n && is_space(b[i])) ++i;
+    return i < n && ((b[i] >= '0' && b[i] <= '9') || b[i] == '#');
+}
+
+// Extensions GDAL is the reader for, used for the message when GDAL is not built in.
+bool gdal_extension(const std::string& ext) {
+    static const char* const exts[] = {".tif", ".tiff", ".gtif", ".lan", ".gis", ".vrt", ".jp2", ".nc", ".h5", ".hdf", ".ers", ".ntf"};
+    for (const char* e : exts)
+        if (ext == e) return true;
+    return false;
+}
+
+}  // namespace
+
+FileFormat detect_format(const std::filesystem::path& path) {
+    static constexpr std::string_view fn = "detect_format";
+    InputFile file(fn, path);  // IoError when missing or unreadable
+    unsigned char head[520] = {};
+    const std::size_t n = file.read_some_at(0, head, sizeof(head));
+    const auto starts = [&](std::string_view magic, std::size_t at = 0) {
+        return n >= at + magic.size() && std::memcmp(head + at, magic.data(), magic.size()) == 0;
+    };
+
+    // Strong signatures first: these are long enough that no data file matches them by chance.
+    if (starts("\x93NUMPY")) return FileFormat::Npy;
+    if (starts("MATLAB ")) return FileFormat::Mat;                      // v4 text-less files are rare
+    if (starts("\x89HDF\r\n\x1a\n", 512)) return FileFormat::Mat;       // v7.3 = HDF5 with 512-byte user block
+    if (starts("\x89PNG\r\n\x1a\n")) return FileFormat::Png;
+
+    // ENVI: the header itself, or a data file with its header beside it. Tested before the short
+    // PNM/JPEG signatures because raw samples can begin with bytes such as FF D8 FF.
+    if (lower_extension(path) == ".hdr" || !find_envi_header(path).empty()) return FileFormat::Envi;
+
+    if (looks_like_pnm(head, n)) return FileFormat::Pnm;
+    if (starts("\xFF\xD8\xFF")) return FileFormat::Jpeg;
+
+    const std::string ext = lower_extension(path);
+    if (gdal_available()) {
+        if (gdal_identifies(path)) return FileFormat::Gdal;
+        throw_invalid(fn, path,
+                      "not a recognised format (ENVI with a .hdr beside it, .npy, .mat, PNG, PGM/PPM, JPEG, "
+                      "or a raster GDAL can open)");
+    }
+    if (gdal_extension(ext)) {
+        throw_invalid(fn, path,
+                      "'" + ext + "' files are read through GDAL; GDAL support is not built in; install "
+                      "libgdal-dev and rebuild");
+    }
+    throw_invalid(fn, path,
+                  "not a recognised format (ENVI with a .hdr beside it, .npy, .mat, PNG, PGM/PPM, JPEG are; "
+                  "GDAL formats need a build with GDAL)");
+}
+
+FileFormat output_format(const std::filesystem::path& path) {
+    const std::string ext = lower_extension(path);
+    if (ext == ".hdr" || ext == ".img" || ext == ".dat" || ext == ".raw" || ext == ".bsq" || ext == ".bil" ||
+        ext == ".bip")
+        return FileFormat::Envi;
+    if (ext == ".npy") return FileFormat::Npy;
+    if (ext == ".png") return FileFormat::Png;
+    if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") return FileFormat::Pnm;
+    static constexpr std::string_view accepted =
+        "(.hdr, .img, .dat, .raw, .bsq, .bil, .bip, .npy, .png, .pgm, .ppm, .pnm are)";
+    if (ext == ".mat" || ext == ".jpg" || ext == ".jpeg" || ext == ".tif" || ext == ".tiff")
+        throw_invalid("output_format", path, "'" + ext + "' can be read but not written " + std::string(accepted));
+    throw_invalid("output_format", path,
+                  (ext.empty() ? std::string("no extension") : "extension '" + ext + "'") +
+                      " names no output format " + std::string(accepted));
+}
+
+}  // namespace cubekit
