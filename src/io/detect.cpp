@@ -11,7 +11,7 @@ using namespace io_detail;
 namespace io_detail {
 
 namespace {
-bool is_regular_file(const fs::path& p) {
+bool regular_file_exists(const fs::path& p) {
     std::error_code ec;
     return fs::is_regular_file(p, ec);
 }
@@ -28,7 +28,7 @@ fs::path find_envi_header(const fs::path& data_path) {
     const fs::path candidates[] = {replaced, fs::path(data_path.string() + ".hdr"), replaced_upper,
                                    fs::path(data_path.string() + ".HDR")};
     for (const auto& c : candidates)
-        if (c != data_path && is_regular_file(c)) return c;
+        if (c != data_path && regular_file_exists(c)) return c;
     return {};
 }
 

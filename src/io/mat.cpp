@@ -1,0 +1,206 @@
+// MATLAB .mat (read only) through matio: v4, v5 (compressed or not) and v7.3 (HDF5).
+//
+// Orientation: a MATLAB array of size R×C×B is a cube of height R and width C, pixel (x, y) =
+// data(y+1, x+1, :). MATLAB stores column-major: element (r, c, b) is at r + R*(c + C*b), so
+// within a band the row index varies fastest. cubekit's BSQ is row-major within a band
+// ((b*H + y)*W + x), hence every band is transposed while copying. The result is BSQ.
+#include <climits>
+#include <memory>
+#include <mutex>
+
+#include <matio.h>
+
+#include "io/io_internal.hpp"
+
+namespace cubekit::io_detail {
+
+namespace {
+
+constexpr std::string_view kRead = "read_mat";
+
+// matio keeps global state (its logger) and, for v7.3 files, calls HDF5, which is not
+// thread-safe unless built so. One lock around our use of matio keeps concurrent reads safe.
+std::mutex& matio_mutex() {
+    static std::mutex m;
+    return m;
+}
+
+struct MatClose {
+    void operator()(mat_t* m) const { Mat_Close(m); }
+};
+struct VarFree {
+    void operator()(matvar_t* v) const { Mat_VarFree(v); }
+};
+using MatPtr = std::unique_ptr<mat_t, MatClose>;
+using VarPtr = std::unique_ptr<matvar_t, VarFree>;
+
+struct VarInfo {
+    std::string name;
+    std::vector<std::size_t> dims;
+    matio_classes cls = MAT_C_EMPTY;
+    bool logical = false;
+    bool complex = false;
+
+    bool numeric() const { return cls >= MAT_C_DOUBLE && cls <= MAT_C_UINT64; }
+    bool empty() const {
+        for (std::size_t d : dims)
+            if (d == 0) return true;
+        return dims.empty();
+    }
+    std::string shape() const {
+        std::string s;
+        for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
+        return s;
+    }
+    std::string type() const {
+        static const char* const names[] = {"empty", "cell",  "struct", "object", "char",  "sparse",
+                                            "double", "single", "int8",  "uint8",  "int16", "uint16",
+                                            "int32",  "uint32", "int64", "uint64", "function", "opaque"};
+        std::string t = logical ? "logical" : (int(cls) >= 0 && int(cls) < 18 ? names[cls] : "unknown");
+        return complex ? "complex " + t : t;
+    }
+    std::string describe() const { return name + " (" + shape() + " " + type() + ")"; }
+};
+
+MatPtr open_mat(std::string_view fn, const fs::path& path) {
+    InputFile probe(fn, path);  // IoError with strerror when missing or unreadable; matio gives no errno
+    MatPtr mat(Mat_Open(path.c_str(), MAT_ACC_RDONLY));
+    if (!mat) throw_invalid(fn, path, "not a MATLAB file that matio can read (v4, v5 or v7.3 are)");
+    return mat;
+}
+
+std::vector<VarInfo> scan(mat_t* mat) {
+    std::vector<VarInfo> vars;
+    Mat_Rewind(mat);
+    while (matvar_t* raw = Mat_VarReadNextInfo(mat)) {
+        VarPtr v(raw);
+        VarInfo info;
+        info.name = v->name ? v->name : "";
+        for (int i = 0; i < v->rank; ++i) info.dims.push_back(v->dims[i]);
+        info.cls = v->class_type;
+        info.logical = v->isLogical != 0;
+        info.complex = v->isComplex != 0;
+        vars.push_back(std::move(info));
+    }
+    return vars;
+}
+
+std::string join_described(const std::vector<const VarInfo*>& vars) {
+    std::string s;
+    for (std::size_t i = 0; i < vars.size(); ++i) s += (i ? ", " : "") + vars[i]->describe();
+    return s;
+}
+
+std::vector<const VarInfo*> numeric_vars(const std::vector<VarInfo>& vars) {
+    std::vector<const VarInfo*> out;
+    for (const auto& v : vars)
+        if (v.numeric()) out.push_back(&v);
+    return out;
+}
+
+const VarInfo& choose(const fs::path& path, const std::vector<VarInfo>& vars, const std::string& var) {
+    const auto numeric = numeric_vars(vars);
+    const std::string listing = numeric.empty() ? "none" : join_described(numeric);
+    if (!var.empty()) {
+        for (const auto& v : vars) {
+            if (v.name != var) continue;
+            if (!v.numeric())
+                throw_invalid(kRead, path, "variable '" + var + "' is a " + v.type() + " array, not numeric (numeric variables: " + listing + ")");
+            if (v.dims.size() != 2 && v.dims.size() != 3)
+                throw_invalid(kRead, path, "variable '" + var + "' is " + v.shape() + "; 2-D (R x C) or 3-D (R x C x B) arrays are accepted");
+            return v;
+        }
+        throw_invalid(kRead, path, "no variable '" + var + "' (numeric variables: " + listing + ")");
+    }
+    std::vector<const VarInfo*> three, two;
+    for (const VarInfo* v : numeric) {
+        if (v->empty()) continue;
+        if (v->dims.size() == 3) three.push_back(v);
+        if (v->dims.size() == 2) two.push_back(v);
+    }
+    if (three.size() == 1) return *three[0];
+    if (three.size() > 1)
+        throw_invalid(kRead, path, std::to_string(three.size()) + " 3-D arrays, choose one with --var: " + join_described(three));
+    if (two.size() == 1) return *two[0];
+    if (two.size() > 1)
+        throw_invalid(kRead, path, "no 3-D array and " + std::to_string(two.size()) + " 2-D arrays, choose one with --var: " + join_described(two));
+    throw_invalid(kRead, path, "no non-empty 2-D or 3-D numeric array (numeric variables: " + listing + ")");
+}
+
+// Copies a column-major R×C×B array into a BSQ cube (transposing each band), converting the
+// element type from S to T (only int8 → int16 actually changes it).
+template <typename S, typename T>
+void copy_transposed(const void* data, Cube& cube) {
+    const auto* src = static_cast<const S*>(data);
+    T* dst = cube.data<T>();
+    const std::size_t R = std::size_t(cube.height()), C = std::size_t(cube.width()), B = std::size_t(cube.bands());
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t c = 0; c < C; ++c)
+            for (std::size_t r = 0; r < R; ++r) dst[(b * R + r) * C + c] = T(src[r + R * (c + C * b)]);
+}
+
+}  // namespace
+
+Cube read_mat(const fs::path& path, const std::string& var) {
+    std::lock_guard lock(matio_mutex());
+    MatPtr mat = open_mat(kRead, path);
+    const std::vector<VarInfo> vars = scan(mat.get());
+    const VarInfo& info = choose(path, vars, var);
+    const std::string what = "variable '" + info.name + "' (" + info.shape() + " " + info.type() + ")";
+    if (info.complex) throw_invalid(kRead, path, what + ": complex arrays are not supported");
+    if (info.cls == MAT_C_INT64 || info.cls == MAT_C_UINT64)
+        throw_invalid(kRead, path, what + ": 64-bit integers are not supported (double, single, int8, uint8, int16, uint16, int32, uint32, logical are)");
+    if (info.empty()) throw_invalid(kRead, path, what + " is empty");
+    for (std::size_t d : info.dims)
+        if (d > std::size_t(INT_MAX)) throw_invalid(kRead, path, what + " is too large (an extent above " + std::to_string(INT_MAX) + ")");
+
+    VarPtr v(Mat_VarRead(mat.get(), info.name.c_str()));
+    if (!v || !v->data) throw_invalid(kRead, path, "matio could not read " + what + " (damaged or unsupported storage)");
+    const int R = int(info.dims[0]), C = int(info.dims[1]);
+    const int B = info.dims.size() == 3 ? int(info.dims[2]) : 1;
+    // Mat_VarRead converts the stored data to the class type; check what it gave us anyway.
+    if (v->rank != int(info.dims.size()) || std::size_t(v->dims[0]) != info.dims[0] || v->class_type != info.cls)
+        throw_invalid(kRead, path, "matio returned a different array than it listed for " + what);
+
+    DType dtype{};
+    switch (info.cls) {
+        case MAT_C_DOUBLE: dtype = DType::F64; break;
+        case MAT_C_SINGLE: dtype = DType::F32; break;
+        case MAT_C_INT8: dtype = DType::I16; break;  // no i8 in cubekit; i16 holds every value
+        case MAT_C_UINT8: dtype = DType::U8; break;  // logical is uint8 too
+        case MAT_C_INT16: dtype = DType::I16; break;
+        case MAT_C_UINT16: dtype = DType::U16; break;
+        case MAT_C_INT32: dtype = DType::I32; break;
+        case MAT_C_UINT32: dtype = DType::U32; break;
+        default: throw_invalid(kRead, path, what + ": class not supported");
+    }
+    const std::size_t count = std::size_t(R) * std::size_t(C) * std::size_t(B);
+    const std::size_t src_size = info.cls == MAT_C_INT8 ? 1 : dtype_size(dtype);
+    if (v->nbytes < count * src_size)
+        throw_invalid(kRead, path, what + ": matio returned " + std::to_string(v->nbytes) + " bytes, expected " + std::to_string(count * src_size));
+
+    Cube cube(C, R, B, dtype, Layout::BSQ);
+    switch (info.cls) {
+        case MAT_C_DOUBLE: copy_transposed<double, double>(v->data, cube); break;
+        case MAT_C_SINGLE: copy_transposed<float, float>(v->data, cube); break;
+        case MAT_C_INT8: copy_transposed<std::int8_t, std::int16_t>(v->data, cube); break;
+        case MAT_C_UINT8: copy_transposed<std::uint8_t, std::uint8_t>(v->data, cube); break;
+        case MAT_C_INT16: copy_transposed<std::int16_t, std::int16_t>(v->data, cube); break;
+        case MAT_C_UINT16: copy_transposed<std::uint16_t, std::uint16_t>(v->data, cube); break;
+        case MAT_C_INT32: copy_transposed<std::int32_t, std::int32_t>(v->data, cube); break;
+        case MAT_C_UINT32: copy_transposed<std::uint32_t, std::uint32_t>(v->data, cube); break;
+        default: break;
+    }
+    return cube;
+}
+
+std::vector<std::string> list_mat(const fs::path& path) {
+    std::lock_guard lock(matio_mutex());
+    MatPtr mat = open_mat("list_mat_variables", path);
+    std::vector<std::string> out;
+    for (const auto& v : scan(mat.get()))
+        if (v.numeric()) out.push_back(v.name + ": " + v.shape() + " " + v.type());
+    return out;
+}
+
+}  // namespace cubekit::io_detail

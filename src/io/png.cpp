@@ -1,0 +1,180 @@
+// PNG through libpng: 8 and 16 bit, gray, gray+alpha, RGB, RGBA; palette and low-bit-depth gray
+// are expanded. Read gives a BIP cube (u8 or u16) with bands = channels.
+//
+// libpng reports errors by longjmp. A longjmp must not cross C++ frames that own objects with
+// destructors, so the libpng calls live in small functions (png_*_stage) that own nothing: all
+// C++ state (buffers, the output file) belongs to the caller and is reached through a plain
+// struct. Errors are turned into exceptions only after the stage function has returned.
+#include <bit>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include <png.h>
+
+#include "io/io_internal.hpp"
+
+namespace cubekit::io_detail {
+
+namespace {
+
+constexpr std::string_view kRead = "read_png";
+constexpr std::string_view kWrite = "write_png";
+
+struct PngState {
+    char message[256] = {};
+    // Reading: the encoded file in memory.
+    const unsigned char* in = nullptr;
+    std::size_t in_size = 0;
+    std::size_t in_pos = 0;
+    // Writing: the output file; an exception thrown while writing is parked here.
+    AtomicFile* out = nullptr;
+    std::exception_ptr write_error;
+};
+
+PngState* state_of(png_structp png) { return static_cast<PngState*>(png_get_error_ptr(png)); }
+
+extern "C" void on_error(png_structp png, png_const_charp msg) {
+    PngState* s = state_of(png);
+    std::snprintf(s->message, sizeof(s->message), "%s", msg ? msg : "unknown libpng error");
+    png_longjmp(png, 1);
+}
+extern "C" void on_warning(png_structp, png_const_charp) {}  // warnings (e.g. bad sRGB chunk) are harmless
+
+extern "C" void read_from_memory(png_structp png, png_bytep dst, png_size_t n) {
+    auto* s = static_cast<PngState*>(png_get_io_ptr(png));
+    if (s->in_size - s->in_pos < n) png_error(png, "the file is truncated");
+    std::memcpy(dst, s->in + s->in_pos, n);
+    s->in_pos += n;
+}
+
+extern "C" void write_to_file(png_structp png, png_bytep data, png_size_t n) {
+    auto* s = static_cast<PngState*>(png_get_io_ptr(png));
+    bool failed = false;
+    try {
+        s->out->write(data, n);
+    } catch (...) {
+        s->write_error = std::current_exception();
+        failed = true;
+    }
+    // png_error after the try block has ended: no C++ object is live in this frame.
+    if (failed) png_error(png, "write failed");
+}
+extern "C" void flush_file(png_structp) {}
+
+struct ReadInfo {
+    png_uint_32 width = 0, height = 0;
+    int channels = 0, bit_depth = 0;
+};
+
+// Stage 1 of reading: header and transformations. Returns false on a libpng error.
+bool png_read_header_stage(png_structp png, png_infop info, ReadInfo* out) {
+    if (setjmp(png_jmpbuf(png))) return false;
+    png_read_info(png, info);
+    const int color = png_get_color_type(png, info);
+    const int depth = png_get_bit_depth(png, info);
+    if (color == PNG_COLOR_TYPE_PALETTE) {
+        png_set_palette_to_rgb(png);
+        if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);  // RGBA
+    }
+    if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (depth == 16 && std::endian::native == std::endian::little) png_set_swap(png);  // PNG is big-endian
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    out->width = png_get_image_width(png, info);
+    out->height = png_get_image_height(png, info);
+    out->channels = png_get_channels(png, info);
+    out->bit_depth = png_get_bit_depth(png, info);
+    return true;
+}
+
+// Stage 2 of reading: the rows, into caller-owned memory.
+bool png_read_rows_stage(png_structp png, png_infop info, png_bytepp rows) {
+    if (setjmp(png_jmpbuf(png))) return false;
+    png_read_image(png, rows);
+    png_read_end(png, info);
+    return true;
+}
+
+bool png_write_stage(png_structp png, png_infop info, png_uint_32 w, png_uint_32 h, int depth, int color,
+                     png_bytepp rows) {
+    if (setjmp(png_jmpbuf(png))) return false;
+    png_set_IHDR(png, info, w, h, depth, color, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    if (depth == 16 && std::endian::native == std::endian::little) png_set_swap(png);
+    png_write_image(png, rows);
+    png_write_end(png, info);
+    return true;
+}
+
+struct ReadStructs {
+    png_structp png = nullptr;
+    png_infop info = nullptr;
+    ~ReadStructs() { png_destroy_read_struct(&png, info ? &info : nullptr, nullptr); }
+};
+struct WriteStructs {
+    png_structp png = nullptr;
+    png_infop info = nullptr;
+    ~WriteStructs() { png_destroy_write_struct(&png, info ? &info : nullptr); }
+};
+
+}  // namespace
+
+Cube read_png(const fs::path& path) {
+    const std::string bytes = InputFile(kRead, path).read_all();
+    if (bytes.size() < 8 || png_sig_cmp(reinterpret_cast<png_const_bytep>(bytes.data()), 0, 8) != 0)
+        throw_invalid(kRead, path, "not a PNG file (no PNG signature)");
+    PngState state;
+    state.in = reinterpret_cast<const unsigned char*>(bytes.data());
+    state.in_size = bytes.size();
+    ReadStructs s;
+    s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, on_error, on_warning);
+    if (!s.png || !(s.info = png_create_info_struct(s.png))) throw std::bad_alloc();
+    png_set_read_fn(s.png, &state, read_from_memory);
+    // Images up to 2^31-1 pixels a side are representable; libpng's default cap (1,000,000) is
+    // only a guard against hostile files, and hyperspectral mosaics can exceed it.
+    png_set_user_limits(s.png, 0x7fffffff, 0x7fffffff);
+
+    ReadInfo ri;
+    if (!png_read_header_stage(s.png, s.info, &ri)) throw_invalid(kRead, path, std::string("libpng: ") + state.message);
+    if ((ri.bit_depth != 8 && ri.bit_depth != 16) || ri.channels < 1 || ri.channels > 4)
+        throw_invalid(kRead, path, "unexpected decoded format (" + std::to_string(ri.channels) + " channels of " +
+                                       std::to_string(ri.bit_depth) + " bits)");
+    if (ri.width > 0x7fffffffu || ri.height > 0x7fffffffu) throw_invalid(kRead, path, "the image is too large");
+    Cube cube(int(ri.width), int(ri.height), ri.channels, ri.bit_depth == 16 ? DType::U16 : DType::U8, Layout::BIP);
+    const std::size_t row_bytes = std::size_t(ri.width) * std::size_t(ri.channels) * std::size_t(ri.bit_depth / 8);
+    std::vector<png_bytep> rows(ri.height);
+    for (png_uint_32 y = 0; y < ri.height; ++y) rows[y] = reinterpret_cast<png_bytep>(cube.bytes() + y * row_bytes);
+    if (!png_read_rows_stage(s.png, s.info, rows.data())) throw_invalid(kRead, path, std::string("libpng: ") + state.message);
+    return cube;
+}
+
+void write_png(const Cube& cube, const fs::path& path) {
+    const Cube bip = image_as_bip(kWrite, path, cube, 1, 4, "1 gray, 2 gray+alpha, 3 RGB, 4 RGBA");
+    static constexpr int kColor[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                     PNG_COLOR_TYPE_RGBA};
+    const int depth = bip.dtype() == DType::U16 ? 16 : 8;
+    const std::size_t row_bytes = std::size_t(bip.width()) * std::size_t(bip.bands()) * std::size_t(depth / 8);
+    std::vector<png_bytep> rows(std::size_t(bip.height()));
+    // libpng takes non-const row pointers but does not modify the rows (png_set_swap swaps a copy).
+    auto* base = const_cast<std::byte*>(bip.bytes());
+    for (std::size_t y = 0; y < rows.size(); ++y) rows[y] = reinterpret_cast<png_bytep>(base + y * row_bytes);
+
+    AtomicFile out(kWrite, path);
+    PngState state;
+    state.out = &out;
+    WriteStructs s;
+    s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state, on_error, on_warning);
+    if (!s.png || !(s.info = png_create_info_struct(s.png))) throw std::bad_alloc();
+    png_set_write_fn(s.png, &state, write_to_file, flush_file);
+    if (!png_write_stage(s.png, s.info, png_uint_32(bip.width()), png_uint_32(bip.height()), depth,
+                         kColor[bip.bands()], rows.data())) {
+        if (state.write_error) std::rethrow_exception(state.write_error);  // IoError from the file
+        throw_invalid(kWrite, path, std::string("libpng: ") + state.message);
+    }
+    out.commit();
+}
+
+}  // namespace cubekit::io_detail

@@ -1,0 +1,155 @@
+#include "testing.hpp"
+
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace cubekit::testing {
+
+std::uint64_t test_seed() {
+    if (const char* env = std::getenv("CUBEKIT_TEST_SEED")) return std::strtoull(env, nullptr, 10);
+    static std::atomic<std::uint64_t> counter{0};
+    std::random_device rd;
+    return (std::uint64_t(rd()) << 32) ^ rd() ^ counter.fetch_add(1);
+}
+
+Cube random_cube(int width, int height, int bands, DType dtype, std::uint64_t seed, double lo, double hi, Layout layout) {
+    Cube cube(width, height, bands, dtype, layout);
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    for (int b = 0; b < bands; ++b)
+        for (int y = 0; y < height; ++y)
+            for (int x = 0; x < width; ++x) cube.set_value(x, y, b, dist(rng));
+    return cube;
+}
+
+Cube random_levels_cube(int width, int height, int bands, DType dtype, std::uint64_t seed, int levels, Layout layout) {
+    Cube cube(width, height, bands, dtype, layout);
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> dist(0, levels - 1);
+    for (int b = 0; b < bands; ++b)
+        for (int y = 0; y < height; ++y)
+            for (int x = 0; x < width; ++x) cube.set_value(x, y, b, double(dist(rng)));
+    return cube;
+}
+
+const Context& cpu_context() {
+    static const Context ctx({.backend = Backend::Cpu});
+    return ctx;
+}
+
+const Context* cuda_context() {
+    static const std::unique_ptr<Context> ctx = []() -> std::unique_ptr<Context> {
+        if (Context::cuda_device_count() == 0) return nullptr;
+        return std::make_unique<Context>(ContextOptions{.backend = Backend::Cuda});
+    }();
+    return ctx.get();
+}
+
+std::filesystem::path source_path(const std::string& relative) { return std::filesystem::path(CUBEKIT_SOURCE_DIR) / relative; }
+
+std::optional<std::filesystem::path> shared_data_path(const std::string& relative) {
+    const char* env = std::getenv("CUBEKIT_SHARED_DATA");
+    const std::filesystem::path root = env ? std::filesystem::path(env) : std::filesystem::path(CUBEKIT_SHARED_DATA);
+    const std::filesystem::path p = root / relative;
+    if (std::filesystem::exists(p)) return p;
+    return std::nullopt;
+}
+
+namespace {
+std::string describe_sample(const Cube& c, int x, int y, int b) {
+    std::ostringstream s;
+    s.precision(17);
+    s << c.value(x, y, b);
+    return s.str();
+}
+::testing::AssertionResult same_shape(const Cube& e, const Cube& a) {
+    if (e.width() != a.width() || e.height() != a.height() || e.bands() != a.bands() || e.dtype() != a.dtype())
+        return ::testing::AssertionFailure() << "shapes differ: expected " << e.shape().describe() << ", got "
+                                             << a.shape().describe();
+    return ::testing::AssertionSuccess();
+}
+}  // namespace
+
+::testing::AssertionResult cubes_identical(const Cube& expected, const Cube& actual) {
+    if (auto r = same_shape(expected, actual); !r) return r;
+    const std::size_t esize = dtype_size(expected.dtype());
+    std::size_t differing = 0;
+    int fx = -1, fy = -1, fb = -1;
+    for (int b = 0; b < expected.bands(); ++b)
+        for (int y = 0; y < expected.height(); ++y)
+            for (int x = 0; x < expected.width(); ++x) {
+                const std::byte* pe = expected.bytes() + expected.shape().offset(x, y, b) * esize;
+                const std::byte* pa = actual.bytes() + actual.shape().offset(x, y, b) * esize;
+                if (std::memcmp(pe, pa, esize) != 0) {
+                    if (differing++ == 0) fx = x, fy = y, fb = b;
+                }
+            }
+    if (differing == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << differing << " of " << expected.num_elements()
+                                         << " samples differ; first at (x=" << fx << ", y=" << fy << ", b=" << fb
+                                         << "): expected " << describe_sample(expected, fx, fy, fb) << ", got "
+                                         << describe_sample(actual, fx, fy, fb);
+}
+
+::testing::AssertionResult cubes_close(const Cube& expected, const Cube& actual, double rel, double floor) {
+    if (auto r = same_shape(expected, actual); !r) return r;
+    std::size_t bad = 0;
+    double worst = 0;
+    int wx = 0, wy = 0, wb = 0;
+    for (int b = 0; b < expected.bands(); ++b)
+        for (int y = 0; y < expected.height(); ++y)
+            for (int x = 0; x < expected.width(); ++x) {
+                const double e = expected.value(x, y, b), a = actual.value(x, y, b);
+                if (std::isnan(e) || std::isnan(a)) {
+                    if (std::isnan(e) != std::isnan(a)) ++bad, wx = x, wy = y, wb = b, worst = INFINITY;
+                    continue;
+                }
+                const double err = std::abs(a - e) / std::max(std::abs(e), floor > 0 ? floor : 1e-300);
+                if (err > rel) ++bad;
+                if (err > worst) worst = err, wx = x, wy = y, wb = b;
+            }
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << bad << " samples beyond relative tolerance " << rel << "; worst " << worst
+                                         << " at (x=" << wx << ", y=" << wy << ", b=" << wb << "): expected "
+                                         << describe_sample(expected, wx, wy, wb) << ", got "
+                                         << describe_sample(actual, wx, wy, wb);
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+    static const std::filesystem::path root = [] {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "cubekit-test-XXXXXX").string();
+        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+        return std::filesystem::path(tmpl);
+    }();
+    static std::atomic<int> counter{0};
+    const std::filesystem::path dir = root / (name + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+CliResult run_cli(const std::string& args) {
+    const std::filesystem::path dir = temp_dir("cli");
+    const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
+    const std::string command = std::string("'") + CUBEKIT_CLI + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
+    const int status = std::system(command.c_str());
+    CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    auto slurp = [](const std::string& path) {
+        std::ifstream in(path);
+        std::stringstream s;
+        s << in.rdbuf();
+        return s.str();
+    };
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+}  // namespace cubekit::testing

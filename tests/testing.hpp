@@ -1,0 +1,51 @@
+#pragma once
+// Shared test helpers: seeds, random cubes, contexts, data paths, comparisons.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "cubekit/context.hpp"
+#include "cubekit/cube.hpp"
+
+namespace cubekit::testing {
+
+/// A fresh seed per call (printed by the caller's SCOPED_TRACE); CUBEKIT_TEST_SEED=N replays N.
+std::uint64_t test_seed();
+
+/// W×H×B cube of `dtype` in `layout`, samples uniform in [lo, hi] (rounded for integer types).
+Cube random_cube(int width, int height, int bands, DType dtype, std::uint64_t seed, double lo, double hi,
+                 Layout layout = Layout::BSQ);
+/// Random integer-valued samples drawn from only `levels` distinct values (many ties).
+Cube random_levels_cube(int width, int height, int bands, DType dtype, std::uint64_t seed, int levels,
+                        Layout layout = Layout::BSQ);
+
+const Context& cpu_context();
+/// The CUDA context, or nullptr when no device exists (the caller GTEST_SKIPs, naming why).
+const Context* cuda_context();
+
+/// Path of a file in the repository (e.g. "data/samson/samson_1.img").
+std::filesystem::path source_path(const std::string& relative);
+/// Path of a file in ../shared/data (or $CUBEKIT_SHARED_DATA); nullopt when absent.
+std::optional<std::filesystem::path> shared_data_path(const std::string& relative);
+
+/// Bitwise equality of two cubes of the same shape (NaN equal to NaN with the same bits);
+/// on failure reports the count of differing samples and the first one (x, y, b, both values).
+::testing::AssertionResult cubes_identical(const Cube& expected, const Cube& actual);
+/// |a − e| ≤ rel · max(|e|, floor) for every sample (NaN must match NaN); reports the worst.
+::testing::AssertionResult cubes_close(const Cube& expected, const Cube& actual, double rel, double floor = 0.0);
+
+/// A fresh empty folder under one /tmp/cubekit-test-XXXXXX per test process.
+std::filesystem::path temp_dir(const std::string& name);
+
+/// Runs the cubekit executable with arguments (shell-quoted here); captures stdout, stderr, exit code.
+struct CliResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+CliResult run_cli(const std::string& args);
+
+}  // namespace cubekit::testing

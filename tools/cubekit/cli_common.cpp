@@ -1,0 +1,94 @@
+#include "cli_common.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cubekit/io.hpp"
+
+namespace cubekit::cli {
+
+void add_common_flags(CLI::App& app, CommonOptions& common) {
+    app.add_option("--backend", common.backend, "auto (CUDA device if any, else CPU), cpu, or cuda (never falls back)")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+        ->capture_default_str();
+    app.add_option("--device", common.device, "CUDA device index (naming one requires it)");
+    app.add_option("--threads", common.threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+    app.add_flag("--json", common.json, "print one JSON object on stdout (and nothing else)");
+    app.add_flag("-q,--quiet", common.quiet, "no progress bar or status lines on stderr");
+    app.add_option("--var", common.var, "MATLAB variable to read (default: the only 3-D array)");
+    app.add_option("--bands", common.bands, "bands to use, 0-based, e.g. 0-9,20 (default: all)");
+}
+
+namespace {
+
+// Draws "task [########        ]  45%" on stderr, at most ~20 times a second.
+class ProgressBar {
+public:
+    explicit ProgressBar(std::string task) : task_(std::move(task)) {}
+    ~ProgressBar() {
+        if (drawn_) std::fputs("\n", stderr);
+    }
+    void update(std::size_t done, std::size_t total) {
+        const auto now = std::chrono::steady_clock::now();
+        if (total == 0 || (done < total && now - last_ < std::chrono::milliseconds(50))) return;
+        if (!drawn_ && now - start_ < std::chrono::milliseconds(300) && done < total) return;  // short work: no bar
+        last_ = now;
+        drawn_ = true;
+        const int width = 30, filled = int(width * done / total);
+        std::fprintf(stderr, "\r%s [%s%s] %3d%%", task_.c_str(), std::string(filled, '#').c_str(),
+                     std::string(width - filled, ' ').c_str(), int(100 * done / total));
+        std::fflush(stderr);
+    }
+
+private:
+    std::string task_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+    bool drawn_ = false;
+};
+
+}  // namespace
+
+Context make_context(const CommonOptions& common, const std::string& task) {
+    ContextOptions options{.backend = parse_backend(common.backend), .device = common.device, .threads = common.threads};
+    if (!common.quiet && isatty(STDERR_FILENO)) {
+        auto bar = std::make_shared<ProgressBar>(task);
+        options.progress = [bar](std::size_t done, std::size_t total) { bar->update(done, total); };
+    }
+    if (std::getenv("CUBEKIT_VERBOSE")) options.log = [](std::string_view m) { std::cerr << m << "\n"; };
+    return Context(std::move(options));
+}
+
+Cube read_input(const std::filesystem::path& path, const CommonOptions& common) {
+    Cube cube = read_cube(path, {.var = common.var});
+    if (!common.bands.empty()) cube = cube.select_bands(parse_band_list(common.bands, cube.bands(), "--bands"));
+    return cube;
+}
+
+void say(const CommonOptions& common, const std::string& line) {
+    if (!common.quiet) std::cerr << line << "\n";
+}
+
+nlohmann::json summary(const std::string& command, const Context& ctx) {
+    return {{"command", command},
+            {"cubekit_version", CUBEKIT_VERSION},
+            {"backend", std::string(ctx.backend_name())},
+            {"device", ctx.device_name()}};
+}
+
+nlohmann::json shape_json(const CubeShape& s) {
+    return {{"width", s.width}, {"height", s.height}, {"bands", s.bands},
+            {"dtype", std::string(dtype_name(s.dtype))}, {"layout", std::string(layout_name(s.layout))}};
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+void emit_json(const CommonOptions& common, const nlohmann::json& j) {
+    if (common.json) std::cout << j.dump(2) << std::endl;
+}
+
+}  // namespace cubekit::cli

@@ -1,0 +1,49 @@
+#pragma once
+// Pieces every subcommand shares: the common flags, the context with its progress bar, reading
+// the input (with --var and --bands), the JSON summary and the human-readable lines.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "cubekit/context.hpp"
+#include "cubekit/cube.hpp"
+
+namespace cubekit::cli {
+
+struct CommonOptions {
+    std::string backend = "auto";
+    int device = -1;
+    int threads = 0;
+    bool json = false;
+    bool quiet = false;
+    std::string var;    // MATLAB variable
+    std::string bands;  // band list, "" = all
+};
+
+/// Adds --backend, --device, --threads, --json, --quiet, --var and --bands to a subcommand.
+void add_common_flags(CLI::App& app, CommonOptions& common);
+
+/// The context the flags ask for; a progress bar on stderr when stderr is a terminal.
+Context make_context(const CommonOptions& common, const std::string& task);
+
+/// Reads IN (format from content and extension), applying --var and --bands.
+Cube read_input(const std::filesystem::path& path, const CommonOptions& common);
+
+/// A human-readable line on stderr (suppressed by --quiet).
+void say(const CommonOptions& common, const std::string& line);
+
+/// The JSON skeleton every subcommand fills: command, cubekit version, backend, device.
+nlohmann::json summary(const std::string& command, const Context& ctx);
+/// Shape description for JSON: {width, height, bands, dtype, layout}.
+nlohmann::json shape_json(const CubeShape& shape);
+
+/// Milliseconds since `start`.
+double elapsed_ms(std::chrono::steady_clock::time_point start);
+
+/// Prints the summary as the only thing on stdout (with --json).
+void emit_json(const CommonOptions& common, const nlohmann::json& j);
+
+}  // namespace cubekit::cli

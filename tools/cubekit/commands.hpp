@@ -1,0 +1,16 @@
+#pragma once
+// Each subcommand adds itself to the root app and returns the work to run once parsing succeeded.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace cubekit::cli {
+
+using Action = std::function<void()>;
+
+Action add_info(CLI::App& root);
+Action add_convert(CLI::App& root);
+Action add_rcmg(CLI::App& root);
+Action add_demo(CLI::App& root);
+
+}  // namespace cubekit::cli

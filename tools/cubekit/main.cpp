@@ -1,0 +1,61 @@
+// cubekit: GPU analysis of image cubes. Parses the subcommand, runs it, and turns every error
+// into one line on stderr and an exit code: 2 invalid input or usage, 3 the operating system
+// refused, 4 device failure.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+#include <new>
+
+#include "commands.hpp"
+#include "cubekit/error.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"cubekit: GPU analysis of hyperspectral, multispectral, RGB and grayscale image cubes.\n"
+                 "Example: cubekit rcmg data/samson/samson_1.img gradient.png --json",
+                 "cubekit"};
+    app.set_version_flag("--version", std::string("cubekit ") + CUBEKIT_VERSION);
+    app.require_subcommand(1);
+    app.footer("Exit codes: 0 success; 2 invalid file content or parameter; 3 the operating system refused\n"
+               "(missing file, permission, disk full); 4 device failure. Run 'cubekit SUBCOMMAND --help' for details.");
+    std::map<CLI::App*, cubekit::cli::Action> actions;
+    auto add = [&](cubekit::cli::Action (*adder)(CLI::App&)) {
+        const std::size_t before = app.get_subcommands({}).size();
+        cubekit::cli::Action action = adder(app);
+        actions[app.get_subcommands({}).at(before)] = std::move(action);
+    };
+    add(cubekit::cli::add_info);
+    add(cubekit::cli::add_convert);
+    add(cubekit::cli::add_rcmg);
+    add(cubekit::cli::add_demo);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        std::cerr << "cubekit: " << e.what() << "\n";
+        return 2;
+    }
+    try {
+        for (CLI::App* sub : app.get_subcommands()) actions.at(sub)();
+        return 0;
+    } catch (const cubekit::InvalidInput& e) {
+        std::cerr << "cubekit: " << e.what() << "\n";
+        return 2;
+    } catch (const cubekit::IoError& e) {
+        std::cerr << "cubekit: " << e.what() << "\n";
+        return 3;
+    } catch (const cubekit::DeviceError& e) {
+        std::cerr << "cubekit: " << e.what() << "\n";
+        return 4;
+    } catch (const cubekit::Cancelled& e) {
+        std::cerr << "cubekit: " << e.what() << "\n";
+        return 130;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "cubekit: out of host memory\n";
+        return 3;
+    } catch (const std::exception& e) {
+        std::cerr << "cubekit: internal error: " << e.what() << "\n";
+        return 1;
+    }
+}

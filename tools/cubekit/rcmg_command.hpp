@@ -1,0 +1,19 @@
+#pragma once
+// The work of `cubekit rcmg`, shared with `cubekit demo`.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cubekit/context.hpp"
+#include "cubekit/gradient.hpp"
+
+namespace cubekit::cli {
+
+/// Computes the RCMG of `cube` and writes it to each of `outputs`: .png gets the display scaling
+/// (v ↦ round(255·v/max), max = the largest finite gradient value), anything else the float
+/// gradient (.npy (H, W) or ENVI). Returns the JSON summary (parameters, timings, outputs, stats).
+nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
+                        const std::vector<std::string>& outputs);
+
+}  // namespace cubekit::cli
