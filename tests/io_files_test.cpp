@@ -62,7 +62,9 @@ TEST(IoScenes, EmbeddedSamson) {
     fs::path hdr = p;
     hdr += ".hdr";
     EXPECT_TRUE(cubes_identical(c, read_cube(hdr)));
-    if (const auto shared = shared_data_path("envi/samson/samson_1.img")) EXPECT_TRUE(cubes_identical(c, read_cube(*shared)));
+    if (const auto shared = shared_data_path("envi/samson/samson_1.img")) {
+        EXPECT_TRUE(cubes_identical(c, read_cube(*shared)));
+    }
 
     // Round trips through ENVI (as BIP, metadata kept) and .npy.
     const fs::path dir = temp_dir("samson");
@@ -185,7 +187,8 @@ TEST(IoAtomic, PathBelowARegularFileOrMissingFolder) {
         const fs::path target = dir / "plain" / name;
         const Cube& c = std::string(name).find(".p") != std::string::npos ? u : f;
         const std::string msg = error_of<IoError>([&] { write_cube(c, target); });
-        EXPECT_NE(msg.find(target.string()), std::string::npos) << msg;
+        // Named: the file that could not be created (for out.hdr that is the data file out.img).
+        EXPECT_NE(msg.find((dir / "plain" / "out.").string()), std::string::npos) << msg;
         EXPECT_NE(msg.find("Not a directory"), std::string::npos) << msg;
     }
     const std::string msg = error_of<IoError>([&] { write_cube(f, dir / "nope" / "out.img"); });
@@ -262,4 +265,79 @@ TEST(IoDisplay, ScalesByLargestFiniteSample) {
     const Cube dn = to_display_u8(none);  // no positive finite max: all zero
     for (std::size_t i = 0; i < dn.num_elements(); ++i) EXPECT_EQ(dn.data<std::uint8_t>()[i], 0);
     EXPECT_NE(error_of<InvalidInput>([] { to_display_u8(Cube(2, 2, 3, DType::F32)); }).find("to_display_u8"), std::string::npos);
+}
+
+// ---- hand-made PNG files ------------------------------------------------------------------------
+// Built here byte by byte (stored deflate blocks, CRC-32 and Adler-32 computed below), so that the
+// 16-bit byte order, palette expansion and low bit depths are checked against the PNG
+// specification rather than against our own writer.
+
+namespace {
+
+std::string be32(std::uint32_t v) { return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
+
+std::uint32_t crc32(std::string_view s) {
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (unsigned char ch : s) {
+        c ^= ch;
+        for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+std::string chunk(const std::string& type, const std::string& data) {
+    return be32(std::uint32_t(data.size())) + type + data + be32(crc32(type + data));
+}
+
+// zlib stream holding one stored (uncompressed) deflate block.
+std::string zlib_stored(const std::string& raw) {
+    std::uint32_t a = 1, b = 0;
+    for (unsigned char ch : raw) a = (a + ch) % 65521, b = (b + a) % 65521;
+    const auto n = std::uint16_t(raw.size());
+    return std::string("\x78\x01\x01", 3) + char(n & 0xFF) + char(n >> 8) + char(~n & 0xFF) + char((~n >> 8) & 0xFF) + raw +
+           be32(b << 16 | a);
+}
+
+// `rows`: the filtered scanlines, each starting with its filter byte (0 = none).
+std::string png_file(std::uint32_t w, std::uint32_t h, int depth, int color, const std::string& rows,
+                     const std::string& extra_chunks = "") {
+    const std::string ihdr = be32(w) + be32(h) + char(depth) + char(color) + std::string(3, '\0');
+    return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + extra_chunks + chunk("IDAT", zlib_stored(rows)) +
+           chunk("IEND", "");
+}
+
+}  // namespace
+
+TEST(IoImages, HandMadePngFiles) {
+    const fs::path dir = temp_dir("png-hand");
+    // 16-bit gray 2x1, big-endian samples 0x0102, 0x0304.
+    put(dir / "g16.png", png_file(2, 1, 16, 0, std::string("\0\x01\x02\x03\x04", 5)));
+    Cube g = read_cube(dir / "g16.png");
+    EXPECT_EQ(g.shape().describe(), "2x1x1 u16 bip");
+    EXPECT_EQ(g.value(0, 0, 0), 258);
+    EXPECT_EQ(g.value(1, 0, 0), 772);
+    // 16-bit RGBA 1x1: (1, 2, 3, 65534).
+    put(dir / "rgba.png", png_file(1, 1, 16, 6, std::string("\0\x00\x01\x00\x02\x00\x03\xFF\xFE", 9)));
+    Cube rgba = read_cube(dir / "rgba.png");
+    EXPECT_EQ(rgba.shape().describe(), "1x1x4 u16 bip");
+    for (int b = 0; b < 4; ++b) EXPECT_EQ(rgba.value(0, 0, b), b < 3 ? b + 1 : 65534) << b;
+    // Palette 3x1: entries (10, 20, 30), (40, 50, 60); indices 0, 1, 0 → RGB.
+    const std::string plte = chunk("PLTE", "\x0A\x14\x1E\x28\x32\x3C");
+    put(dir / "pal.png", png_file(3, 1, 8, 3, std::string("\0\x00\x01\x00", 4), plte));
+    Cube pal = read_cube(dir / "pal.png");
+    EXPECT_EQ(pal.shape().describe(), "3x1x3 u8 bip");
+    EXPECT_EQ(pal.value(1, 0, 0), 40);
+    EXPECT_EQ(pal.value(2, 0, 2), 30);
+    // The same with tRNS (entry 0 has alpha 128, entry 1 is opaque) → RGBA.
+    put(dir / "palt.png", png_file(3, 1, 8, 3, std::string("\0\x00\x01\x00", 4), plte + chunk("tRNS", "\x80")));
+    Cube palt = read_cube(dir / "palt.png");
+    EXPECT_EQ(palt.shape().describe(), "3x1x4 u8 bip");
+    EXPECT_EQ(palt.value(0, 0, 3), 128);
+    EXPECT_EQ(palt.value(1, 0, 3), 255);
+    EXPECT_EQ(palt.value(1, 0, 1), 50);
+    // 1-bit gray 4x1, bits 1010 → expanded to 8 bits (255, 0, 255, 0).
+    put(dir / "bits.png", png_file(4, 1, 1, 0, std::string("\0\xA0", 2)));
+    Cube bits = read_cube(dir / "bits.png");
+    EXPECT_EQ(bits.shape().describe(), "4x1x1 u8 bip");
+    for (int x = 0; x < 4; ++x) EXPECT_EQ(bits.value(x, 0, 0), x % 2 ? 0 : 255) << x;
 }

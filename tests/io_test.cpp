@@ -341,6 +341,14 @@ TEST(IoImages, PngAndPnmRoundTrips) {
     EXPECT_NE(error_of<InvalidInput>([&] { write_cube(Cube(2, 2, 5, DType::U8), dir / "f.png"); }).find("5 bands"), std::string::npos);
     EXPECT_NE(error_of<InvalidInput>([&] { write_cube(Cube(2, 2, 2, DType::U8), dir / "f.pgm"); }).find("2 bands"), std::string::npos);
     EXPECT_FALSE(fs::exists(dir / "f.png"));
+    // Damaged files are InvalidInput (libpng's longjmp turned into an exception), not a crash.
+    const std::string png = get(dir / "i3u8.png");
+    put(dir / "cut.png", png.substr(0, png.size() / 2));
+    std::string msg = error_of<InvalidInput>([&] { read_cube(dir / "cut.png"); });
+    EXPECT_EQ(msg.rfind("read_png: " + (dir / "cut.png").string() + ": libpng: ", 0), 0u) << msg;
+    put(dir / "cut.jpg", std::string("\xFF\xD8\xFF\xE0\x00\x10JFIF\x00", 11));
+    msg = error_of<InvalidInput>([&] { read_cube(dir / "cut.jpg"); });
+    EXPECT_EQ(msg.rfind("read_jpeg: " + (dir / "cut.jpg").string() + ": libjpeg: ", 0), 0u) << msg;
 }
 
 TEST(IoImages, PnmBytesAndAsciiVariants) {

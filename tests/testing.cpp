@@ -137,7 +137,8 @@ std::filesystem::path temp_dir(const std::string& name) {
 CliResult run_cli(const std::string& args) {
     const std::filesystem::path dir = temp_dir("cli");
     const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
-    const std::string command = std::string("'") + CUBEKIT_CLI + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
+    const char* cli = std::getenv("CUBEKIT_CLI");  // scripts/gpu-check points it at the packed binary
+    const std::string command = std::string("'") + (cli ? cli : CUBEKIT_CLI) + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
     const int status = std::system(command.c_str());
     CliResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
