@@ -45,7 +45,7 @@ struct ReadOptions {
 };
 
 /// Reads any supported file into a host cube (its stored element type and layout; images are BIP
-/// with bands = channels, .npy and .mat arrive as BIP (H, W, B)).
+/// with bands = channels, .npy arrives as BIP (H, W, B), .mat as BSQ).
 Cube read_cube(const std::filesystem::path& path, const ReadOptions& options = {});
 
 struct WriteOptions {

@@ -1,5 +1,6 @@
 // Input format detection (magic bytes, ENVI sidecar headers, GDAL) and output format by extension.
 #include <cstring>
+#include <fstream>
 #include <system_error>
 
 #include "io/io_internal.hpp"
@@ -11,9 +12,14 @@ using namespace io_detail;
 namespace io_detail {
 
 namespace {
-bool regular_file_exists(const fs::path& p) {
+// A regular file whose text begins with "ENVI". Other formats also pair X.hdr with X.img (Analyze
+// 7.5, for one, with a binary header); those must fall through to GDAL rather than be taken as ENVI.
+bool is_envi_header(const fs::path& p) {
     std::error_code ec;
-    return fs::is_regular_file(p, ec);
+    if (!fs::is_regular_file(p, ec)) return false;
+    std::ifstream in(p, std::ios::binary);
+    char magic[4] = {};
+    return in.read(magic, 4) && std::string_view(magic, 4) == "ENVI";
 }
 }  // namespace
 
@@ -28,7 +34,7 @@ fs::path find_envi_header(const fs::path& data_path) {
     const fs::path candidates[] = {replaced, fs::path(data_path.string() + ".hdr"), replaced_upper,
                                    fs::path(data_path.string() + ".HDR")};
     for (const auto& c : candidates)
-        if (c != data_path && regular_file_exists(c)) return c;
+        if (c != data_path && is_envi_header(c)) return c;
     return {};
 }
 

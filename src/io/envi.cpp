@@ -167,6 +167,11 @@ Cube read_envi(const fs::path& path) {
         if (hdr.empty()) {
             fs::path replaced = data;
             replaced.replace_extension(".hdr");
+            for (const fs::path& c : {replaced, fs::path(data.string() + ".hdr")}) {
+                std::error_code ec;
+                if (fs::is_regular_file(c, ec))  // there, but find_envi_header saw no "ENVI" in it
+                    throw_invalid(kRead, c, "not an ENVI header (the first line is not 'ENVI')");
+            }
             throw_os_error(kRead, data,
                            "no ENVI header beside it (tried " + replaced.filename().string() + ", " +
                                data.filename().string() + ".hdr)",
