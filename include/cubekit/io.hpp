@@ -68,8 +68,9 @@ std::vector<std::string> list_mat_variables(const std::filesystem::path& path);
 /// True when the library was built with GDAL.
 bool gdal_available();
 
-/// A one-band image scaled to u8 for display: v ↦ round(255 · v / max), where max is the largest
-/// finite sample (0 and NaN map to 0; a zero or absent max gives an all-zero image).
-Cube to_display_u8(const Cube& one_band);
+/// A one-band image scaled to u8 for display: v ↦ round(255 · min(v, white) / white), where white
+/// is the given white point, or when white ≤ 0 the largest finite sample (0, negatives and NaN map
+/// to 0; no positive white point gives an all-zero image).
+Cube to_display_u8(const Cube& one_band, double white = 0.0);
 
 }  // namespace cubekit

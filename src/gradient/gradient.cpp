@@ -1,6 +1,8 @@
 // RCMG front door: validate once, choose the backend (spec/gradient-watershed.md, Part A).
 #include <string>
 
+#include "cubekit/error.hpp"
+
 #include "cubekit/gradient.hpp"
 #include "gradient/rcmg_internal.hpp"
 
@@ -89,3 +91,12 @@ void rcmg_into(const Context& ctx, const DeviceCube& cube, DeviceCube& out, cons
 }
 
 }  // namespace cubekit
+
+#ifndef CUBEKIT_HAVE_CUDA
+namespace cubekit::detail {
+// CPU-only build: a CUDA context cannot exist, so this is unreachable through the public API.
+void rcmg_cuda(const Context&, const DeviceCube&, DeviceCube&, const RcmgOptions&) {
+    throw DeviceError("rcmg: this cubekit was built without CUDA");
+}
+}  // namespace cubekit::detail
+#endif

@@ -143,7 +143,7 @@ void write_cube(const Cube& cube, const std::filesystem::path& path, const Write
 
 std::vector<std::string> list_mat_variables(const std::filesystem::path& path) { return list_mat(path); }
 
-Cube to_display_u8(const Cube& one_band) {
+Cube to_display_u8(const Cube& one_band, double white) {
     if (one_band.bands() != 1) {
         throw InvalidInput("to_display_u8: the cube has " + std::to_string(one_band.bands()) +
                            " bands (" + one_band.shape().describe() + "); expected 1");
@@ -161,6 +161,7 @@ Cube to_display_u8(const Cube& one_band) {
             const double v = double(src[i]);
             if (std::isfinite(v) && v > max) max = v;
         }
+        if (white > 0.0) max = white;  // the caller's white point (e.g. a percentile); larger values saturate
         if (!(max > 0.0)) return;  // zero, negative or no finite sample: all-zero image
         for (std::size_t i = 0; i < n; ++i) {
             const double v = double(src[i]);

@@ -1,4 +1,5 @@
 // cubekit rcmg: Robust Color Morphological Gradient of a cube (spec gradient-watershed.md, A).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -21,22 +22,33 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
     const double compute_ms = elapsed_ms(t0);
 
     double mx = 0, sum = 0;
-    std::size_t finite = 0;
+    std::vector<double> finite_values;
+    finite_values.reserve(gradient.num_elements());
     for (int y = 0; y < gradient.height(); ++y)
         for (int x = 0; x < gradient.width(); ++x) {
             const double v = gradient.value(x, y, 0);
             if (!std::isfinite(v)) continue;
             mx = std::max(mx, v);
             sum += v;
-            ++finite;
+            finite_values.push_back(v);
         }
+    const std::size_t finite = finite_values.size();
+    // PNG white point: the 99th percentile, so that a few very strong edges do not leave the rest
+    // of the picture black (the largest value when that percentile is 0).
+    double white = 0;
+    if (finite) {
+        const std::size_t k = std::min(finite - 1, std::size_t(0.99 * double(finite)));
+        std::nth_element(finite_values.begin(), finite_values.begin() + std::ptrdiff_t(k), finite_values.end());
+        white = finite_values[k] > 0 ? finite_values[k] : mx;
+    }
     t0 = std::chrono::steady_clock::now();
     nlohmann::json written = nlohmann::json::array();
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         if (formats[i] == FileFormat::Png || formats[i] == FileFormat::Pnm) {
-            write_cube(to_display_u8(gradient), outputs[i]);
+            write_cube(to_display_u8(gradient, white), outputs[i]);
             written.push_back({{"path", outputs[i]}, {"format", std::string(format_name(formats[i]))}, {"dtype", "u8"},
-                               {"scale", {{"rule", "round(255 * v / max)"}, {"max", mx}}}});
+                               {"scale", {{"rule", "round(255 * min(v, white) / white), white = 99th percentile"},
+                                          {"white", white}}}});
         } else {
             write_cube(gradient, outputs[i]);
             written.push_back({{"path", outputs[i]}, {"format", std::string(format_name(formats[i]))},
@@ -74,7 +86,8 @@ Action add_rcmg(CLI::App& root) {
         "At each pixel: the Euclidean distances between all pairs of pixel vectors in its window (3x3 square or\n"
         "5-pixel cross), the R most distant pairs rejected (both vectors each time), the largest remaining\n"
         "distance. Borders replicate the nearest pixel. NaN in a window gives NaN.\n"
-        "Outputs: .npy (H, W) or ENVI float gradient; .png scaled for display, round(255 * v / max).\n"
+        "Outputs: .npy (H, W) or ENVI float gradient; .png scaled for display: round(255 * min(v, p99) / p99),\n"
+        "p99 = the 99th percentile of the gradient (stated in --json).\n"
         "Examples:\n"
         "  cubekit rcmg data/samson/samson_1.img gradient.png gradient.npy\n"
         "  cubekit rcmg scene.mat g.hdr --var data --connectivity 4 --precision f32 --json");

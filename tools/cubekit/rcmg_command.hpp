@@ -11,7 +11,7 @@
 namespace cubekit::cli {
 
 /// Computes the RCMG of `cube` and writes it to each of `outputs`: .png gets the display scaling
-/// (v ↦ round(255·v/max), max = the largest finite gradient value), anything else the float
+/// (v ↦ round(255·min(v, p99)/p99), p99 = the 99th percentile of the finite gradient values), anything else the float
 /// gradient (.npy (H, W) or ENVI). Returns the JSON summary (parameters, timings, outputs, stats).
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
                         const std::vector<std::string>& outputs);
