@@ -193,7 +193,10 @@ constexpr std::size_t pairs_smem_bytes() {
 // gathers its n(n−1)/2 pair distances from them. Same value, order and rounding as the CPU:
 // D_ij at p is E_{pos_j−pos_i}(p + pos_i), a sum of the same squares in the same band order.
 // DRAM: the cube once (apron re-reads hit L2) + the output. Work: 12 (6) offsets per region
-// pixel per band, 1.22× the output pixels.
+// pixel per band, 1.22× the output pixels; per thread and band 20 LDS.64 and 72 FP64 operations
+// (8-conn, f64), so shared-memory bandwidth and the FP64 pipe bound it, not DRAM.
+// Measured 2026-11-22, H100, Pavia-sized 610×340×103 f32 (bench/results/2026-11-22-h100.md):
+// 8-conn f64 0.18 ms (floor 0.029), 4-conn f32 0.073 ms.
 template <typename T, typename Acc, typename Out, int N>
 __global__ void __launch_bounds__(kPairsX * kPairsY)
 rcmg_shared_pairs_kernel(const T* __restrict__ cube, Out* __restrict__ out, int W, int H, int B, int reject, bool squared) {
