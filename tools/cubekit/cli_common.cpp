@@ -15,7 +15,7 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
         ->capture_default_str();
     app.add_option("--device", common.device, "CUDA device index (naming one requires it)");
-    app.add_option("--threads", common.threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+    app.add_option("--threads", common.threads, "CPU threads (0 = all cores)")->check(CLI::Range(0, 4096));
     app.add_flag("--json", common.json, "print one JSON object on stdout (and nothing else)");
     app.add_flag("-q,--quiet", common.quiet, "no progress bar or status lines on stderr");
     app.add_option("--var", common.var, "MATLAB variable to read (default: the only 3-D array)");

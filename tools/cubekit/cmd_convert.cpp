@@ -32,8 +32,10 @@ Action add_convert(CLI::App& root) {
         const CommonOptions& common = args->common;
         const auto start = std::chrono::steady_clock::now();
         const FileFormat out_format = output_format(args->output);  // refuse a bad OUT before reading
-        Cube cube = read_input(args->input, common);
+        const Context ctx = make_context(common, "convert");  // validates --backend/--device; conversion is I/O
+        Cube cube = read_cube(args->input, {.var = common.var});
         const CubeShape in_shape = cube.shape();
+        if (!common.bands.empty()) cube = cube.select_bands(parse_band_list(common.bands, cube.bands(), "--bands"));
         if (!args->crop.empty()) {
             int v[4];
             char c1, c2, c3;

@@ -4,6 +4,8 @@
 #include <iostream>
 #include <memory>
 
+#include <unistd.h>
+
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "cubekit/error.hpp"
@@ -26,24 +28,40 @@ Action add_demo(CLI::App& root) {
     add_common_flags(*app, args->common);
     return [args] {
         const CommonOptions& common = args->common;
+        Context ctx = make_context(common, "rcmg");  // a bad --device/--backend fails before anything is made
+        const Cube cube = read_input(args->scene, common);
+        const bool made_dir = !std::filesystem::exists(args->out_dir);
         std::error_code ec;
         std::filesystem::create_directories(args->out_dir, ec);
-        if (ec) throw IoError("demo: cannot create " + args->out_dir + ": " + ec.message());
-        Context ctx = make_context(common, "rcmg");
-        const Cube cube = read_input(args->scene, common);
+        if (ec) throw IoError("demo: --out " + args->out_dir + ": cannot create the folder: " + ec.message());
         say(common, "demo: read " + args->scene + ": " + cube.shape().describe() + " (Samson, SAMSON sensor, 401-899 nm)");
         const std::string png = args->out_dir + "/samson_rcmg.png", npy = args->out_dir + "/samson_rcmg.npy";
         const std::string json_path = args->out_dir + "/samson_rcmg.json";
         const RcmgOptions options{};  // the spec's defaults: 8-connectivity, r = 1, f64 accumulation
-        nlohmann::json j = run_rcmg(ctx, args->scene, cube, options, {png, npy});
-        j["command"] = "demo";
-        {
-            const std::string tmp = json_path + ".tmp";
-            std::ofstream f(tmp);
-            f << j.dump(2) << "\n";
-            f.close();
-            if (!f) throw IoError("demo: cannot write " + json_path);
-            std::filesystem::rename(tmp, json_path);
+        nlohmann::json j;
+        try {
+            j = run_rcmg(ctx, args->scene, cube, options, {png, npy});
+            j["command"] = "demo";
+            const std::string tmp = args->out_dir + "/.samson_rcmg.json.tmp-" + std::to_string(::getpid());
+            {
+                std::ofstream f(tmp);
+                f << j.dump(2) << "\n";
+                f.close();
+                if (!f) {
+                    std::filesystem::remove(tmp, ec);
+                    throw IoError("demo: " + json_path + ": cannot write");
+                }
+            }
+            std::filesystem::rename(tmp, json_path, ec);
+            if (ec) {
+                const std::string why = ec.message();
+                std::filesystem::remove(tmp, ec);
+                throw IoError("demo: " + json_path + ": cannot write: " + why);
+            }
+        } catch (...) {
+            remove_outputs({png, npy});
+            if (made_dir) std::filesystem::remove(args->out_dir, ec);
+            throw;
         }
         say(common, "demo: Robust Color Morphological Gradient (8-connectivity, 1 pair rejected, f64 sums) on " +
                         ctx.device_name() + " [" + j["implementation"].get<std::string>() + "] in " +

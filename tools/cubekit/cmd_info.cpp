@@ -56,7 +56,9 @@ Action add_info(CLI::App& root) {
     add_common_flags(*app, args->common);
     return [args] {
         const CommonOptions& common = args->common;
-        Context ctx({.backend = Backend::Cpu, .threads = common.threads});
+        // The statistics run on the CPU; the context still checks --backend/--device, so a named
+        // device that does not exist is an error here too.
+        Context ctx = make_context(common, "info");
         const FileFormat format = detect_format(args->input);
         const Cube cube = read_input(args->input, common);
         const std::vector<BandStats> stats = band_stats(ctx, cube);

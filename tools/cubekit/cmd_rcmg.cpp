@@ -1,5 +1,6 @@
 // cubekit rcmg: Robust Color Morphological Gradient of a cube (spec gradient-watershed.md, A).
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -11,6 +12,20 @@
 #include "rcmg_command.hpp"
 
 namespace cubekit::cli {
+
+void remove_outputs(const std::vector<std::string>& paths) {
+    for (const std::string& p : paths) {
+        std::error_code ec;
+        std::filesystem::remove(p, ec);
+        if (output_format(p) == FileFormat::Envi) {  // ENVI wrote a header and a data file
+            std::filesystem::path hdr(p), img(p);
+            hdr.replace_extension(".hdr");
+            img.replace_extension(".img");
+            std::filesystem::remove(hdr, ec);
+            std::filesystem::remove(img, ec);
+        }
+    }
+}
 
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
                         const std::vector<std::string>& outputs) {
@@ -43,7 +58,9 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
     }
     t0 = std::chrono::steady_clock::now();
     nlohmann::json written = nlohmann::json::array();
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
+    std::size_t done = 0;
+    try {
+    for (std::size_t i = 0; i < outputs.size(); ++i, ++done) {
         if (formats[i] == FileFormat::Png || formats[i] == FileFormat::Pnm) {
             write_cube(to_display_u8(gradient, white), outputs[i]);
             written.push_back({{"path", outputs[i]}, {"format", std::string(format_name(formats[i]))}, {"dtype", "u8"},
@@ -54,6 +71,12 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
             written.push_back({{"path", outputs[i]}, {"format", std::string(format_name(formats[i]))},
                                {"dtype", std::string(dtype_name(gradient.dtype()))}});
         }
+    }
+    } catch (...) {
+        // Each write is atomic; a failure of a later output also takes back the earlier ones, so
+        // a failed run leaves no partial set of outputs.
+        remove_outputs(std::vector<std::string>(outputs.begin(), outputs.begin() + std::ptrdiff_t(done)));
+        throw;
     }
     const double write_ms = elapsed_ms(t0);
     nlohmann::json j = summary("rcmg", ctx);

@@ -29,6 +29,14 @@ int main(int argc, char** argv) {
     add(cubekit::cli::add_rcmg);
     add(cubekit::cli::add_demo);
 
+    if (argc > 1 && argv[1][0] != '-') {
+        bool known = false;
+        for (const auto& [sub, action] : actions) known |= sub->check_name(argv[1]);
+        if (!known) {
+            std::cerr << "cubekit: unknown subcommand '" << argv[1] << "' (info, convert, rcmg, demo; see cubekit --help)\n";
+            return 2;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
