@@ -135,7 +135,6 @@ void Cube::set_value(int x, int y, int b, double v) {
 Cube Cube::to_layout(Layout layout) const {
     Cube out(width(), height(), bands(), dtype(), layout);
     out.metadata_ = metadata_;
-    const std::size_t esize = dtype_size(dtype());
     if (layout == this->layout()) {
         if (num_bytes()) std::memcpy(out.bytes(), bytes(), num_bytes());
         return out;
@@ -154,7 +153,6 @@ Cube Cube::to_layout(Layout layout) const {
             for (int b = 0; b < bands(); ++b)
                 for (int x = 0; x < width(); ++x) dp[dst.offset(x, y, b)] = sp[src.offset(x, y, b)];
     });
-    (void)esize;
     return out;
 }
 
