@@ -1,0 +1,387 @@
+// CPU reference of k-means (spec kmeans.md §3), OpenMP. The readable specification: every step
+// in the order the spec states it; the CUDA backend must reproduce its labels, counts, centroids
+// and iterations bit for bit.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cubekit/error.hpp"
+#include "kmeans/kmeans_internal.hpp"
+
+namespace cubekit::detail {
+namespace {
+
+using km::i128;
+
+// Pixels are processed in fixed chunks so that the f64 inertia is summed in the same order
+// whatever the number of threads (chunk partials sequentially, then the partials in order).
+constexpr std::int64_t kChunk = 4096;
+
+template <typename T, typename D>
+class CpuKmeans {
+public:
+    CpuKmeans(const Context& ctx, const Cube& image, const KmeansOptions& options, KmeansResult& result)
+        : ctx_(ctx), o_(options), r_(result), x_(image.data<T>()), m_(image.bands()), k_(options.k),
+          pixels_(std::int64_t(image.shape().num_pixels())), image_(image), nt_(ctx.threads()) {}
+
+    void run() {
+        prepare();
+        std::vector<D> best;
+        i128 best_exact = 0;
+        std::vector<D> best_prev;
+        for (int r = 0; r < o_.n_init; ++r) {
+            ctx_.check_cancelled("kmeans");
+            KmeansRun run;
+            run.seed = o_.seed + std::uint64_t(r);
+            std::vector<D> c = initial_centroids(run.seed);
+            std::vector<D> prev = c;
+            lloyd(c, prev, run);
+            const Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/false, o_.n_init > 1);
+            run.inertia = f.inertia;
+            run.k_effective = int(std::count_if(f.counts.begin(), f.counts.end(), [](auto n) { return n > 0; }));
+            if (r == 0 || f.exact < best_exact) {
+                best_exact = f.exact;
+                best = c;
+                best_prev = prev;
+                r_.winner = r;
+            }
+            r_.restarts.push_back(std::move(run));
+            ctx_.progress(std::size_t(r + 1), std::size_t(o_.n_init));
+        }
+        finish(best, best_prev);
+    }
+
+private:
+    struct Final {
+        std::vector<std::uint64_t> counts;
+        double inertia = 0;
+        i128 exact = 0;
+        std::vector<std::int32_t> labels;
+    };
+
+    const T* pixel(std::int64_t valid_index) const { return x_ + valid_[std::size_t(valid_index)] * m_; }
+    std::int64_t valid() const { return std::int64_t(valid_.size()); }
+    std::int64_t chunks() const { return (valid() + kChunk - 1) / kChunk; }
+
+    // Valid set, per-band min/max, the plan, and the exact moments for the tolerance.
+    void prepare() {
+        valid_.reserve(std::size_t(pixels_));
+        for (std::int64_t p = 0; p < pixels_; ++p) {
+            if (!o_.mask.empty() && o_.mask[std::size_t(p)] == 0) continue;
+            bool ok = true;
+            if constexpr (std::is_floating_point_v<T>)
+                for (int b = 0; b < m_; ++b) ok = ok && !std::isnan(x_[p * m_ + b]);
+            if (ok) valid_.push_back(p);
+        }
+        KmeansStats stats;
+        stats.valid = valid();
+        stats.lo.assign(std::size_t(m_), std::numeric_limits<double>::infinity());
+        stats.hi.assign(std::size_t(m_), -std::numeric_limits<double>::infinity());
+        for (std::int64_t i = 0; i < valid(); ++i)
+            for (int b = 0; b < m_; ++b) {
+                const double v = double(pixel(i)[b]);
+                stats.lo[std::size_t(b)] = std::min(stats.lo[std::size_t(b)], v);
+                stats.hi[std::size_t(b)] = std::max(stats.hi[std::size_t(b)], v);
+            }
+        plan_ = make_plan(o_, m_, pixels_, std::is_floating_point_v<T>, stats);
+        std::vector<std::int64_t> sq(static_cast<std::size_t>(m_), 0);
+        std::vector<i128> sq2(static_cast<std::size_t>(m_), 0);
+        for (std::int64_t i = 0; i < valid(); ++i)
+            for (int b = 0; b < m_; ++b) {
+                const std::int64_t q = km::sum_value(pixel(i)[b], plan_.scale);
+                sq[std::size_t(b)] += q;
+                sq2[std::size_t(b)] += i128(q) * i128(q);
+            }
+        set_tolerance(plan_, o_.tol, sq, sq2);
+        r_.valid_pixels = valid();
+    }
+
+    // ---- initialisation (§3.4) ----
+    std::vector<D> initial_centroids(std::uint64_t seed) {
+        std::vector<D> c(std::size_t(k_) * m_, D(INFINITY));
+        auto set_from_pixel = [&](int j, std::int64_t valid_index) {
+            for (int b = 0; b < m_; ++b) c[std::size_t(j) * m_ + b] = D(pixel(valid_index)[b]);
+        };
+        switch (o_.init) {
+            case KmeansInit::Explicit:
+                for (std::size_t i = 0; i < c.size(); ++i)
+                    c[i] = o_.legacy ? D(std::trunc(o_.init_centroids[i])) : D(o_.init_centroids[i]);
+                break;
+            case KmeansInit::BoxDiagonal: {
+                const std::vector<double> box = box_diagonal(plan_);
+                for (std::size_t i = 0; i < c.size(); ++i) c[i] = o_.legacy ? D(std::trunc(box[i])) : D(box[i]);
+                break;
+            }
+            case KmeansInit::Random: {
+                const std::vector<std::int64_t> sample = init_sample(seed);
+                const auto pos = floyd_positions(seed, std::int64_t(sample.size()), k_);
+                for (int j = 0; j < k_; ++j) set_from_pixel(j, sample[std::size_t(pos[std::size_t(j)])]);
+                break;
+            }
+            case KmeansInit::KmeansPlusPlus: kmeanspp(seed, c); break;
+        }
+        return c;
+    }
+
+    // Valid indices of the init sample, in raster order.
+    std::vector<std::int64_t> init_sample(std::uint64_t seed) const {
+        std::vector<std::int64_t> sample;
+        const bool active = sampling_active(o_, valid());
+        const double rate = sample_rate(o_, valid());
+        for (std::int64_t i = 0; i < valid(); ++i)
+            if (!active || in_sample(seed, i, rate)) sample.push_back(i);
+        if (sample.size() < std::size_t(k_)) {  // an unlucky tiny sample: fall back to every pixel
+            sample.resize(std::size_t(valid()));
+            for (std::int64_t i = 0; i < valid(); ++i) sample[std::size_t(i)] = i;
+        }
+        return sample;
+    }
+
+    std::vector<std::int64_t> fixed_of(std::int64_t valid_index) const {
+        std::vector<std::int64_t> q(static_cast<std::size_t>(m_));
+        for (int b = 0; b < m_; ++b) q[std::size_t(b)] = km::to_fixed_scaled(double(pixel(valid_index)[b]), plan_.scale_d);
+        return q;
+    }
+
+    // Greedy k-means++ on the init sample with exact integer weights (§3.4).
+    void kmeanspp(std::uint64_t seed, std::vector<D>& c) {
+        const std::vector<std::int64_t> sample = init_sample(seed);
+        const auto n = std::int64_t(sample.size());
+        const int trials = kmeanspp_trials(k_);
+        // The sample's fixed-point values, precomputed when they take at most 256 MB.
+        const bool cached = n * m_ <= (std::int64_t(1) << 25);
+        std::vector<std::int64_t> qx(cached ? std::size_t(n * m_) : 0);
+        if (cached)
+            for (std::int64_t i = 0; i < n; ++i)
+                for (int b = 0; b < m_; ++b)
+                    qx[std::size_t(i * m_ + b)] = km::to_fixed_scaled(double(pixel(sample[std::size_t(i)])[b]), plan_.scale_d);
+        auto distance = [&](std::int64_t i, const std::int64_t* qc) {
+            if (!cached) return km::exact_distance(pixel(sample[std::size_t(i)]), qc, m_, plan_.scale_d);
+            i128 d = 0;
+            for (int b = 0; b < m_; ++b) {
+                const i128 diff = i128(qx[std::size_t(i * m_ + b)]) - i128(qc[b]);
+                d += diff * diff;
+            }
+            return d;
+        };
+        auto set_centre = [&](int j, std::int64_t s) {
+            for (int b = 0; b < m_; ++b) c[std::size_t(j) * m_ + b] = D(pixel(sample[std::size_t(s)])[b]);
+        };
+        const auto first = std::int64_t(km::scaled_index(km::draw53(seed, 1, 0), std::uint64_t(n)));
+        set_centre(0, first);
+        std::vector<i128> dist(static_cast<std::size_t>(n)), prefix(static_cast<std::size_t>(n));
+        std::vector<std::int64_t> qc = fixed_of(sample[std::size_t(first)]);
+#pragma omp parallel for num_threads(nt_) schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) dist[std::size_t(i)] = distance(i, qc.data());
+        std::vector<std::int64_t> cand(static_cast<std::size_t>(trials));
+        std::vector<std::int64_t> qcand(std::size_t(trials) * m_);
+        for (int t = 1; t < k_; ++t) {
+            ctx_.check_cancelled("kmeans++");
+            i128 phi = 0;
+            for (std::int64_t i = 0; i < n; ++i) prefix[std::size_t(i)] = phi += dist[std::size_t(i)];
+            if (phi == 0) return;  // only t distinct vectors in the sample: the rest stay unset
+            for (int l = 0; l < trials; ++l) {
+                const i128 thr = km::scaled_threshold(km::draw53(seed, 2, std::uint64_t(t) * trials + l), phi);
+                cand[std::size_t(l)] = std::upper_bound(prefix.begin(), prefix.end(), thr) - prefix.begin();
+                const auto q = fixed_of(sample[std::size_t(cand[std::size_t(l)])]);
+                std::copy(q.begin(), q.end(), qcand.begin() + std::ptrdiff_t(l) * m_);
+            }
+            // φ_l = Σ min(D_i, d(x_i, candidate l)) for every trial in one pass.
+            std::vector<i128> phi_l(static_cast<std::size_t>(trials), 0);
+#pragma omp parallel num_threads(nt_)
+            {
+                std::vector<i128> local(static_cast<std::size_t>(trials), 0);
+#pragma omp for schedule(static) nowait
+                for (std::int64_t i = 0; i < n; ++i)
+                    for (int l = 0; l < trials; ++l)
+                        local[std::size_t(l)] += std::min(dist[std::size_t(i)], distance(i, qcand.data() + std::size_t(l) * m_));
+#pragma omp critical
+                for (int l = 0; l < trials; ++l) phi_l[std::size_t(l)] += local[std::size_t(l)];
+            }
+            const int best = int(std::min_element(phi_l.begin(), phi_l.end()) - phi_l.begin());
+            const std::int64_t s = cand[std::size_t(best)];
+            set_centre(t, s);
+            qc = fixed_of(sample[std::size_t(s)]);
+#pragma omp parallel for num_threads(nt_) schedule(static)
+            for (std::int64_t i = 0; i < n; ++i) dist[std::size_t(i)] = std::min(dist[std::size_t(i)], distance(i, qc.data()));
+        }
+    }
+
+    // ---- Lloyd iterations (§3.3, 3.5–3.7) ----
+    // One fused pass: nearest centroid, exact sums and counts, f64 inertia in fixed chunk order.
+    double assign_accumulate(const std::vector<D>& c, std::vector<std::int64_t>& sums,
+                             std::vector<std::int64_t>& counts) const {
+        std::fill(sums.begin(), sums.end(), 0);
+        std::fill(counts.begin(), counts.end(), 0);
+        std::vector<double> partial(static_cast<std::size_t>(chunks()), 0);
+#pragma omp parallel num_threads(nt_)
+        {
+            std::vector<std::int64_t> s(sums.size(), 0), n(counts.size(), 0);
+#pragma omp for schedule(static) nowait
+            for (std::int64_t ch = 0; ch < chunks(); ++ch) {
+                double acc = 0;
+                const std::int64_t end = std::min(valid(), (ch + 1) * kChunk);
+                for (std::int64_t i = ch * kChunk; i < end; ++i) {
+                    const T* x = pixel(i);
+                    D d;
+                    const int j = km::nearest(x, c.data(), k_, m_, d);
+                    acc += double(d);
+                    ++n[std::size_t(j)];
+                    for (int b = 0; b < m_; ++b) s[std::size_t(j) * m_ + b] += km::sum_value(x[b], plan_.scale);
+                }
+                partial[std::size_t(ch)] = acc;
+            }
+#pragma omp critical
+            {
+                for (std::size_t i = 0; i < s.size(); ++i) sums[i] += s[i];
+                for (std::size_t j = 0; j < n.size(); ++j) counts[j] += n[j];
+            }
+        }
+        double inertia = 0;
+        for (double p : partial) inertia += p;
+        return inertia;
+    }
+
+    // §3.7 relocate: the e-th empty cluster takes the e-th farthest pixel (old centroids).
+    void relocate(const std::vector<D>& c, std::vector<std::int64_t>& sums, std::vector<std::int64_t>& counts) const {
+        std::vector<int> empty;
+        for (int j = 0; j < k_; ++j)
+            if (counts[std::size_t(j)] == 0) empty.push_back(j);
+        if (empty.empty()) return;
+        std::vector<FarPixel> cand(static_cast<std::size_t>(valid()));
+#pragma omp parallel for num_threads(nt_) schedule(static)
+        for (std::int64_t i = 0; i < valid(); ++i) {
+            D d;
+            km::nearest(pixel(i), c.data(), k_, m_, d);
+            cand[std::size_t(i)] = FarPixel{i, double(d)};
+        }
+        const std::vector<FarPixel> far = farthest(std::move(cand), empty.size());
+        for (std::size_t e = 0; e < far.size(); ++e) {
+            const T* x = pixel(far[e].index);
+            D d;
+            const int from = km::nearest(x, c.data(), k_, m_, d);
+            const int to = empty[e];
+            --counts[std::size_t(from)];
+            counts[std::size_t(to)] = 1;
+            for (int b = 0; b < m_; ++b) {
+                const std::int64_t q = km::sum_value(x[b], plan_.scale);
+                sums[std::size_t(from) * m_ + b] -= q;
+                sums[std::size_t(to) * m_ + b] = q;
+            }
+        }
+    }
+
+    void lloyd(std::vector<D>& c, std::vector<D>& prev, KmeansRun& run) const {
+        std::vector<std::int64_t> sums(std::size_t(k_) * m_), counts(static_cast<std::size_t>(k_));
+        const bool zero_empty = o_.legacy || o_.empty == EmptyPolicy::LegacyZero;
+        for (int it = 1; it <= o_.max_iter; ++it) {
+            ctx_.check_cancelled("kmeans");
+            const double inertia = assign_accumulate(c, sums, counts);
+            if (o_.history) run.history.push_back(inertia);
+            if (!o_.legacy && o_.empty == EmptyPolicy::Relocate) relocate(c, sums, counts);
+            prev = c;
+            double shift = 0;
+            for (int j = 0; j < k_; ++j)
+                shift += km::update_cluster(sums.data() + std::size_t(j) * m_, counts[std::size_t(j)],
+                                            c.data() + std::size_t(j) * m_, m_, plan_.e, zero_empty, o_.legacy);
+            run.iterations = it;
+            if (!o_.legacy && shift <= plan_.tol_abs) {
+                run.converged = true;
+                break;
+            }
+        }
+    }
+
+    // ---- final pass (§3.8) ----
+    // Labels from `assign` (the final centroids; in legacy mode the previous ones, i.e. the last
+    // assignment), inertia against `paint` (the centroids the pixels are painted with).
+    Final final_pass(const std::vector<D>& assign, const std::vector<D>& paint, bool want_labels, bool want_exact) const {
+        Final f;
+        f.counts.assign(std::size_t(k_), 0);
+        if (want_labels) f.labels.assign(std::size_t(pixels_), -1);
+        std::vector<std::int64_t> qpaint(paint.size());
+        if (want_exact)
+            for (std::size_t i = 0; i < paint.size(); ++i)
+                qpaint[i] = std::isinf(paint[i]) ? 0 : km::to_fixed_scaled(double(paint[i]), plan_.scale_d);
+        std::vector<double> partial(static_cast<std::size_t>(chunks()), 0);
+#pragma omp parallel num_threads(nt_)
+        {
+            std::vector<std::uint64_t> n(static_cast<std::size_t>(k_), 0);
+            i128 exact = 0;
+#pragma omp for schedule(static) nowait
+            for (std::int64_t ch = 0; ch < chunks(); ++ch) {
+                double acc = 0;
+                const std::int64_t end = std::min(valid(), (ch + 1) * kChunk);
+                for (std::int64_t i = ch * kChunk; i < end; ++i) {
+                    const T* x = pixel(i);
+                    D d;
+                    const int j = km::nearest(x, assign.data(), k_, m_, d);
+                    if (&assign != &paint) d = km::sq_distance(x, paint.data() + std::size_t(j) * m_, m_);
+                    acc += double(d);
+                    ++n[std::size_t(j)];
+                    if (want_labels) f.labels[std::size_t(valid_[std::size_t(i)])] = j;
+                    if (want_exact) exact += km::exact_distance(x, qpaint.data() + std::size_t(j) * m_, m_, plan_.scale_d);
+                }
+                partial[std::size_t(ch)] = acc;
+            }
+#pragma omp critical
+            {
+                for (int j = 0; j < k_; ++j) f.counts[std::size_t(j)] += n[std::size_t(j)];
+                f.exact += exact;
+            }
+        }
+        for (double p : partial) f.inertia += p;
+        return f;
+    }
+
+    void finish(const std::vector<D>& c, const std::vector<D>& prev) {
+        Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/true, false);
+        const KmeansRun& win = r_.restarts[std::size_t(r_.winner)];
+        r_.inertia = f.inertia;
+        r_.iterations = win.iterations;
+        r_.converged = win.converged;
+        r_.history = win.history;
+        const std::vector<double> cd(c.begin(), c.end());
+        const std::vector<int> new_label = sort_result(r_, cd, f.counts, image_.dtype(), o_.legacy);
+        r_.restarts[std::size_t(r_.winner)].k_effective = r_.k_effective;
+        r_.labels = std::move(f.labels);
+        for (auto& l : r_.labels)
+            if (l >= 0) l = new_label[std::size_t(l)];
+        if (!o_.paint) return;
+        r_.quantized = image_.clone();
+        T* q = r_.quantized.template data<T>();
+        std::vector<T> pal(r_.palette.size());
+        for (std::size_t i = 0; i < pal.size(); ++i) pal[i] = T(r_.palette[i]);
+#pragma omp parallel for num_threads(nt_) schedule(static)
+        for (std::int64_t p = 0; p < pixels_; ++p) {
+            const std::int32_t l = r_.labels[std::size_t(p)];
+            if (l >= 0) std::memcpy(q + p * m_, pal.data() + std::size_t(l) * m_, sizeof(T) * std::size_t(m_));
+        }
+    }
+
+    const Context& ctx_;
+    const KmeansOptions& o_;
+    KmeansResult& r_;
+    const T* x_;
+    int m_, k_;
+    std::int64_t pixels_;
+    const Cube& image_;
+    int nt_;
+    std::vector<std::int64_t> valid_;
+    KmeansPlan plan_;
+};
+
+}  // namespace
+
+void kmeans_cpu(const Context& ctx, const Cube& image, const KmeansOptions& options, KmeansResult& result) {
+    visit_dtype(image.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        using D = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        CpuKmeans<T, D>(ctx, image, options, result).run();
+    });
+}
+
+}  // namespace cubekit::detail
