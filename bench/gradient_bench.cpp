@@ -18,33 +18,20 @@
 
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
+#include "bench_common.hpp"
 
 #ifdef CUBEKIT_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
 
 using namespace cubekit;
+using cubekit::bench::tile_scene;
 
 namespace {
 
 constexpr int kWarmup = 5;
 constexpr int kRuns = 30;
 constexpr double kCopyBandwidth = 3.0e12;  // bytes/s, H100 device-to-device copy (read + write)
-
-// Mirror-tiles `scene` (its first `bands` bands) to width × height: the seams are reflected so the
-// tiled cube has no artificial steps.
-Cube tile_scene(const Cube& scene, int width, int height, int bands, DType dtype) {
-    Cube out(width, height, bands, dtype, Layout::BSQ);
-    auto mirror = [](int v, int n) {
-        const int period = 2 * n, m = v % period;
-        return m < n ? m : period - 1 - m;
-    };
-    for (int b = 0; b < bands; ++b)
-        for (int y = 0; y < height; ++y)
-            for (int x = 0; x < width; ++x)
-                out.set_value(x, y, b, scene.value(mirror(x, scene.width()), mirror(y, scene.height()), b));
-    return out;
-}
 
 struct Case {
     const char* name;

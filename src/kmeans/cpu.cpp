@@ -63,92 +63,38 @@ private:
     };
 
     const T* pixel(std::int64_t valid_index) const { return x_ + valid_[std::size_t(valid_index)] * m_; }
+    const T* raster(std::int64_t p) const { return x_ + p * m_; }
     std::int64_t valid() const { return std::int64_t(valid_.size()); }
     std::int64_t chunks() const { return (valid() + kChunk - 1) / kChunk; }
 
-    // Valid set, per-band min/max, the plan, and the exact moments for the tolerance.
     void prepare() {
-        valid_.reserve(std::size_t(pixels_));
-        for (std::int64_t p = 0; p < pixels_; ++p) {
-            if (!o_.mask.empty() && o_.mask[std::size_t(p)] == 0) continue;
-            bool ok = true;
-            if constexpr (std::is_floating_point_v<T>)
-                for (int b = 0; b < m_; ++b) ok = ok && !std::isnan(x_[p * m_ + b]);
-            if (ok) valid_.push_back(p);
-        }
-        KmeansStats stats;
-        stats.valid = valid();
-        stats.lo.assign(std::size_t(m_), std::numeric_limits<double>::infinity());
-        stats.hi.assign(std::size_t(m_), -std::numeric_limits<double>::infinity());
-        for (std::int64_t i = 0; i < valid(); ++i)
-            for (int b = 0; b < m_; ++b) {
-                const double v = double(pixel(i)[b]);
-                stats.lo[std::size_t(b)] = std::min(stats.lo[std::size_t(b)], v);
-                stats.hi[std::size_t(b)] = std::max(stats.hi[std::size_t(b)], v);
-            }
-        plan_ = make_plan(o_, m_, pixels_, std::is_floating_point_v<T>, stats);
-        std::vector<std::int64_t> sq(static_cast<std::size_t>(m_), 0);
-        std::vector<i128> sq2(static_cast<std::size_t>(m_), 0);
-        for (std::int64_t i = 0; i < valid(); ++i)
-            for (int b = 0; b < m_; ++b) {
-                const std::int64_t q = km::sum_value(pixel(i)[b], plan_.scale);
-                sq[std::size_t(b)] += q;
-                sq2[std::size_t(b)] += i128(q) * i128(q);
-            }
-        set_tolerance(plan_, o_.tol, sq, sq2);
+        plan_ = prepare_kmeans(image_, o_, nt_, valid_);
         r_.valid_pixels = valid();
     }
 
     // ---- initialisation (§3.4) ----
     std::vector<D> initial_centroids(std::uint64_t seed) {
         std::vector<D> c(std::size_t(k_) * m_, D(INFINITY));
-        auto set_from_pixel = [&](int j, std::int64_t valid_index) {
-            for (int b = 0; b < m_; ++b) c[std::size_t(j) * m_ + b] = D(pixel(valid_index)[b]);
-        };
-        switch (o_.init) {
-            case KmeansInit::Explicit:
-                for (std::size_t i = 0; i < c.size(); ++i)
-                    c[i] = o_.legacy ? D(std::trunc(o_.init_centroids[i])) : D(o_.init_centroids[i]);
-                break;
-            case KmeansInit::BoxDiagonal: {
-                const std::vector<double> box = box_diagonal(plan_);
-                for (std::size_t i = 0; i < c.size(); ++i) c[i] = o_.legacy ? D(std::trunc(box[i])) : D(box[i]);
-                break;
-            }
-            case KmeansInit::Random: {
-                const std::vector<std::int64_t> sample = init_sample(seed);
-                const auto pos = floyd_positions(seed, std::int64_t(sample.size()), k_);
-                for (int j = 0; j < k_; ++j) set_from_pixel(j, sample[std::size_t(pos[std::size_t(j)])]);
-                break;
-            }
-            case KmeansInit::KmeansPlusPlus: kmeanspp(seed, c); break;
+        const bool sampled = o_.init == KmeansInit::Random || o_.init == KmeansInit::KmeansPlusPlus;
+        const std::vector<std::int64_t> sample = sampled ? init_sample_pixels(valid_, o_, seed, nt_) : std::vector<std::int64_t>();
+        if (o_.init == KmeansInit::KmeansPlusPlus) {
+            kmeanspp(seed, sample, c);
+            return c;
         }
+        const std::vector<double> init = simple_init(image_, plan_, o_, sample, seed);
+        for (std::size_t i = 0; i < c.size(); ++i) c[i] = D(init[i]);
         return c;
     }
 
-    // Valid indices of the init sample, in raster order.
-    std::vector<std::int64_t> init_sample(std::uint64_t seed) const {
-        std::vector<std::int64_t> sample;
-        const bool active = sampling_active(o_, valid());
-        const double rate = sample_rate(o_, valid());
-        for (std::int64_t i = 0; i < valid(); ++i)
-            if (!active || in_sample(seed, i, rate)) sample.push_back(i);
-        if (sample.size() < std::size_t(k_)) {  // an unlucky tiny sample: fall back to every pixel
-            sample.resize(std::size_t(valid()));
-            for (std::int64_t i = 0; i < valid(); ++i) sample[std::size_t(i)] = i;
-        }
-        return sample;
-    }
-
-    std::vector<std::int64_t> fixed_of(std::int64_t valid_index) const {
+    // Fixed-point values (exponent e_d) of the pixel at raster index p.
+    std::vector<std::int64_t> fixed_of(std::int64_t p) const {
         std::vector<std::int64_t> q(static_cast<std::size_t>(m_));
-        for (int b = 0; b < m_; ++b) q[std::size_t(b)] = km::to_fixed_scaled(double(pixel(valid_index)[b]), plan_.scale_d);
+        for (int b = 0; b < m_; ++b) q[std::size_t(b)] = km::to_fixed_scaled(double(raster(p)[b]), plan_.scale_d);
         return q;
     }
 
     // Greedy k-means++ on the init sample with exact integer weights (§3.4).
-    void kmeanspp(std::uint64_t seed, std::vector<D>& c) {
-        const std::vector<std::int64_t> sample = init_sample(seed);
+    void kmeanspp(std::uint64_t seed, const std::vector<std::int64_t>& sample, std::vector<D>& c) {
         const auto n = std::int64_t(sample.size());
         const int trials = kmeanspp_trials(k_);
         // The sample's fixed-point values, precomputed when they take at most 256 MB.
@@ -157,9 +103,9 @@ private:
         if (cached)
             for (std::int64_t i = 0; i < n; ++i)
                 for (int b = 0; b < m_; ++b)
-                    qx[std::size_t(i * m_ + b)] = km::to_fixed_scaled(double(pixel(sample[std::size_t(i)])[b]), plan_.scale_d);
+                    qx[std::size_t(i * m_ + b)] = km::to_fixed_scaled(double(raster(sample[std::size_t(i)])[b]), plan_.scale_d);
         auto distance = [&](std::int64_t i, const std::int64_t* qc) {
-            if (!cached) return km::exact_distance(pixel(sample[std::size_t(i)]), qc, m_, plan_.scale_d);
+            if (!cached) return km::exact_distance(raster(sample[std::size_t(i)]), qc, m_, plan_.scale_d);
             i128 d = 0;
             for (int b = 0; b < m_; ++b) {
                 const i128 diff = i128(qx[std::size_t(i * m_ + b)]) - i128(qc[b]);
@@ -168,7 +114,7 @@ private:
             return d;
         };
         auto set_centre = [&](int j, std::int64_t s) {
-            for (int b = 0; b < m_; ++b) c[std::size_t(j) * m_ + b] = D(pixel(sample[std::size_t(s)])[b]);
+            for (int b = 0; b < m_; ++b) c[std::size_t(j) * m_ + b] = D(raster(sample[std::size_t(s)])[b]);
         };
         const auto first = std::int64_t(km::scaled_index(km::draw53(seed, 1, 0), std::uint64_t(n)));
         set_centre(0, first);

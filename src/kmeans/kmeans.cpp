@@ -275,6 +275,10 @@ std::vector<int> sort_result(KmeansResult& result, const std::vector<double>& ce
 void kmeans_cuda(const Context&, const Cube&, const KmeansOptions&, KmeansResult&) {
     throw DeviceError("kmeans: this cubekit was built without CUDA");
 }
+void kmeans_cuda_resident(const Context&, const Cube&, const DeviceBuffer&, const KmeansOptions&, KmeansResult&,
+                          KmeansCudaTimes&) {
+    throw DeviceError("kmeans: this cubekit was built without CUDA");
+}
 bool kmeans_cuda_fits_shared(int, int, DType) { return false; }
 #endif
 

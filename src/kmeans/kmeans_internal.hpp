@@ -77,9 +77,27 @@ std::vector<int> sort_result(KmeansResult& result, const std::vector<double>& ce
 /// Round half away from zero and clamp to the element type's range (float types: unchanged).
 double palette_value(double centroid, DType dtype);
 
+/// The valid pixels (raster indices; mask and NaN excluded) and the plan, from the BIP image.
+KmeansPlan prepare_kmeans(const Cube& bip, const KmeansOptions& options, int threads, std::vector<std::int64_t>& valid);
+/// Raster indices of the init sample (all valid pixels when sampling is off or the sample < k).
+std::vector<std::int64_t> init_sample_pixels(const std::vector<std::int64_t>& valid, const KmeansOptions& options,
+                                             std::uint64_t seed, int threads);
+/// Initial centroids (k × m) of Explicit, BoxDiagonal and Random (from `sample`); empty for k-means++.
+std::vector<double> simple_init(const Cube& bip, const KmeansPlan& plan, const KmeansOptions& options,
+                                const std::vector<std::int64_t>& sample, std::uint64_t seed);
+
 // Backends: `image` is BIP; they fill the whole result (labels, quantized, runs).
 void kmeans_cpu(const Context& ctx, const Cube& image, const KmeansOptions& options, KmeansResult& result);
 void kmeans_cuda(const Context& ctx, const Cube& image, const KmeansOptions& options, KmeansResult& result);
+/// Benchmarks: the CUDA engine on an image already on the device (`d_bip`, the BIP samples of
+/// `bip`), with host-clock phase times (each phase ends in a synchronisation); with keep_on_device
+/// the labels and the quantized image are not downloaded.
+struct KmeansCudaTimes {
+    bool keep_on_device = false;
+    double init_ms = 0, lloyd_ms = 0, final_ms = 0, total_ms = 0;
+};
+void kmeans_cuda_resident(const Context& ctx, const Cube& bip, const DeviceBuffer& d_bip, const KmeansOptions& options,
+                          KmeansResult& result, KmeansCudaTimes& times);
 /// Whether the CUDA backend keeps centroids and sums in shared memory for this k and m.
 bool kmeans_cuda_fits_shared(int k, int m, DType dtype);
 
