@@ -7,11 +7,14 @@
 ///
 /// Formats: ENVI (.hdr + raw; data types 1, 2, 3, 4, 5, 12, 13; bsq/bil/bip; both byte orders),
 /// NumPy .npy (C and Fortran order; 2-D = (H, W), 3-D = (H, W, B)), MATLAB .mat (read; v5
-/// compressed or not, v7.3), PNG (8/16 bit, gray/gray+alpha/RGB/RGBA), PGM/PPM (8/16 bit),
-/// JPEG (read), and through GDAL when built with it (GeoTIFF, ERDAS .lan, ...).
+/// compressed or not, v7.3), PNG (8/16 bit, gray/gray+alpha/RGB/RGBA; palette files are read as
+/// RGB/RGBA and written by write_indexed_png), PGM/PPM (8/16 bit), JPEG (read), and through GDAL
+/// when built with it (GeoTIFF, ERDAS .lan, ...).
 /// Errors: IoError when the operating system refuses (missing file, permission, disk full);
 /// InvalidInput when the content is wrong (bad header, truncated data, unsupported type).
 /// Both name the file and the reason.
+#include <array>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -67,6 +70,17 @@ std::vector<std::string> list_mat_variables(const std::filesystem::path& path);
 
 /// True when the library was built with GDAL.
 bool gdal_available();
+
+/// Writes an indexed-colour PNG (colour type 3) atomically, like write_cube: `indices` holds the
+/// width × height palette indices in raster order, `palette` 1 to 256 RGB entries (the PLTE
+/// chunk), `alpha` optional per-entry opacities (a tRNS chunk; entries beyond its size are opaque).
+/// The bit depth is the smallest of 1, 2, 4, 8 that holds the palette. read_cube expands such a
+/// file to RGB (RGBA when it has alpha). Throws InvalidInput naming the path for an empty image,
+/// an empty or oversized palette, an index outside the palette or sizes that do not match.
+void write_indexed_png(const std::filesystem::path& path, int width, int height,
+                       const std::vector<std::uint8_t>& indices,
+                       const std::vector<std::array<std::uint8_t, 3>>& palette,
+                       const std::vector<std::uint8_t>& alpha = {});
 
 /// A one-band image scaled to u8 for display: v ↦ round(255 · min(v, white) / white), where white
 /// is the given white point, or when white ≤ 0 the largest finite sample (0, negatives and NaN map

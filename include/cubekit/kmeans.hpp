@@ -14,7 +14,7 @@
 ///
 /// Throws InvalidInput naming the parameter and value (spec §3.12): k < 1 or k > N valid pixels,
 /// zero bands, explicit centroids not k×m, mask size ≠ W×H, max_iter < 0, tol < 0 or not finite,
-/// n_init < 1, init_sample < 0, legacy with non-integer input or m ≠ 3, no valid pixel.
+/// n_init < 1, init_sample < 0, legacy with anything but u8 input with 3 bands, no valid pixel.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -53,9 +53,10 @@ struct KmeansOptions {
     EmptyPolicy empty = EmptyPolicy::Relocate;
     /// Independent restarts; the lowest (exact fixed-point) inertia wins, ties the lowest r.
     int n_init = 1;
-    /// Reproduce the seed program's integer arithmetic (RGB integer input, Explicit init only):
+    /// Reproduce the seed program's integer arithmetic (8-bit RGB input, the seed's 24-bit BMP):
     /// truncated integer centroids, empty → black, no convergence test, no final re-assignment,
-    /// no sorting.
+    /// no sorting. Any init works; the regression against the seed uses Explicit (the seed's own
+    /// rand()-based init is not reproduced).
     bool legacy = false;
     /// Explicit initial centroids, k × m row-major (cluster-major).
     std::vector<double> init_centroids;
@@ -123,7 +124,8 @@ KmeansResult apply_palette(const Context& ctx, const Cube& image, const std::vec
 /// data, such as k > valid pixels, are done by kmeans()).
 void check_kmeans_arguments(const CubeShape& shape, const KmeansOptions& options);
 
-/// "cpu", "cuda-shared" (centroids and sums in shared memory) or "cuda-tiled".
+/// "cpu", "cuda-shared" (centroids and block sums in shared memory) or "cuda-tiled" (k × m too
+/// large for shared memory: centroids read through the cache, sums with global atomics).
 std::string_view kmeans_implementation(const Context& ctx, const CubeShape& shape, const KmeansOptions& options);
 
 }  // namespace cubekit

@@ -1,10 +1,12 @@
 // PNG through libpng: 8 and 16 bit, gray, gray+alpha, RGB, RGBA; palette and low-bit-depth gray
-// are expanded. Read gives a BIP cube (u8 or u16) with bands = channels.
+// are expanded. Read gives a BIP cube (u8 or u16) with bands = channels. write_indexed_png writes
+// palette images (PLTE, optional tRNS) at the smallest bit depth that holds the palette.
 //
 // libpng reports errors by longjmp. A longjmp must not cross C++ frames that own objects with
 // destructors, so the libpng calls live in small functions (png_*_stage) that own nothing: all
 // C++ state (buffers, the output file) belongs to the caller and is reached through a plain
 // struct. Errors are turned into exceptions only after the stage function has returned.
+#include <algorithm>
 #include <bit>
 #include <csetjmp>
 #include <cstdio>
@@ -109,6 +111,23 @@ bool png_write_stage(png_structp png, png_infop info, png_uint_32 w, png_uint_32
     return true;
 }
 
+// Indexed image: PLTE (and tRNS) before the header is written; png_set_packing packs the one
+// byte per pixel the rows hold into 1, 2 or 4 bits.
+bool png_write_indexed_stage(png_structp png, png_infop info, png_uint_32 w, png_uint_32 h, int depth,
+                             png_const_colorp palette, int palette_size, png_const_bytep alpha, int alpha_size,
+                             png_bytepp rows) {
+    if (setjmp(png_jmpbuf(png))) return false;
+    png_set_IHDR(png, info, w, h, depth, PNG_COLOR_TYPE_PALETTE, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_set_PLTE(png, info, palette, palette_size);
+    if (alpha_size > 0) png_set_tRNS(png, info, alpha, alpha_size, nullptr);
+    png_write_info(png, info);
+    if (depth < 8) png_set_packing(png);
+    png_write_image(png, rows);
+    png_write_end(png, info);
+    return true;
+}
+
 struct ReadStructs {
     png_structp png = nullptr;
     png_infop info = nullptr;
@@ -178,3 +197,52 @@ void write_png(const Cube& cube, const fs::path& path) {
 }
 
 }  // namespace cubekit::io_detail
+
+namespace cubekit {
+
+void write_indexed_png(const std::filesystem::path& path, int width, int height,
+                       const std::vector<std::uint8_t>& indices,
+                       const std::vector<std::array<std::uint8_t, 3>>& palette,
+                       const std::vector<std::uint8_t>& alpha) {
+    using namespace io_detail;
+    constexpr std::string_view kIndexed = "write_indexed_png";
+    if (width <= 0 || height <= 0)
+        throw_invalid(kIndexed, path, "the image is empty (" + std::to_string(width) + "x" + std::to_string(height) + ")");
+    if (palette.empty() || palette.size() > 256)
+        throw_invalid(kIndexed, path, std::to_string(palette.size()) + " palette entries; expected 1 to 256");
+    if (alpha.size() > palette.size())
+        throw_invalid(kIndexed, path, std::to_string(alpha.size()) + " alpha values for " +
+                                          std::to_string(palette.size()) + " palette entries");
+    const std::size_t W = std::size_t(width), H = std::size_t(height);
+    if (indices.size() != W * H)
+        throw_invalid(kIndexed, path, std::to_string(indices.size()) + " indices for a " + std::to_string(width) + "x" +
+                                          std::to_string(height) + " image");
+    const auto worst = std::max_element(indices.begin(), indices.end());
+    if (*worst >= palette.size())
+        throw_invalid(kIndexed, path, "index " + std::to_string(*worst) + " at pixel " +
+                                          std::to_string(worst - indices.begin()) + " is outside the palette of " +
+                                          std::to_string(palette.size()) + " entries");
+    const int depth = palette.size() <= 2 ? 1 : palette.size() <= 4 ? 2 : palette.size() <= 16 ? 4 : 8;
+    std::vector<png_color> plte(palette.size());
+    for (std::size_t i = 0; i < palette.size(); ++i) plte[i] = {palette[i][0], palette[i][1], palette[i][2]};
+    std::vector<png_bytep> rows(H);
+    // libpng takes non-const row pointers; packing works on a copy of each row.
+    auto* base = const_cast<std::uint8_t*>(indices.data());
+    for (std::size_t y = 0; y < H; ++y) rows[y] = base + y * W;
+
+    AtomicFile out(kIndexed, path);
+    PngState state;
+    state.out = &out;
+    WriteStructs s;
+    s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state, on_error, on_warning);
+    if (!s.png || !(s.info = png_create_info_struct(s.png))) throw std::bad_alloc();
+    png_set_write_fn(s.png, &state, write_to_file, flush_file);
+    if (!png_write_indexed_stage(s.png, s.info, png_uint_32(width), png_uint_32(height), depth, plte.data(),
+                                 int(plte.size()), alpha.data(), int(alpha.size()), rows.data())) {
+        if (state.write_error) std::rethrow_exception(state.write_error);
+        throw_invalid(kIndexed, path, std::string("libpng: ") + state.message);
+    }
+    out.commit();
+}
+
+}  // namespace cubekit

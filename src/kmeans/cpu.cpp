@@ -69,6 +69,8 @@ private:
 
     void prepare() {
         plan_ = prepare_kmeans(image_, o_, nt_, valid_);
+        // Small images run on one thread: a thread team costs more than it saves there.
+        parallel_ = valid() >= 32768;
         r_.valid_pixels = valid();
     }
 
@@ -120,7 +122,7 @@ private:
         set_centre(0, first);
         std::vector<i128> dist(static_cast<std::size_t>(n)), prefix(static_cast<std::size_t>(n));
         std::vector<std::int64_t> qc = fixed_of(sample[std::size_t(first)]);
-#pragma omp parallel for num_threads(nt_) schedule(static)
+#pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
         for (std::int64_t i = 0; i < n; ++i) dist[std::size_t(i)] = distance(i, qc.data());
         std::vector<std::int64_t> cand(static_cast<std::size_t>(trials));
         std::vector<std::int64_t> qcand(std::size_t(trials) * m_);
@@ -137,7 +139,7 @@ private:
             }
             // φ_l = Σ min(D_i, d(x_i, candidate l)) for every trial in one pass.
             std::vector<i128> phi_l(static_cast<std::size_t>(trials), 0);
-#pragma omp parallel num_threads(nt_)
+#pragma omp parallel num_threads(nt_) if(parallel_)
             {
                 std::vector<i128> local(static_cast<std::size_t>(trials), 0);
 #pragma omp for schedule(static) nowait
@@ -151,7 +153,7 @@ private:
             const std::int64_t s = cand[std::size_t(best)];
             set_centre(t, s);
             qc = fixed_of(sample[std::size_t(s)]);
-#pragma omp parallel for num_threads(nt_) schedule(static)
+#pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
             for (std::int64_t i = 0; i < n; ++i) dist[std::size_t(i)] = std::min(dist[std::size_t(i)], distance(i, qc.data()));
         }
     }
@@ -163,7 +165,7 @@ private:
         std::fill(sums.begin(), sums.end(), 0);
         std::fill(counts.begin(), counts.end(), 0);
         std::vector<double> partial(static_cast<std::size_t>(chunks()), 0);
-#pragma omp parallel num_threads(nt_)
+#pragma omp parallel num_threads(nt_) if(parallel_)
         {
             std::vector<std::int64_t> s(sums.size(), 0), n(counts.size(), 0);
 #pragma omp for schedule(static) nowait
@@ -198,7 +200,7 @@ private:
             if (counts[std::size_t(j)] == 0) empty.push_back(j);
         if (empty.empty()) return;
         std::vector<FarPixel> cand(static_cast<std::size_t>(valid()));
-#pragma omp parallel for num_threads(nt_) schedule(static)
+#pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
         for (std::int64_t i = 0; i < valid(); ++i) {
             D d;
             km::nearest(pixel(i), c.data(), k_, m_, d);
@@ -253,7 +255,7 @@ private:
             for (std::size_t i = 0; i < paint.size(); ++i)
                 qpaint[i] = std::isinf(paint[i]) ? 0 : km::to_fixed_scaled(double(paint[i]), plan_.scale_d);
         std::vector<double> partial(static_cast<std::size_t>(chunks()), 0);
-#pragma omp parallel num_threads(nt_)
+#pragma omp parallel num_threads(nt_) if(parallel_)
         {
             std::vector<std::uint64_t> n(static_cast<std::size_t>(k_), 0);
             i128 exact = 0;
@@ -301,7 +303,7 @@ private:
         T* q = r_.quantized.template data<T>();
         std::vector<T> pal(r_.palette.size());
         for (std::size_t i = 0; i < pal.size(); ++i) pal[i] = T(r_.palette[i]);
-#pragma omp parallel for num_threads(nt_) schedule(static)
+#pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
         for (std::int64_t p = 0; p < pixels_; ++p) {
             const std::int32_t l = r_.labels[std::size_t(p)];
             if (l >= 0) std::memcpy(q + p * m_, pal.data() + std::size_t(l) * m_, sizeof(T) * std::size_t(m_));
@@ -316,6 +318,7 @@ private:
     std::int64_t pixels_;
     const Cube& image_;
     int nt_;
+    bool parallel_ = true;
     std::vector<std::int64_t> valid_;
     KmeansPlan plan_;
 };

@@ -236,7 +236,9 @@ double palette_value(double centroid, DType dtype) {
         case DType::I32: lo = -2147483648.0; hi = 2147483647.0; break;
         default: break;
     }
-    return std::clamp(std::round(centroid), lo, hi);  // std::round: half away from zero
+    // std::round: half away from zero; "+ 0.0" turns −0 (a centroid just below zero) into +0,
+    // the value the integer image holds.
+    return std::clamp(std::round(centroid), lo, hi) + 0.0;
 }
 
 std::vector<int> sort_result(KmeansResult& result, const std::vector<double>& centroids,

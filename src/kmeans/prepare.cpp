@@ -15,7 +15,7 @@ KmeansPlan prepare_kmeans(const Cube& bip, const KmeansOptions& o, int threads, 
         const int m = bip.bands();
         const auto pixels = std::int64_t(bip.shape().num_pixels());
         std::vector<std::uint8_t> ok(static_cast<std::size_t>(pixels));
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) if(pixels >= 32768) schedule(static)
         for (std::int64_t p = 0; p < pixels; ++p) {
             bool v = o.mask.empty() || o.mask[std::size_t(p)] != 0;
             if constexpr (std::is_floating_point_v<T>)
@@ -30,22 +30,44 @@ KmeansPlan prepare_kmeans(const Cube& bip, const KmeansOptions& o, int threads, 
         stats.valid = n;
         stats.lo.assign(static_cast<std::size_t>(m), std::numeric_limits<double>::infinity());
         stats.hi.assign(static_cast<std::size_t>(m), -std::numeric_limits<double>::infinity());
-        for (std::int64_t i = 0; i < n; ++i)
+        // Min, max and the exact moments are order-free (min/max, integer sums): threads may split them.
+#pragma omp parallel num_threads(threads) if(n >= 32768)
+        {
+            std::vector<double> lo(stats.lo), hi(stats.hi);
+#pragma omp for schedule(static) nowait
+            for (std::int64_t i = 0; i < n; ++i)
+                for (int b = 0; b < m; ++b) {
+                    const double v = double(x[valid[std::size_t(i)] * m + b]);
+                    lo[std::size_t(b)] = std::min(lo[std::size_t(b)], v);
+                    hi[std::size_t(b)] = std::max(hi[std::size_t(b)], v);
+                }
+#pragma omp critical
             for (int b = 0; b < m; ++b) {
-                const double v = double(x[valid[std::size_t(i)] * m + b]);
-                stats.lo[std::size_t(b)] = std::min(stats.lo[std::size_t(b)], v);
-                stats.hi[std::size_t(b)] = std::max(stats.hi[std::size_t(b)], v);
+                stats.lo[std::size_t(b)] = std::min(stats.lo[std::size_t(b)], lo[std::size_t(b)]);
+                stats.hi[std::size_t(b)] = std::max(stats.hi[std::size_t(b)], hi[std::size_t(b)]);
             }
+        }
         KmeansPlan plan = make_plan(o, m, pixels, std::is_floating_point_v<T>, stats);
         // Exact moments for the tolerance: Σq in int64, Σq² in int128 (§3.4, 3.6).
         std::vector<std::int64_t> sq(static_cast<std::size_t>(m), 0);
         std::vector<km::i128> sq2(static_cast<std::size_t>(m), 0);
-        for (std::int64_t i = 0; i < n; ++i)
+#pragma omp parallel num_threads(threads) if(n >= 32768)
+        {
+            std::vector<std::int64_t> s1(static_cast<std::size_t>(m), 0);
+            std::vector<km::i128> s2(static_cast<std::size_t>(m), 0);
+#pragma omp for schedule(static) nowait
+            for (std::int64_t i = 0; i < n; ++i)
+                for (int b = 0; b < m; ++b) {
+                    const std::int64_t q = km::sum_value(x[valid[std::size_t(i)] * m + b], plan.scale);
+                    s1[std::size_t(b)] += q;
+                    s2[std::size_t(b)] += km::i128(q) * km::i128(q);
+                }
+#pragma omp critical
             for (int b = 0; b < m; ++b) {
-                const std::int64_t q = km::sum_value(x[valid[std::size_t(i)] * m + b], plan.scale);
-                sq[std::size_t(b)] += q;
-                sq2[std::size_t(b)] += km::i128(q) * km::i128(q);
+                sq[std::size_t(b)] += s1[std::size_t(b)];
+                sq2[std::size_t(b)] += s2[std::size_t(b)];
             }
+        }
         set_tolerance(plan, o.tol, sq, sq2);
         return plan;
     });
@@ -57,7 +79,7 @@ std::vector<std::int64_t> init_sample_pixels(const std::vector<std::int64_t>& va
     if (!sampling_active(o, n)) return valid;
     const double rate = sample_rate(o, n);
     std::vector<std::uint8_t> in(static_cast<std::size_t>(n));
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) if(n >= 32768) schedule(static)
     for (std::int64_t i = 0; i < n; ++i) in[std::size_t(i)] = in_sample(seed, i, rate);
     std::vector<std::int64_t> sample;
     for (std::int64_t i = 0; i < n; ++i)

@@ -11,6 +11,8 @@ using Action = std::function<void()>;
 Action add_info(CLI::App& root);
 Action add_convert(CLI::App& root);
 Action add_rcmg(CLI::App& root);
+Action add_quantize(CLI::App& root);
+Action add_cluster(CLI::App& root);
 Action add_demo(CLI::App& root);
 
 }  // namespace cubekit::cli

@@ -27,13 +27,15 @@ int main(int argc, char** argv) {
     add(cubekit::cli::add_info);
     add(cubekit::cli::add_convert);
     add(cubekit::cli::add_rcmg);
+    add(cubekit::cli::add_quantize);
+    add(cubekit::cli::add_cluster);
     add(cubekit::cli::add_demo);
 
     if (argc > 1 && argv[1][0] != '-') {
         bool known = false;
         for (const auto& [sub, action] : actions) known |= sub->check_name(argv[1]);
         if (!known) {
-            std::cerr << "cubekit: unknown subcommand '" << argv[1] << "' (info, convert, rcmg, demo; see cubekit --help)\n";
+            std::cerr << "cubekit: unknown subcommand '" << argv[1] << "' (info, convert, rcmg, quantize, cluster, demo; see cubekit --help)\n";
             return 2;
         }
     }

@@ -1,0 +1,416 @@
+// k-means: CUDA backend against the CPU backend (spec kmeans.md §5 oracle 1). Built everywhere;
+// every test skips (and says so) where no CUDA device exists. scripts/gpu-check runs them on the H100.
+//
+// Exactness (§3.4–3.5): the Philox draws, the f32 FMA distances in band order, the lowest-index
+// tie rule and the exact 64-bit integer (fixed-point) sums are the same on both backends, so
+// labels, counts, centroids, palette, quantized image, iteration counts, convergence flags,
+// k_effective and the restart winner must be identical; only the reported inertia (an f64 sum
+// in a different order) may differ, by at most 1e-9 relative.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cubekit/io.hpp"
+#include "cubekit/kmeans.hpp"
+#include "testing.hpp"
+
+namespace cubekit {
+namespace {
+
+using testing::cpu_context;
+using testing::cubes_identical;
+
+constexpr double kInertiaRelTol = 1e-9;
+
+#define REQUIRE_GPU()                                                                         \
+    const Context* gpu_ptr = testing::cuda_context();                                          \
+    if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)";    \
+    const Context& gpu = *gpu_ptr
+
+const DType kTypes[] = {DType::U8, DType::U16, DType::I16, DType::U32, DType::I32, DType::F32, DType::F64};
+
+std::pair<double, double> data_range(DType t) {
+    switch (t) {
+        case DType::U8: return {0, 255};
+        case DType::U16: return {0, 65535};
+        case DType::I16: return {-32768, 32767};
+        case DType::U32: return {0, 4294967295.0};
+        case DType::I32: return {-2147483648.0, 2147483647.0};
+        case DType::F32: return {-1000, 1000};
+        case DType::F64: return {-1, 1};
+    }
+    return {0, 1};
+}
+
+std::string describe(const Cube& c, const KmeansOptions& o) {
+    std::string s = std::to_string(c.width()) + "x" + std::to_string(c.height()) + "x" + std::to_string(c.bands()) + " " +
+                    std::string(dtype_name(c.dtype())) + " k=" + std::to_string(o.k) + " init=" + std::string(kmeans_init_name(o.init)) +
+                    " empty=" + std::string(empty_policy_name(o.empty)) + " seed=" + std::to_string(o.seed) +
+                    " init_sample=" + std::to_string(o.init_sample) + " max_iter=" + std::to_string(o.max_iter) +
+                    " tol=" + std::to_string(o.tol) + " n_init=" + std::to_string(o.n_init);
+    if (o.legacy) s += " legacy";
+    if (!o.mask.empty()) s += " masked";
+    return s;
+}
+
+bool same_double(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+bool close(double a, double b) { return std::abs(a - b) <= kInertiaRelTol * std::max(std::abs(a), std::abs(b)); }
+
+// Every output of two results; stops at the first differing field (per-pixel fields report
+// the count and the first difference).
+::testing::AssertionResult same_result(const KmeansResult& c, const KmeansResult& g) {
+    auto fail = [] { return ::testing::AssertionFailure(); };
+    if (c.k != g.k || c.bands != g.bands || c.width != g.width || c.height != g.height)
+        return fail() << "dimensions differ: cpu k=" << c.k << " m=" << c.bands << ", gpu k=" << g.k << " m=" << g.bands;
+    if (c.valid_pixels != g.valid_pixels) return fail() << "valid_pixels cpu " << c.valid_pixels << " gpu " << g.valid_pixels;
+    if (c.dtype != g.dtype || c.centroid_type != g.centroid_type) return fail() << "types differ";
+    if (c.iterations != g.iterations) return fail() << "iterations cpu " << c.iterations << " gpu " << g.iterations;
+    if (c.converged != g.converged) return fail() << "converged cpu " << c.converged << " gpu " << g.converged;
+    if (c.k_effective != g.k_effective) return fail() << "k_effective cpu " << c.k_effective << " gpu " << g.k_effective;
+    if (c.winner != g.winner) return fail() << "winner cpu " << c.winner << " gpu " << g.winner;
+    if (c.labels.size() != g.labels.size()) return fail() << "label counts " << c.labels.size() << " vs " << g.labels.size();
+    std::size_t nl = 0, first = 0;
+    for (std::size_t p = 0; p < c.labels.size(); ++p)
+        if (c.labels[p] != g.labels[p] && nl++ == 0) first = p;
+    if (nl) return fail() << nl << " of " << c.labels.size() << " labels differ; first pixel " << first << ": cpu " << c.labels[first] << " gpu " << g.labels[first];
+    if (c.counts != g.counts) {
+        std::size_t j = 0;
+        while (j < c.counts.size() && j < g.counts.size() && c.counts[j] == g.counts[j]) ++j;
+        return fail() << "counts differ at cluster " << j;
+    }
+    if (c.centroids.size() != g.centroids.size() || c.palette.size() != g.palette.size()) return fail() << "centroid/palette sizes differ";
+    for (std::size_t i = 0; i < c.centroids.size(); ++i)
+        if (!same_double(c.centroids[i], g.centroids[i]))
+            return fail() << "centroid element " << i << " (cluster " << i / std::max(1, c.bands) << "): cpu " << c.centroids[i] << " gpu " << g.centroids[i]
+                          << " (diff " << c.centroids[i] - g.centroids[i] << ")";
+    for (std::size_t i = 0; i < c.palette.size(); ++i)
+        if (!same_double(c.palette[i], g.palette[i])) return fail() << "palette element " << i << ": cpu " << c.palette[i] << " gpu " << g.palette[i];
+    if (c.quantized.empty() != g.quantized.empty()) return fail() << "one quantized image is empty";
+    if (!c.quantized.empty())
+        if (auto r = cubes_identical(c.quantized, g.quantized); !r) return fail() << "quantized: " << r.message();
+    if (!close(c.inertia, g.inertia)) return fail() << "inertia cpu " << c.inertia << " gpu " << g.inertia;
+    if (c.history.size() != g.history.size()) return fail() << "history length cpu " << c.history.size() << " gpu " << g.history.size();
+    for (std::size_t i = 0; i < c.history.size(); ++i)
+        if (!close(c.history[i], g.history[i])) return fail() << "history[" << i << "] cpu " << c.history[i] << " gpu " << g.history[i];
+    if (c.restarts.size() != g.restarts.size()) return fail() << "restart counts differ";
+    for (std::size_t r = 0; r < c.restarts.size(); ++r) {
+        const KmeansRun &a = c.restarts[r], &b = g.restarts[r];
+        if (a.seed != b.seed || a.iterations != b.iterations || a.converged != b.converged || a.k_effective != b.k_effective ||
+            !close(a.inertia, b.inertia) || a.history.size() != b.history.size())
+            return fail() << "restart " << r << " differs: cpu inertia " << a.inertia << " it " << a.iterations << ", gpu inertia " << b.inertia
+                          << " it " << b.iterations;
+    }
+    if (c.warnings.size() != g.warnings.size()) return fail() << "warning counts cpu " << c.warnings.size() << " gpu " << g.warnings.size();
+    return ::testing::AssertionSuccess();
+}
+
+// Runs both backends and compares; returns the CPU result for extra checks.
+KmeansResult compare(const Context& gpu, const Cube& img, const KmeansOptions& o, const std::string& note = "") {
+    SCOPED_TRACE(describe(img, o) + (note.empty() ? "" : " (" + note + ")"));
+    KmeansResult c = kmeans(cpu_context(), img, o);
+    const KmeansResult g = kmeans(gpu, img, o);
+    EXPECT_TRUE(same_result(c, g));
+    // A light sanity check that the CPU side is itself a valid result.
+    std::uint64_t total = 0;
+    for (std::uint64_t n : c.counts) total += n;
+    EXPECT_EQ(total, std::uint64_t(c.valid_pixels));
+    return c;
+}
+
+struct Size { int w, h; };
+
+TEST(KmeansGpu, EveryTypeBandCountAndSize) {
+    REQUIRE_GPU();
+    // 1×1, a row, a column, a prime-ish 997×13 and 61×67 = 4087 (not a multiple of any block size).
+    const Size sizes[] = {{1, 1}, {1, 300}, {300, 1}, {997, 13}, {61, 67}};
+    for (DType t : kTypes)
+        for (int m : {1, 3, 4, 103})
+            for (const Size& s : sizes) {
+                const std::uint64_t seed = testing::test_seed();
+                const auto [lo, hi] = data_range(t);
+                const Cube img = testing::random_cube(s.w, s.h, m, t, seed, lo, hi);
+                for (int k : {1, 3, 13}) {
+                    if (k > s.w * s.h) continue;
+                    ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = k, .seed = seed, .max_iter = 10}));
+                }
+            }
+}
+
+TEST(KmeansGpu, ManyTiesLevelsData) {
+    REQUIRE_GPU();
+    // Few distinct values: exact distance ties everywhere (lowest index must win on both).
+    for (DType t : {DType::U8, DType::I16, DType::F32, DType::F64}) {
+        const std::uint64_t seed = testing::test_seed();
+        const Cube img = testing::random_levels_cube(251, 37, 3, t, seed, 4);
+        for (int k : {3, 16, 64})
+            ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = k, .init = KmeansInit::Random, .seed = seed, .max_iter = 20}));
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 100, .seed = seed, .max_iter = 20}, "k > distinct vectors"));
+    }
+}
+
+TEST(KmeansGpu, ClusterCountSweep) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    const int ks[] = {1, 2, 3, 12, 13, 16, 255, 256, 1000};
+    {
+        const Cube rgb = testing::random_cube(997, 13, 3, DType::U8, seed, 0, 255);
+        for (int k : ks) ASSERT_NO_FATAL_FAILURE(compare(gpu, rgb, {.k = k, .seed = seed, .max_iter = 6}));
+    }
+    {
+        const Cube f4 = testing::random_cube(61, 67, 4, DType::F32, seed + 1, -5, 5);
+        for (int k : ks) ASSERT_NO_FATAL_FAILURE(compare(gpu, f4, {.k = k, .seed = seed, .max_iter = 6}));
+    }
+    {
+        const Cube g1 = testing::random_cube(997, 13, 1, DType::U16, seed + 2, 0, 65535);
+        for (int k : ks) ASSERT_NO_FATAL_FAILURE(compare(gpu, g1, {.k = k, .seed = seed, .max_iter = 6}));
+    }
+    {
+        const Cube hs = testing::random_cube(97, 41, 103, DType::I16, seed + 3, 0, 10000);
+        for (int k : {12, 13, 255, 256})
+            ASSERT_NO_FATAL_FAILURE(compare(gpu, hs, {.k = k, .seed = seed, .max_iter = 3}));
+    }
+}
+
+TEST(KmeansGpu, EveryInitAndEmptyPolicy) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    std::mt19937_64 rng(seed);
+    // Random data, and levels data with only 5^3 = 125 distinct colours (k = 200 forces empty
+    // clusters under every policy; relocation then finds D = 0).
+    const Cube rnd = testing::random_cube(61, 67, 3, DType::U8, seed, 0, 255);
+    const Cube lev = testing::random_levels_cube(61, 67, 3, DType::U8, seed + 1, 5);
+    const Cube f4 = testing::random_cube(61, 67, 4, DType::F32, seed + 2, 0, 1);
+    struct Data { const Cube* img; int k; };
+    for (const Data& d : {Data{&rnd, 16}, Data{&rnd, 256}, Data{&lev, 200}, Data{&lev, 40}, Data{&f4, 24}}) {
+        const Cube& img = *d.img;
+        const int m = img.bands(), N = img.width() * img.height();
+        // Explicit init: pixels drawn with replacement (duplicates → empty clusters at once).
+        std::vector<double> init;
+        std::uniform_int_distribution<int> pick(0, N - 1);
+        for (int j = 0; j < d.k; ++j) {
+            const int p = pick(rng);
+            for (int b = 0; b < m; ++b) init.push_back(img.value(p % img.width(), p / img.width(), b));
+        }
+        for (KmeansInit init_kind : {KmeansInit::KmeansPlusPlus, KmeansInit::Random, KmeansInit::BoxDiagonal, KmeansInit::Explicit})
+            for (EmptyPolicy e : {EmptyPolicy::Relocate, EmptyPolicy::Keep, EmptyPolicy::LegacyZero}) {
+                KmeansOptions o{.k = d.k, .init = init_kind, .seed = rng(), .init_sample = 700, .max_iter = 15, .empty = e};
+                if (init_kind == KmeansInit::Explicit) o.init_centroids = init;
+                ASSERT_NO_FATAL_FAILURE(compare(gpu, img, o));
+                o.tol = 0;
+                o.init_sample = 0;
+                ASSERT_NO_FATAL_FAILURE(compare(gpu, img, o, "tol 0, whole-image init"));
+            }
+    }
+}
+
+// The hand-made relocation cases of the CPU tests (kmeans_test.cpp, oracle 9), on both backends
+// and with several max_iter: an empty cluster in the first iteration of a long run.
+TEST(KmeansGpu, HandMadeRelocationCases) {
+    REQUIRE_GPU();
+    Cube rgb(7, 1, 3, DType::U8, Layout::BIP);
+    const double px[] = {10, 10, 10, 12, 10, 10, 8, 10, 10, 200, 50, 50, 202, 50, 50, 198, 50, 50, 120, 240, 30};
+    for (int i = 0; i < 21; ++i) rgb.set_value(i / 3, 0, i % 3, px[i]);
+    Cube grey(7, 1, 1, DType::U8, Layout::BIP);
+    const double g[] = {80, 20, 50, 50, 50, 49, 51};
+    for (int i = 0; i < 7; ++i) grey.set_value(i, 0, 0, g[i]);
+    for (int max_iter : {1, 2, 3, 17, 100})
+        for (EmptyPolicy e : {EmptyPolicy::Relocate, EmptyPolicy::Keep, EmptyPolicy::LegacyZero}) {
+            const std::string note = "max_iter " + std::to_string(max_iter);
+            ASSERT_NO_FATAL_FAILURE(compare(gpu, rgb,
+                                            {.k = 3, .init = KmeansInit::Explicit, .max_iter = max_iter, .tol = 0, .empty = e,
+                                             .init_centroids = {10, 10, 10, 10, 10, 10, 200, 50, 50}},
+                                            note));
+            ASSERT_NO_FATAL_FAILURE(compare(gpu, grey,
+                                            {.k = 3, .init = KmeansInit::Explicit, .max_iter = max_iter, .tol = 0, .empty = e,
+                                             .init_centroids = {50, 50, 50}},
+                                            note));
+        }
+    // Relocation needed again and again: random data, k = 64, every initial centroid the same pixel.
+    const std::uint64_t seed = testing::test_seed();
+    const Cube img = testing::random_cube(97, 71, 3, DType::U8, seed, 0, 255);
+    std::vector<double> same;
+    for (int j = 0; j < 64; ++j) same.insert(same.end(), {img.value(5, 5, 0), img.value(5, 5, 1), img.value(5, 5, 2)});
+    for (int max_iter : {1, 5, 40})
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 64, .init = KmeansInit::Explicit, .max_iter = max_iter, .tol = 0, .init_centroids = same},
+                                        "64 identical initial centroids"));
+}
+
+TEST(KmeansGpu, RestartsPickTheSameWinner) {
+    REQUIRE_GPU();
+    for (DType t : {DType::U8, DType::U16, DType::F32, DType::F64}) {
+        const std::uint64_t seed = testing::test_seed();
+        const auto [lo, hi] = data_range(t);
+        const Cube img = testing::random_cube(211, 89, 3, t, seed, lo, hi);
+        for (KmeansInit init : {KmeansInit::KmeansPlusPlus, KmeansInit::Random})
+            ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 9, .init = init, .seed = seed, .init_sample = 3000, .max_iter = 8, .n_init = 3}));
+    }
+}
+
+TEST(KmeansGpu, MaskAndNaN) {
+    REQUIRE_GPU();
+    for (DType t : {DType::F32, DType::F64, DType::U8, DType::I32}) {
+        const std::uint64_t seed = testing::test_seed();
+        std::mt19937_64 rng(seed);
+        const int W = 333, H = 77, m = 4;
+        Cube img = testing::random_cube(W, H, m, t, seed, 0, 250, Layout::BIP);
+        std::vector<std::uint8_t> mask(std::size_t(W) * H, 1);
+        for (std::size_t p = 0; p < mask.size(); ++p) {
+            const int x = int(p % W), y = int(p / W);
+            if (rng() % 6 == 0) {
+                mask[p] = 0;
+                // Outliers: had they been included they would dominate the centroids.
+                for (int b = 0; b < m; ++b) img.set_value(x, y, b, dtype_is_float(t) ? 5e4 : 2e9);
+            } else if (dtype_is_float(t) && rng() % 9 == 0) {
+                img.set_value(x, y, int(rng() % m), NAN);
+            }
+        }
+        for (KmeansInit init : {KmeansInit::KmeansPlusPlus, KmeansInit::Random, KmeansInit::BoxDiagonal}) {
+            const KmeansOptions o{.k = 11, .init = init, .seed = seed, .init_sample = 4000, .max_iter = 10, .mask = mask};
+            const KmeansResult c = compare(gpu, img, o);
+            // Excluded pixels are −1 on the CPU side (and so on the GPU side, compared above).
+            for (std::size_t p = 0; p < mask.size(); ++p)
+                if (!mask[p]) {
+                    ASSERT_EQ(c.labels[p], -1) << "masked pixel " << p;
+                }
+            KmeansOptions nomask = o;
+            nomask.mask.clear();
+            if (dtype_is_float(t)) {
+                ASSERT_NO_FATAL_FAILURE(compare(gpu, img, nomask, "NaN only (the outliers take part)"));
+            }
+        }
+    }
+}
+
+TEST(KmeansGpu, LargeKTimesBandsUsesTiledKernel) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    const KmeansOptions big{.k = 512, .seed = seed, .max_iter = 3};
+    const CubeShape shape{64, 40, 103, DType::F32, Layout::BIP};
+    EXPECT_EQ(kmeans_implementation(gpu, shape, big), "cuda-tiled");
+    EXPECT_EQ(kmeans_implementation(gpu, shape, {.k = 16}), "cuda-shared");
+    EXPECT_EQ(kmeans_implementation(gpu, CubeShape{640, 480, 3, DType::U8, Layout::BIP}, {.k = 16}), "cuda-shared");
+    EXPECT_EQ(kmeans_implementation(cpu_context(), shape, big), "cpu");
+    const Cube f = testing::random_cube(64, 40, 103, DType::F32, seed, 0, 1);
+    ASSERT_NO_FATAL_FAILURE(compare(gpu, f, big));
+    const Cube u = testing::random_cube(64, 40, 103, DType::U16, seed + 1, 0, 10000);
+    ASSERT_NO_FATAL_FAILURE(compare(gpu, u, big));
+    const Cube d = testing::random_cube(37, 29, 200, DType::F64, seed + 2, -1, 1);
+    ASSERT_NO_FATAL_FAILURE(compare(gpu, d, {.k = 700, .init = KmeansInit::Random, .seed = seed, .max_iter = 2}));
+}
+
+TEST(KmeansGpu, LegacyExplicitAndApplyPalette) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    std::mt19937_64 rng(seed);
+    const Cube img = testing::random_cube(257, 129, 3, DType::U8, seed, 0, 120, Layout::BIP);
+    const int N = 257 * 129;
+    std::vector<double> init;
+    for (int j = 0; j < 12; ++j) {
+        const int p = int(rng() % N);
+        for (int b = 0; b < 3; ++b) init.push_back(img.value(p % 257, p / 257, b));
+    }
+    for (int b = 0; b < 3; ++b) init[3 * 9 + b] = init[3 * 4 + b];  // duplicate → empty cluster
+    for (int b = 0; b < 3; ++b) init[3 * 11 + b] = 255;              // far away → empty → black
+    for (int n : {1, 10})
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 12, .init = KmeansInit::Explicit, .max_iter = n, .tol = 0, .legacy = true, .init_centroids = init}));
+    ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 12, .init = KmeansInit::Explicit, .max_iter = 0, .init_centroids = init}, "max_iter 0"));
+    // apply_palette on both backends, with and without a mask.
+    std::vector<double> palette;
+    for (int i = 0; i < 20 * 3; ++i) palette.push_back(double(rng() % 256) + 0.25);
+    std::vector<std::uint8_t> mask(std::size_t(N), 1);
+    for (int i = 0; i < N; i += 7) mask[i] = 0;
+    for (const auto& mk : {std::vector<std::uint8_t>{}, mask}) {
+        SCOPED_TRACE(mk.empty() ? "apply_palette" : "apply_palette masked");
+        const KmeansResult c = apply_palette(cpu_context(), img, palette, mk), g = apply_palette(gpu, img, palette, mk);
+        EXPECT_EQ(c.labels, g.labels);
+        EXPECT_EQ(c.counts, g.counts);
+        EXPECT_TRUE(cubes_identical(c.quantized, g.quantized));
+    }
+    // f64 palette mapping on hyperspectral-like data.
+    const Cube d = testing::random_cube(101, 23, 50, DType::F64, seed + 1, -1, 1);
+    std::vector<double> p64;
+    for (int i = 0; i < 30 * 50; ++i) p64.push_back(std::uniform_real_distribution<double>(-1, 1)(rng));
+    const KmeansResult c = apply_palette(cpu_context(), d, p64), g = apply_palette(gpu, d, p64);
+    EXPECT_EQ(c.labels, g.labels);
+    EXPECT_TRUE(cubes_identical(c.quantized, g.quantized));
+}
+
+TEST(KmeansGpu, ExactConvergenceSameIterations) {
+    REQUIRE_GPU();
+    for (DType t : {DType::U8, DType::F32}) {
+        const std::uint64_t seed = testing::test_seed();
+        const Cube img = testing::random_cube(320, 200, 3, t, seed, 0, 255);
+        const KmeansResult c = compare(gpu, img, {.k = 10, .seed = seed, .max_iter = 300, .tol = 0});
+        EXPECT_TRUE(c.converged) << c.iterations;
+    }
+}
+
+TEST(KmeansGpu, DefaultsAndLayouts) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    const Cube img = testing::random_cube(640, 480, 3, DType::U8, seed, 0, 255, Layout::BSQ);
+    KmeansOptions o{.seed = seed, .max_iter = 10};  // k = 16, k-means++, init_sample 2^20
+    for (Layout l : {Layout::BSQ, Layout::BIL, Layout::BIP}) {
+        const Cube x = img.to_layout(l);
+        const KmeansResult g = kmeans(gpu, x, o);
+        EXPECT_TRUE(same_result(kmeans(cpu_context(), img, o), g)) << layout_name(l);
+    }
+    o.paint = false;
+    o.history = false;
+    ASSERT_NO_FATAL_FAILURE(compare(gpu, img, o, "no paint, no history"));
+}
+
+// Real photos: every RGB image of shared/data/rgb.
+TEST(KmeansGpu, RgbImagesMatchCpu) {
+    REQUIRE_GPU();
+    const auto dir = testing::shared_data_path("rgb");
+    if (!dir) GTEST_SKIP() << "shared/data/rgb absent";
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(*dir)) {
+        const std::string ext = e.path().extension().string();
+        if (ext == ".png" || ext == ".jpg" || ext == ".jpeg") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    ASSERT_FALSE(files.empty());
+    for (const auto& f : files) {
+        SCOPED_TRACE(f.filename().string());
+        const Cube photo = read_cube(f);
+        for (int k : {16, 64}) ASSERT_NO_FATAL_FAILURE(compare(gpu, photo, {.k = k, .seed = 7, .max_iter = 10}));
+    }
+    RecordProperty("images_compared", int(files.size()));
+}
+
+// Hyperspectral scenes, k = 9 (spectral classes), 20 iterations.
+TEST(KmeansGpu, HyperspectralScenesMatchCpu) {
+    REQUIRE_GPU();
+    struct Scene { std::string path, var; };
+    const Scene scenes[] = {{"envi/jasper_ridge/jasperRidge2_R198.hdr", ""},
+                            {"envi/samson/samson_1.img.hdr", ""},
+                            {"target_detection/Sandiego.mat", "data"},
+                            {"target_detection/HYDICE.mat", "data"}};
+    int compared = 0;
+    for (const Scene& s : scenes) {
+        const auto p = testing::shared_data_path(s.path);
+        if (!p) {
+            std::cerr << "note: " << s.path << " absent (see shared/data/README.md)\n";
+            continue;
+        }
+        SCOPED_TRACE(s.path);
+        const Cube scene = read_cube(*p, {.var = s.var});
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, scene, {.k = 9, .seed = 3, .max_iter = 20}));
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, scene, {.k = 9, .init = KmeansInit::BoxDiagonal, .max_iter = 20}));
+        ++compared;
+    }
+    if (compared == 0) GTEST_SKIP() << "no hyperspectral scene in shared/data";
+    RecordProperty("scenes_compared", compared);
+}
+
+}  // namespace
+}  // namespace cubekit

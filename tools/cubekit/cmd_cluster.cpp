@@ -1,0 +1,279 @@
+// cubekit cluster: unsupervised classification of the pixel spectra of a cube with k-means (spec
+// kmeans.md §3.11): the label image, a colour-coded class map and the centroid spectra.
+#include <cerrno>
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "cubekit/error.hpp"
+#include "cubekit/io.hpp"
+#include "kmeans_output.hpp"
+
+namespace cubekit::cli {
+
+namespace {
+
+/// Class-map colour of cluster j. 0–9: Matplotlib's "tab10", 10–19: the light half of "tab20";
+/// beyond: hues stepped by the golden angle, alternating two brightnesses.
+std::array<std::uint8_t, 3> class_colour(int j) {
+    static constexpr std::uint8_t kTable[20][3] = {
+        {0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c}, {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd},
+        {0x8c, 0x56, 0x4b}, {0xe3, 0x77, 0xc2}, {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22}, {0x17, 0xbe, 0xcf},
+        {0xae, 0xc7, 0xe8}, {0xff, 0xbb, 0x78}, {0x98, 0xdf, 0x8a}, {0xff, 0x98, 0x96}, {0xc5, 0xb0, 0xd5},
+        {0xc4, 0x9c, 0x94}, {0xf7, 0xb6, 0xd2}, {0xc7, 0xc7, 0xc7}, {0xdb, 0xdb, 0x8d}, {0x9e, 0xda, 0xe5}};
+    if (j < 20) return {kTable[j][0], kTable[j][1], kTable[j][2]};
+    // HSV → RGB with s = 0.65 and v = 0.95 or 0.75.
+    const double h = std::fmod(double(j) * 0.6180339887498949, 1.0) * 6.0, s = 0.65, v = (j % 2) ? 0.75 : 0.95;
+    const int sector = int(h);
+    const double f = h - sector, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+    const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
+    return {std::uint8_t(std::lround(255 * rgb[sector % 6][0])), std::uint8_t(std::lround(255 * rgb[sector % 6][1])),
+            std::uint8_t(std::lround(255 * rgb[sector % 6][2]))};
+}
+
+/// The label image as written: u8 when k ≤ 255 and no pixel is excluded; else u16 with excluded
+/// pixels = 65535 (k ≤ 65535); beyond, i32 with −1. Georeference kept, per-band metadata dropped.
+Cube label_image(const KmeansResult& r, int k, int width, int height, const Metadata& source) {
+    const bool any_excluded = r.valid_pixels < std::int64_t(width) * std::int64_t(height);
+    const DType t = (k <= 255 && !any_excluded) ? DType::U8 : k <= 65535 ? DType::U16 : DType::I32;
+    const double excluded = t == DType::U16 ? 65535.0 : -1.0;
+    Cube labels(width, height, 1, t, Layout::BSQ);
+    for (int y = 0; y < height; ++y)
+        for (int x = 0; x < width; ++x) {
+            const std::int32_t l = r.labels[std::size_t(y) * std::size_t(width) + std::size_t(x)];
+            labels.set_value(x, y, 0, l < 0 ? excluded : double(l));
+        }
+    labels.metadata().map_info = source.map_info;
+    labels.metadata().coordinate_system = source.coordinate_system;
+    labels.metadata().description = "cubekit cluster labels (k = " + std::to_string(k) + ")";
+    return labels;
+}
+
+Cube class_map(const KmeansResult& r, int width, int height) {
+    Cube png(width, height, 3, DType::U8, Layout::BIP);
+    std::uint8_t* dst = png.data<std::uint8_t>();
+    for (std::size_t i = 0; i < r.labels.size(); ++i) {
+        if (r.labels[i] < 0) continue;  // excluded: black (the cube is zero-filled)
+        const auto c = class_colour(r.labels[i]);
+        std::copy(c.begin(), c.end(), dst + 3 * i);
+    }
+    return png;
+}
+
+/// Shortest text that reads back as the same value (as f32 when the centroids are f32).
+std::string number(double v, DType centroid_type) {
+    char buf[64];
+    const auto res = centroid_type == DType::F32 ? std::to_chars(buf, buf + sizeof(buf), float(v))
+                                                 : std::to_chars(buf, buf + sizeof(buf), v);
+    return std::string(buf, res.ptr);
+}
+
+/// Reads the "centroids" of a centroids JSON file (as written by cluster): k spectra of m values.
+std::vector<double> read_centroids_json(const std::string& path, int m) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw IoError("--centroids-in " + path + ": cannot read: Is a directory");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IoError("--centroids-in " + path + ": cannot open: " + std::strerror(errno));
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string where = "--centroids-in " + path + ": ";
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text.str());
+    } catch (const nlohmann::json::exception& e) {
+        throw InvalidInput(where + "not JSON (" + std::string(e.what()) + ")");
+    }
+    if (!j.is_object() || !j.contains("centroids") || !j["centroids"].is_array() || j["centroids"].empty())
+        throw InvalidInput(where + "expected an object with a non-empty \"centroids\" array");
+    std::vector<double> values;
+    for (std::size_t i = 0; i < j["centroids"].size(); ++i) {
+        const nlohmann::json& c = j["centroids"][i];
+        if (!c.is_object() || !c.contains("spectrum") || !c["spectrum"].is_array() ||
+            c["spectrum"].size() != std::size_t(m))
+            throw InvalidInput(where + "centroid " + std::to_string(i) + " has no \"spectrum\" of " +
+                               std::to_string(m) + " values (the cube has " + std::to_string(m) + " bands)");
+        // A cluster that never got a centroid (count 0, fewer distinct spectra than k) is written
+        // with null values; it cannot classify anything and is skipped.
+        if (std::all_of(c["spectrum"].begin(), c["spectrum"].end(),
+                        [](const nlohmann::json& v) { return v.is_null(); }))
+            continue;
+        for (const auto& v : c["spectrum"]) {
+            if (!v.is_number() || !std::isfinite(v.get<double>()))
+                throw InvalidInput(where + "centroid " + std::to_string(i) + ": " + v.dump() +
+                                   " is not a finite number");
+            values.push_back(v.get<double>());
+        }
+    }
+    if (values.empty()) throw InvalidInput(where + "no centroid has a spectrum (all are null)");
+    return values;
+}
+
+}  // namespace
+
+Action add_cluster(CLI::App& root) {
+    struct Args {
+        CommonOptions common;
+        KmeansFlags kmeans;
+        std::string input, output, centroids_in;
+    };
+    auto args = std::make_shared<Args>();
+    CLI::App* app =
+        root.add_subcommand("cluster", "Unsupervised classification: k-means clusters of the pixel spectra of a cube");
+    app->footer(
+        "Every pixel spectrum is assigned to one of k clusters (k-means, Euclidean distance on the raw values);\n"
+        "clusters are numbered by decreasing pixel count. Same seed, same result, on CPU and GPU.\n"
+        "Outputs (next to OUT, <stem> = OUT without its extension):\n"
+        "  OUT                     labels, .npy (H, W) or ENVI: u8 when k <= 255 and no pixel is excluded, else u16\n"
+        "                          with excluded pixels (--mask, NaN) = 65535\n"
+        "  <stem>.png              class map: cluster j in colour j of Matplotlib's tab10 (0-9), then the light\n"
+        "                          tab20 colours (10-19), then golden-angle hues; excluded pixels black\n"
+        "  <stem>.centroids.csv    cluster,count,<one column per band: the wavelength if the cube has them, else b0,b1,...>\n"
+        "  <stem>.centroids.json   {\"k\", \"bands\", \"centroids\": [{\"cluster\", \"count\", \"colour\", \"spectrum\"}], \"inertia\", ...}\n"
+        "  (all k clusters; one that never got a centroid, when the cube has fewer distinct spectra than k, has\n"
+        "  count 0 and null / nan values)\n"
+        "Examples:\n"
+        "  cubekit cluster data/samson/samson_1.img classes.npy                 # k = 10 -> classes.png, .centroids.*\n"
+        "  cubekit cluster scene.mat classes.hdr --var data -k 6 --n-init 3 --mask valid.png --json\n"
+        "  cubekit cluster scene2.hdr c2.npy --centroids-in classes.centroids.json     # classify with given spectra");
+    app->add_option("IN", args->input, "input cube (any format cubekit reads)")->required();
+    app->add_option("OUT", args->output, "label image: .npy or ENVI (.hdr/.img)")->required();
+    add_kmeans_flags(*app, args->kmeans, 10, "--centroids-in");
+    app->add_option("--centroids-in", args->centroids_in,
+                    "classify with the centroid spectra of this JSON file (as written by cluster) without\n"
+                    "fitting; with --init explicit, start k-means from them instead");
+    add_common_flags(*app, args->common);
+    return [args] {
+        const auto t_start = std::chrono::steady_clock::now();
+        const CommonOptions& common = args->common;
+        const std::string& out = args->output;
+        const FileFormat out_format = output_format(out);
+        if (out_format != FileFormat::Npy && out_format != FileFormat::Envi)
+            throw InvalidInput(out + ": the label image is written as .npy or ENVI (.hdr/.img), e.g. " +
+                               beside(out, ".npy") + " (the class-map PNG is written next to it)");
+        KmeansOptions options = kmeans_options(args->kmeans);
+        options.paint = false;  // labels and centroids are all cluster writes
+        if (options.init == KmeansInit::Explicit && args->centroids_in.empty())
+            throw InvalidInput("--init explicit needs --centroids-in FILE (the initial centroid spectra)");
+        const std::string png_path = beside(out, ".png"), csv_path = beside(out, ".centroids.csv"),
+                          json_path = beside(out, ".centroids.json");
+        check_distinct({out, png_path, csv_path, json_path}, "OUT " + out);
+        Context ctx = make_context(common, "cluster");
+        auto t0 = std::chrono::steady_clock::now();
+        Cube cube = read_cube(args->input, {.var = common.var});
+        std::vector<int> band_indices;
+        if (!common.bands.empty()) {
+            band_indices = parse_band_list(common.bands, cube.bands(), "--bands");
+            cube = cube.select_bands(band_indices);
+        }
+        const double read_ms = elapsed_ms(t0);
+        const int m = cube.bands();
+        if (!args->kmeans.mask.empty()) options.mask = read_mask(args->kmeans.mask, cube.shape());
+        std::vector<double> given;
+        if (!args->centroids_in.empty()) {
+            given = read_centroids_json(args->centroids_in, m);
+            const int n = int(given.size() / std::size_t(m));
+            if (args->kmeans.k_given() && options.k != n)
+                throw InvalidInput("-k " + std::to_string(options.k) + " disagrees with --centroids-in " +
+                                   args->centroids_in + ", which has " + std::to_string(n) + " centroids");
+            options.k = n;
+        }
+        std::string mode = "fit";
+        t0 = std::chrono::steady_clock::now();
+        KmeansResult r;
+        if (!given.empty() && options.init != KmeansInit::Explicit) {
+            mode = "apply";
+            r = apply_palette(ctx, cube, given, options.mask);
+        } else {
+            options.init_centroids = given;
+            r = kmeans(ctx, cube, options);
+        }
+        const double kmeans_ms = elapsed_ms(t0);
+
+        // ---- outputs ---------------------------------------------------------------------------
+        const Metadata& md = cube.metadata();
+        const bool named_by_wavelength = md.wavelengths.size() == std::size_t(m);
+        std::string csv = "cluster,count";
+        for (int b = 0; b < m; ++b)
+            csv += "," +
+                   (named_by_wavelength ? number(md.wavelengths[std::size_t(b)], DType::F64) : "b" + std::to_string(b));
+        csv += "\n";
+        nlohmann::ordered_json centroids = nlohmann::ordered_json::array();
+        for (int j = 0; j < r.k; ++j) {
+            const auto first = r.centroids.begin() + std::ptrdiff_t(std::size_t(j) * std::size_t(m));
+            const std::vector<double> spectrum(first, first + m);
+            const std::uint64_t count = std::size_t(j) < r.counts.size() ? r.counts[std::size_t(j)] : 0;
+            csv += std::to_string(j) + "," + std::to_string(count);
+            for (const double v : spectrum) csv += "," + number(v, r.centroid_type);
+            csv += "\n";
+            const auto colour = class_colour(j);
+            centroids.push_back({{"cluster", j}, {"count", count}, {"colour", colour}, {"spectrum", spectrum}});
+        }
+        nlohmann::ordered_json cj = {{"k", r.k},
+                                     {"bands", m},
+                                     {"dtype", std::string(dtype_name(cube.dtype()))},
+                                     {"centroid_type", std::string(dtype_name(r.centroid_type))},
+                                     {"centroids", centroids},
+                                     {"inertia", r.inertia},
+                                     {"iterations", r.iterations},
+                                     {"converged", r.converged},
+                                     {"k_effective", r.k_effective},
+                                     {"valid_pixels", r.valid_pixels},
+                                     {"source", args->input}};
+        if (named_by_wavelength) cj["wavelengths"] = md.wavelengths, cj["wavelength_units"] = md.wavelength_units;
+        if (!band_indices.empty()) cj["band_indices"] = band_indices;
+
+        t0 = std::chrono::steady_clock::now();
+        const Cube labels = label_image(r, r.k, cube.width(), cube.height(), md);
+        OutputList outputs;
+        try {
+            write_cube(labels, out);
+            outputs.add(out, "labels", std::string(format_name(out_format)), std::string(dtype_name(labels.dtype())));
+            write_cube(class_map(r, cube.width(), cube.height()), png_path);
+            outputs.add(png_path, "class-map", "png", "u8");
+            write_text_file(csv_path, csv);
+            outputs.add(csv_path, "centroids", "csv");
+            write_text_file(json_path, readable_json(cj));
+            outputs.add(json_path, "centroids", "json");
+        } catch (...) {
+            outputs.remove_all();
+            throw;
+        }
+        const double write_ms = elapsed_ms(t0);
+
+        nlohmann::json j = summary("cluster", ctx);
+        j["input"] = {{"path", args->input}, {"shape", shape_json(cube.shape())}};
+        j["parameters"] = kmeans_parameters_json(options, args->kmeans.mask);
+        j["parameters"]["centroids_in"] =
+            args->centroids_in.empty() ? nlohmann::json(nullptr) : nlohmann::json(args->centroids_in);
+        if (!band_indices.empty()) j["parameters"]["bands"] = band_indices;
+        j["mode"] = mode;
+        j["implementation"] = std::string(kmeans_implementation(ctx, cube.shape(), options));
+        j.update(kmeans_numbers_json(r));
+        j["label_dtype"] = std::string(dtype_name(labels.dtype()));
+        j["counts"] = r.counts;
+        j["elapsed_ms"] = elapsed_ms(t_start);
+        j["timings_ms"] = {{"read", read_ms}, {"kmeans", kmeans_ms}, {"write", write_ms}};
+        j["outputs"] = outputs.json();
+        j["warnings"] = r.warnings;
+        say(common, "cluster: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
+                        j["implementation"].get<std::string>() + "]: k = " + std::to_string(r.k) + " (" +
+                        std::to_string(r.k_effective) + " non-empty), inertia " + std::to_string(r.inertia) + ", " +
+                        std::to_string(r.iterations) + " iterations" +
+                        (r.converged ? " (converged)" : " (not converged)"));
+        for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
+        for (const std::string& w : r.warnings) std::cerr << "cubekit: warning: " << w << "\n";
+        emit_json(common, j);
+    };
+}
+
+}  // namespace cubekit::cli

@@ -1,0 +1,130 @@
+#pragma once
+// What `cubekit quantize` and `cubekit cluster` share (and `cubekit demo` reuses): the k-means
+// flags, the mask, the numbers of a run for JSON, the list of outputs a run wrote (removed again
+// when a later output fails), an atomic text writer, and the palette file (JSON and swatch PNG).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cubekit/context.hpp"
+#include "cubekit/cube.hpp"
+#include "cubekit/kmeans.hpp"
+
+namespace cubekit::cli {
+
+/// The k-means flags of quantize and cluster, as typed.
+struct KmeansFlags {
+    int k = 16;
+    std::string init = "kmeans++";
+    std::uint64_t seed = 0;
+    int max_iter = 100;
+    double tol = 1e-4;
+    int n_init = 1;
+    std::int64_t init_sample = std::int64_t(1) << 20;
+    std::string empty = "relocate";
+    bool legacy = false;
+    std::string mask;
+    CLI::Option* k_option = nullptr;  ///< to tell "-k given" from the default
+    bool k_given() const { return k_option && k_option->count() > 0; }
+};
+
+/// Adds -k, --init, --seed, --max-iter, --tol, --n-init, --init-sample, --empty, --legacy, --mask.
+/// Values are checked by the library (check_kmeans_arguments / kmeans), whose messages name the
+/// parameter and the value. `explicit_from` names the flag that gives --init explicit its centroids.
+void add_kmeans_flags(CLI::App& app, KmeansFlags& flags, int default_k, const std::string& explicit_from);
+
+/// KmeansOptions from the flags (--init and --empty parsed here; the mask is read separately).
+KmeansOptions kmeans_options(const KmeansFlags& flags);
+
+/// Reads --mask FILE: one band of any type, the image's width and height; nonzero (and not NaN)
+/// = used, 0 = excluded. Throws InvalidInput naming --mask and the file for another band count,
+/// another size, or a mask that excludes every pixel.
+std::vector<std::uint8_t> read_mask(const std::string& path, const CubeShape& image);
+
+/// The JSON of the k-means parameters actually used.
+nlohmann::json kmeans_parameters_json(const KmeansOptions& options, const std::string& mask);
+
+/// The numbers of a run for the --json summary: k, k_effective, inertia, iterations, converged,
+/// valid_pixels, winner, restarts [{seed, inertia, iterations, converged, k_effective}], history.
+nlohmann::json kmeans_numbers_json(const KmeansResult& r);
+
+/// `out` with its extension replaced by `suffix`, in the same folder: beside("a/x.png", ".palette.json")
+/// = "a/x.palette.json".
+std::string beside(const std::string& out, const std::string& suffix);
+
+/// Throws InvalidInput naming `what` when two of `paths` are the same file name.
+void check_distinct(const std::vector<std::string>& paths, const std::string& what);
+
+/// Writes text atomically (a temporary in the target folder, renamed when complete); IoError
+/// naming the path on failure, and nothing left behind.
+void write_text_file(const std::string& path, const std::string& text);
+
+/// The outputs one run has written so far, for the JSON summary and for cleaning up: a failure
+/// of a later output removes the earlier ones, so a failed run leaves nothing.
+class OutputList {
+public:
+    void add(const std::string& path, const std::string& role, const std::string& format,
+             const std::string& dtype = "");
+    void remove_all() const;
+    const nlohmann::json& json() const { return json_; }
+
+private:
+    std::vector<std::string> paths_;
+    nlohmann::json json_ = nlohmann::json::array();
+};
+
+/// One palette: n entries of `channels` values (row-major) with their pixel counts.
+struct Palette {
+    int channels = 3;
+    DType dtype = DType::U8;
+    std::vector<double> values;
+    std::vector<double> centroids;  ///< the unrounded cluster means (n × channels), or empty
+    std::vector<std::uint64_t> counts;
+    std::size_t size() const { return channels > 0 ? values.size() / std::size_t(channels) : 0; }
+};
+
+/// Entries of the palette file: {"rgb": [r, g, b]} for 3 channels, {"value": v, "rgb": [v, v, v]}
+/// for 1, {"values": [...]} otherwise; each with "count" and "fraction" (= count / valid), and
+/// "centroid" (the unrounded mean) when the palette has centroids. Values of integer images are
+/// written as integers.
+nlohmann::ordered_json palette_entries_json(const Palette& palette, std::int64_t valid);
+
+/// A JSON object as text for files people read: one key per line, and each element of an array
+/// of objects on one line of its own.
+std::string readable_json(const nlohmann::ordered_json& object);
+
+/// Reads a palette JSON file (as written by quantize) for an image of `channels` channels: each
+/// entry's "values", else "value" (1 channel), else "rgb" (3 channels; 1 channel when r = g = b);
+/// the "centroid"s too when every entry has one. Throws IoError when the file cannot be read,
+/// InvalidInput naming `flag`, the file and the entry when the content does not fit.
+Palette read_palette_json(const std::string& path, int channels, const std::string& flag);
+
+/// The swatch: one 32×32 square per entry, at most 16 per row, left to right then top to bottom,
+/// unused cells of the last row black; u8/u16 with the palette's 1 or 3 channels.
+Cube palette_swatch(const Palette& palette);
+
+/// True when a swatch PNG can show a palette of this type (u8 or u16, 1 or 3 channels).
+bool swatch_possible(DType dtype, int channels);
+
+/// One `cubekit quantize` run, also used by `cubekit demo`.
+struct QuantizeJob {
+    std::string input;        ///< IN, for messages and the summary
+    std::string output;       ///< OUT
+    std::string palette_out;  ///< "" = <OUT stem>.palette.json and .palette.png
+    std::string palette_in;   ///< "" = fit a palette
+    std::string mask;         ///< "" = every pixel
+    KmeansOptions options;
+    bool k_given = false;     ///< -k was typed (must then agree with --palette-in)
+    bool alpha_last = false;  ///< the last channel is alpha: not clustered, copied to OUT
+    std::string colorspace = "rgb";
+    std::string dither = "none";
+};
+
+/// Runs the job: checks the output names, clusters (or applies --palette-in), writes OUT, the
+/// indexed PNG, the palette JSON and swatch; returns the JSON summary. Defined in cmd_quantize.cpp.
+nlohmann::json run_quantize(const Context& ctx, const Cube& image, const QuantizeJob& job);
+
+}  // namespace cubekit::cli
