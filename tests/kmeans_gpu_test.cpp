@@ -19,6 +19,7 @@
 
 #include "cubekit/io.hpp"
 #include "cubekit/kmeans.hpp"
+#include "kmeans_test_helpers.hpp"
 #include "testing.hpp"
 
 namespace cubekit {
@@ -34,20 +35,8 @@ constexpr double kInertiaRelTol = 1e-9;
     if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)";    \
     const Context& gpu = *gpu_ptr
 
-const DType kTypes[] = {DType::U8, DType::U16, DType::I16, DType::U32, DType::I32, DType::F32, DType::F64};
-
-std::pair<double, double> data_range(DType t) {
-    switch (t) {
-        case DType::U8: return {0, 255};
-        case DType::U16: return {0, 65535};
-        case DType::I16: return {-32768, 32767};
-        case DType::U32: return {0, 4294967295.0};
-        case DType::I32: return {-2147483648.0, 2147483647.0};
-        case DType::F32: return {-1000, 1000};
-        case DType::F64: return {-1, 1};
-    }
-    return {0, 1};
-}
+using kmeans_test::data_range;
+using kmeans_test::kTypes;
 
 std::string describe(const Cube& c, const KmeansOptions& o) {
     std::string s = std::to_string(c.width()) + "x" + std::to_string(c.height()) + "x" + std::to_string(c.bands()) + " " +

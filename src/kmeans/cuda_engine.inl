@@ -83,7 +83,9 @@ private:
     cudaStream_t stream() const { return stream_of(ctx_); }
     const T* raster(std::int64_t p) const { return x_ + p * m_; }
     std::size_t km_elems() const { return std::size_t(k_) * std::size_t(m_); }
-    std::size_t shared_bytes() const { return km_elems() * (8 + sizeof(D)) + std::size_t(k_) * 8; }
+    // + 16: for 3 bands nvcc loads a centroid with one 16-byte LDS.128 (3 values and the next
+    // centroid's first), which reads 4 bytes past the last centroid.
+    std::size_t shared_bytes() const { return shared_centroid_offset(k_, m_) + km_elems() * sizeof(D) + 16; }
 
     void allocate() {
         shared_ = shared_bytes() <= kSharedLimit;
@@ -91,8 +93,8 @@ private:
         CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx_.device()));
         const void* kernel = assign_kernel();
         const std::size_t dyn = shared_ ? shared_bytes() : 0;
-        if (dyn > 48 * 1024)
-            CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
+        // Static shared memory (the staged tiles) and dynamic together may pass 48 KB: opt in.
+        CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
         CUBEKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, dyn));
         grid_ = int(std::max<std::int64_t>(1, std::min<std::int64_t>((n() + kBlock - 1) / kBlock,
                                                                        std::int64_t(sms) * std::max(per_sm, 1))));
@@ -122,20 +124,23 @@ private:
         auto* s = typed<u64>(sums_);
         auto* cn = typed<u64>(counts_);
         auto* p = typed<double>(partials_);
+        // Group sums of 64-bit values through 32-bit reductions need |Σ hi| < 2^31 (see the kernel).
+        const bool split = std::is_integral_v<T> || n() >= 64;
         if (m_ == 3 && shared_)
-            assign_accumulate<T, D, 3, true><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, st);
+            assign_accumulate<T, D, 3, true><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, st);
         else if (m_ == 3)
-            assign_accumulate<T, D, 3, false><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, st);
+            assign_accumulate<T, D, 3, false><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, st);
         else if (shared_)
-            assign_accumulate<T, D, 0, true><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, st);
+            assign_accumulate<T, D, 0, true><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, st);
         else
-            assign_accumulate<T, D, 0, false><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, st);
+            assign_accumulate<T, D, 0, false><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, st);
         CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans assign_accumulate", dim3(grid_), dim3(kBlock));
     }
 
     void launch_update(bool allow_empty) {
         const bool zero_empty = o_.legacy || o_.empty == EmptyPolicy::LegacyZero;
-        update_centroids<D><<<1, kBlock, 0, stream()>>>(
+        const std::size_t dyn = k_ <= kShiftShared ? std::size_t(k_) * sizeof(double) : 0;
+        update_centroids<D><<<1, kBlock, dyn, stream()>>>(
             typed<D>(cent_), typed<D>(prev_), typed<u64>(sums_), typed<u64>(counts_), typed<const double>(partials_),
             grid_, k_, m_, plan_.e, zero_empty, o_.legacy, allow_empty, plan_.tol_abs, o_.max_iter,
             o_.history ? typed<double>(history_) : nullptr, typed<double>(shift_), typed<Status>(status_));
@@ -321,10 +326,13 @@ private:
             labels_.fill_bytes(ctx_, 0xFF);  // −1 for excluded pixels
         }
         const D* assign = o_.legacy ? typed<const D>(prev_) : typed<const D>(cent_);
-        final_assign<T, D><<<grid_, kBlock, 0, stream()>>>(
+        const bool shared_counts = std::size_t(k_) * sizeof(unsigned) <= 32 * 1024;
+        const std::size_t dyn = shared_counts ? std::size_t(k_) * sizeof(unsigned) : 0;
+        auto* kernel = m_ == 3 ? &final_assign<T, D, 3> : &final_assign<T, D, 0>;
+        kernel<<<grid_, kBlock, dyn, stream()>>>(
             px_, n(), k_, assign, typed<const D>(cent_), want_exact ? typed<const std::int64_t>(d_qpaint) : nullptr,
             plan_.scale_d, want_labels ? typed<std::int32_t>(labels_) : nullptr, typed<u64>(counts_),
-            typed<double>(partials_), typed<u64>(exact_));
+            typed<double>(partials_), typed<u64>(exact_), shared_counts);
         CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans final_assign", dim3(grid_), dim3(kBlock));
         f.counts.resize(std::size_t(k_));
         counts_.download(ctx_, f.counts.data(), f.counts.size() * 8);
@@ -419,7 +427,7 @@ void kmeans_cuda_resident(const Context& ctx, const Cube& bip, const DeviceBuffe
 
 bool kmeans_cuda_fits_shared(int k, int m, DType dtype) {
     const std::size_t d = dtype == DType::F64 ? 8 : 4;
-    return std::size_t(k) * std::size_t(m) * (8 + d) + std::size_t(k) * 8 <= kSharedLimit;
+    return shared_centroid_offset(k, m) + std::size_t(k) * std::size_t(m) * d + 16 <= kSharedLimit;
 }
 
 }  // namespace cubekit::detail
