@@ -111,9 +111,11 @@ inline int nearest(const double* x, const std::vector<double>& c, int k, int m, 
 }
 
 // Palette entry of a centroid (§3.8): round half away from zero, clamp to the type (integers).
+// An integer palette holds +0 for a centroid in (−0.5, 0): −0 is not a value of an integer image.
 inline double palette_value(double c, DType t) {
     if (dtype_is_float(t)) return c;
-    return std::clamp(std::round(c), type_lo(t), type_hi(t));
+    const double v = std::clamp(std::round(c), type_lo(t), type_hi(t));
+    return v == 0 ? 0.0 : v;
 }
 // Kept out of line: inlined into BoxDiagonalInitIsEvenlySpaced's band loop, GCC 12.2 at -O3 (SLP
 // vectorizer; -fno-tree-slp-vectorize avoids it) dropped the f32 rounding of two of the 3 bands.
