@@ -170,6 +170,24 @@ Cube read_png(const fs::path& path) {
     return cube;
 }
 
+// Writes a PNG atomically: `stage(png, info)` (one of the setjmp-guarded stages above) emits the
+// image; a file error comes back as IoError, a libpng error as InvalidInput naming the file.
+template <typename Stage>
+void write_png_file(std::string_view what, const fs::path& path, Stage&& stage) {
+    AtomicFile out(what, path);
+    PngState state;
+    state.out = &out;
+    WriteStructs s;
+    s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state, on_error, on_warning);
+    if (!s.png || !(s.info = png_create_info_struct(s.png))) throw std::bad_alloc();
+    png_set_write_fn(s.png, &state, write_to_file, flush_file);
+    if (!stage(s.png, s.info)) {
+        if (state.write_error) std::rethrow_exception(state.write_error);  // IoError from the file
+        throw_invalid(what, path, std::string("libpng: ") + state.message);
+    }
+    out.commit();
+}
+
 void write_png(const Cube& cube, const fs::path& path) {
     const Cube bip = image_as_bip(kWrite, path, cube, 1, 4, "1 gray, 2 gray+alpha, 3 RGB, 4 RGBA");
     static constexpr int kColor[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
@@ -181,19 +199,10 @@ void write_png(const Cube& cube, const fs::path& path) {
     auto* base = const_cast<std::byte*>(bip.bytes());
     for (std::size_t y = 0; y < rows.size(); ++y) rows[y] = reinterpret_cast<png_bytep>(base + y * row_bytes);
 
-    AtomicFile out(kWrite, path);
-    PngState state;
-    state.out = &out;
-    WriteStructs s;
-    s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state, on_error, on_warning);
-    if (!s.png || !(s.info = png_create_info_struct(s.png))) throw std::bad_alloc();
-    png_set_write_fn(s.png, &state, write_to_file, flush_file);
-    if (!png_write_stage(s.png, s.info, png_uint_32(bip.width()), png_uint_32(bip.height()), depth,
-                         kColor[bip.bands()], rows.data())) {
-        if (state.write_error) std::rethrow_exception(state.write_error);  // IoError from the file
-        throw_invalid(kWrite, path, std::string("libpng: ") + state.message);
-    }
-    out.commit();
+    write_png_file(kWrite, path, [&](png_structp png, png_infop info) {
+        return png_write_stage(png, info, png_uint_32(bip.width()), png_uint_32(bip.height()), depth,
+                               kColor[bip.bands()], rows.data());
+    });
 }
 
 }  // namespace cubekit::io_detail
@@ -230,19 +239,10 @@ void write_indexed_png(const std::filesystem::path& path, int width, int height,
     auto* base = const_cast<std::uint8_t*>(indices.data());
     for (std::size_t y = 0; y < H; ++y) rows[y] = base + y * W;
 
-    AtomicFile out(kIndexed, path);
-    PngState state;
-    state.out = &out;
-    WriteStructs s;
-    s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state, on_error, on_warning);
-    if (!s.png || !(s.info = png_create_info_struct(s.png))) throw std::bad_alloc();
-    png_set_write_fn(s.png, &state, write_to_file, flush_file);
-    if (!png_write_indexed_stage(s.png, s.info, png_uint_32(width), png_uint_32(height), depth, plte.data(),
-                                 int(plte.size()), alpha.data(), int(alpha.size()), rows.data())) {
-        if (state.write_error) std::rethrow_exception(state.write_error);
-        throw_invalid(kIndexed, path, std::string("libpng: ") + state.message);
-    }
-    out.commit();
+    write_png_file(kIndexed, path, [&](png_structp png, png_infop info) {
+        return png_write_indexed_stage(png, info, png_uint_32(width), png_uint_32(height), depth, plte.data(),
+                                       int(plte.size()), alpha.data(), int(alpha.size()), rows.data());
+    });
 }
 
 }  // namespace cubekit
