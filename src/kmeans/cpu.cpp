@@ -160,37 +160,53 @@ private:
 
     // ---- Lloyd iterations (§3.3, 3.5–3.7) ----
     // One fused pass: nearest centroid, exact sums and counts, f64 inertia in fixed chunk order.
-    double assign_accumulate(const std::vector<D>& c, std::vector<std::int64_t>& sums,
-                             std::vector<std::int64_t>& counts) const {
-        std::fill(sums.begin(), sums.end(), 0);
-        std::fill(counts.begin(), counts.end(), 0);
+    // Runs `visit(i, local)` on every valid pixel i, in fixed chunks taken whole by the threads;
+    // `local` is each thread's copy of `proto`, handed to `merge` at the end (one thread at a time).
+    // Returns the f64 sum of what `visit` returns: sequential within a chunk, then the chunks in
+    // order, whatever the number of threads.
+    template <typename Local, typename Visit, typename Merge>
+    double chunked_pass(const Local& proto, Visit&& visit, Merge&& merge) const {
         std::vector<double> partial(static_cast<std::size_t>(chunks()), 0);
 #pragma omp parallel num_threads(nt_) if(parallel_)
         {
-            std::vector<std::int64_t> s(sums.size(), 0), n(counts.size(), 0);
+            Local local = proto;
 #pragma omp for schedule(static) nowait
             for (std::int64_t ch = 0; ch < chunks(); ++ch) {
                 double acc = 0;
                 const std::int64_t end = std::min(valid(), (ch + 1) * kChunk);
-                for (std::int64_t i = ch * kChunk; i < end; ++i) {
-                    const T* x = pixel(i);
-                    D d;
-                    const int j = km::nearest(x, c.data(), k_, m_, d);
-                    acc += double(d);
-                    ++n[std::size_t(j)];
-                    for (int b = 0; b < m_; ++b) s[std::size_t(j) * m_ + b] += km::sum_value(x[b], plan_.scale);
-                }
+                for (std::int64_t i = ch * kChunk; i < end; ++i) acc += visit(i, local);
                 partial[std::size_t(ch)] = acc;
             }
 #pragma omp critical
-            {
-                for (std::size_t i = 0; i < s.size(); ++i) sums[i] += s[i];
-                for (std::size_t j = 0; j < n.size(); ++j) counts[j] += n[j];
-            }
+            merge(local);
         }
-        double inertia = 0;
-        for (double p : partial) inertia += p;
-        return inertia;
+        double total = 0;
+        for (double p : partial) total += p;
+        return total;
+    }
+
+    // One fused pass: nearest centroid, exact sums and counts; returns the f64 inertia.
+    double assign_accumulate(const std::vector<D>& c, std::vector<std::int64_t>& sums,
+                             std::vector<std::int64_t>& counts) const {
+        std::fill(sums.begin(), sums.end(), 0);
+        std::fill(counts.begin(), counts.end(), 0);
+        struct Local {
+            std::vector<std::int64_t> s, n;
+        };
+        return chunked_pass(
+            Local{sums, counts},
+            [&](std::int64_t i, Local& l) {
+                const T* x = pixel(i);
+                D d;
+                const int j = km::nearest(x, c.data(), k_, m_, d);
+                ++l.n[std::size_t(j)];
+                for (int b = 0; b < m_; ++b) l.s[std::size_t(j) * m_ + b] += km::sum_value(x[b], plan_.scale);
+                return double(d);
+            },
+            [&](const Local& l) {
+                for (std::size_t i = 0; i < l.s.size(); ++i) sums[i] += l.s[i];
+                for (std::size_t j = 0; j < l.n.size(); ++j) counts[j] += l.n[j];
+            });
     }
 
     // §3.7 relocate: the e-th empty cluster takes the e-th farthest pixel (old centroids).
@@ -254,34 +270,26 @@ private:
         if (want_exact)
             for (std::size_t i = 0; i < paint.size(); ++i)
                 qpaint[i] = std::isinf(paint[i]) ? 0 : km::to_fixed_scaled(double(paint[i]), plan_.scale_d);
-        std::vector<double> partial(static_cast<std::size_t>(chunks()), 0);
-#pragma omp parallel num_threads(nt_) if(parallel_)
-        {
-            std::vector<std::uint64_t> n(static_cast<std::size_t>(k_), 0);
+        struct Local {
+            std::vector<std::uint64_t> n;
             i128 exact = 0;
-#pragma omp for schedule(static) nowait
-            for (std::int64_t ch = 0; ch < chunks(); ++ch) {
-                double acc = 0;
-                const std::int64_t end = std::min(valid(), (ch + 1) * kChunk);
-                for (std::int64_t i = ch * kChunk; i < end; ++i) {
-                    const T* x = pixel(i);
-                    D d;
-                    const int j = km::nearest(x, assign.data(), k_, m_, d);
-                    if (&assign != &paint) d = km::sq_distance(x, paint.data() + std::size_t(j) * m_, m_);
-                    acc += double(d);
-                    ++n[std::size_t(j)];
-                    if (want_labels) f.labels[std::size_t(valid_[std::size_t(i)])] = j;
-                    if (want_exact) exact += km::exact_distance(x, qpaint.data() + std::size_t(j) * m_, m_, plan_.scale_d);
-                }
-                partial[std::size_t(ch)] = acc;
-            }
-#pragma omp critical
-            {
-                for (int j = 0; j < k_; ++j) f.counts[std::size_t(j)] += n[std::size_t(j)];
-                f.exact += exact;
-            }
-        }
-        for (double p : partial) f.inertia += p;
+        };
+        f.inertia = chunked_pass(
+            Local{f.counts, 0},
+            [&](std::int64_t i, Local& l) {
+                const T* x = pixel(i);
+                D d;
+                const int j = km::nearest(x, assign.data(), k_, m_, d);
+                if (&assign != &paint) d = km::sq_distance(x, paint.data() + std::size_t(j) * m_, m_);
+                ++l.n[std::size_t(j)];
+                if (want_labels) f.labels[std::size_t(valid_[std::size_t(i)])] = j;
+                if (want_exact) l.exact += km::exact_distance(x, qpaint.data() + std::size_t(j) * m_, m_, plan_.scale_d);
+                return double(d);
+            },
+            [&](const Local& l) {
+                for (int j = 0; j < k_; ++j) f.counts[std::size_t(j)] += l.n[std::size_t(j)];
+                f.exact += l.exact;
+            });
         return f;
     }
 
