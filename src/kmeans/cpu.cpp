@@ -39,14 +39,21 @@ public:
             std::vector<D> c = initial_centroids(run.seed);
             std::vector<D> prev = c;
             lloyd(c, prev, run);
-            const Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/false, o_.n_init > 1);
-            run.inertia = f.inertia;
-            run.k_effective = int(std::count_if(f.counts.begin(), f.counts.end(), [](auto n) { return n > 0; }));
-            if (r == 0 || f.exact < best_exact) {
-                best_exact = f.exact;
+            // With restarts each one's final statistics choose the winner; with one run the
+            // labelling pass in finish() gives them (no second pass).
+            if (o_.n_init > 1) {
+                const Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/false, true);
+                run.inertia = f.inertia;
+                run.k_effective = int(std::count_if(f.counts.begin(), f.counts.end(), [](auto n) { return n > 0; }));
+                if (r_.restarts.empty() || f.exact < best_exact) {
+                    best_exact = f.exact;
+                    best = c;
+                    best_prev = prev;
+                    r_.winner = int(r_.restarts.size());
+                }
+            } else {
                 best = c;
                 best_prev = prev;
-                r_.winner = r;
             }
             r_.restarts.push_back(std::move(run));
             ctx_.progress(std::size_t(r + 1), std::size_t(o_.n_init));
@@ -297,6 +304,7 @@ private:
         Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/true, false);
         const KmeansRun& win = r_.restarts[std::size_t(r_.winner)];
         r_.inertia = f.inertia;
+        r_.restarts[std::size_t(r_.winner)].inertia = f.inertia;
         r_.iterations = win.iterations;
         r_.converged = win.converged;
         r_.history = win.history;

@@ -80,25 +80,6 @@ __device__ double block_sum(double v, double* scratch) {
     return total;
 }
 
-// Nearest centroid of P pixels at once (ties: lowest index), each centroid loaded once for all P.
-// Per pixel the arithmetic is km::nearest's, so the labels are the same bit for bit.
-template <int P, int M, typename D>
-__device__ __forceinline__ void nearest_multi(const D (&x)[P][M], const D* cent, int k, int (&label)[P], D (&best)[P]) {
-    for (int j = 0; j < k; ++j) {
-        D c[M];
-#pragma unroll
-        for (int b = 0; b < M; ++b) c[b] = cent[j * M + b];
-#pragma unroll
-        for (int p = 0; p < P; ++p) {
-            const D d = km::sq_distance(x[p], c, M);
-            if (j == 0 || d < best[p]) {
-                best[p] = d;
-                label[p] = j;
-            }
-        }
-    }
-}
-
 // Many-band pixels, k ≤ kStagedK: a warp stages its 32 spectra through shared memory in chunks
 // of `width` bands (row loads are coalesced; one thread walking its own spectrum is not), and
 // each lane keeps its k running distances in registers. Each distance still adds bands 0..m−1 in
@@ -182,79 +163,66 @@ __global__ void __launch_bounds__(kBlock) assign_accumulate(Pixels<T> px, std::i
     };
     const int lane = threadIdx.x & 31;
     double acc = 0;
-    // P pixels per thread and trip would share each centroid load; measured on the H100 it did not
-    // pay (the kernel is issue-bound on the accumulation), so P = 1. Every lane of a warp takes
-    // the same trip count: the warp intrinsics see all lanes.
-    constexpr int P = 1;
+    // Every lane of a warp takes the same trip count: the warp intrinsics see all lanes. (Four
+    // pixels per thread sharing each centroid load were measured on the H100: no gain, the kernel
+    // is issue-bound.)
     constexpr int MR = M > 0 ? M : 1;
-    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x * P;
-    for (std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x * P; base < n; base += stride) {
-        bool ok[P];
-        int label[P];
-        D best[P];
-        const T* xp[P];
-        T xr[P][MR];
-        D xd[P][MR];  // converted once: D(x) is what every distance term would compute
-#pragma unroll
-        for (int p = 0; p < P; ++p) {
-            const std::int64_t i = base + std::int64_t(p) * blockDim.x + threadIdx.x;
-            ok[p] = i < n;
-            xp[p] = ok[p] ? px(i) : nullptr;
-            label[p] = -1;
-            if constexpr (M > 0) {
-#pragma unroll
-                for (int b = 0; b < M; ++b) {
-                    xr[p][b] = ok[p] ? xp[p][b] : T(0);
-                    xd[p][b] = D(xr[p][b]);
-                }
-            }
-        }
+    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+    for (std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x; base < n; base += stride) {
+        const std::int64_t i = base + threadIdx.x;
+        const bool ok = i < n;
+        const T* x = ok ? px(i) : nullptr;
+        int label = -1;
+        D best = 0;
+        T xr[MR];
         if constexpr (M > 0) {
-            nearest_multi<P, M>(xd, cent, k, label, best);
+            D xd[M];  // converted once: D(x) is what every distance term would compute
+#pragma unroll
+            for (int b = 0; b < M; ++b) {
+                xr[b] = ok ? x[b] : T(0);
+                xd[b] = D(xr[b]);
+            }
+            if (ok) label = km::nearest(xd, cent, k, M, best);
         } else if (k <= kStagedK) {
             // Many bands: the warp's spectra go through shared memory in coalesced band chunks.
             __shared__ D tile[kBlock / 32][32][StagedTile<D>::width + 1];
-            const int l = nearest_staged(px, base + (threadIdx.x & ~31), n, m, cent, k, tile[threadIdx.x / 32], best[0]);
-            if (ok[0]) label[0] = l;
-        } else if (ok[0]) {
-            label[0] = km::nearest(xp[0], cent, k, m, best[0]);
+            const int l = nearest_staged(px, base + (threadIdx.x & ~31), n, m, cent, k, tile[threadIdx.x / 32], best);
+            if (ok) label = l;
+        } else if (ok) {
+            label = km::nearest(x, cent, k, m, best);
         }
-#pragma unroll
-        for (int p = 0; p < P; ++p) {
-            if (ok[p]) acc += double(best[p]);
-            else label[p] = -1;
-            // Lanes with the same label add their values once, through the group's leader.
-            // (Measured on the H100: faster than one full-warp reduction per distinct label.)
-            const unsigned group = __match_any_sync(0xffffffffu, label[p]);
-            if (!ok[p]) continue;
-            const bool leader = lane == __ffs(group) - 1;
-            for (int b = 0; b < m; ++b) {
-                T v;
-                if constexpr (M > 0) v = xr[p][b];
-                else v = xp[p][b];
-                if constexpr (kSmallInt<T>) {
-                    const auto s = int(__reduce_add_sync(group, unsigned(int(v))));
-                    if (leader) add_sum(std::size_t(label[p]) * m + b, std::int64_t(s));
-                } else if (split_sums) {
-                    // A 64-bit q split as hi·2^32 + b1·2^16 + b0: the group's sums of the 16-bit
-                    // parts fit 32 bits, and so does Σ hi because |q| ≤ 2^(62 − ⌈log2 N⌉) with
-                    // N ≥ 64 (the host's condition), so the recombined sum is exact.
-                    const std::int64_t q = km::sum_value(v, scale);
-                    const auto lo = unsigned(u64(q));
-                    const auto s0 = __reduce_add_sync(group, lo & 0xFFFFu);
-                    const auto s1 = __reduce_add_sync(group, lo >> 16);
-                    const auto sh = int(__reduce_add_sync(group, unsigned(int(q >> 32))));
-                    if (leader)
-                        add_sum(std::size_t(label[p]) * m + b,
-                                std::int64_t(sh) * 4294967296LL + std::int64_t(s1) * 65536 + std::int64_t(s0));
-                } else {
-                    add_sum(std::size_t(label[p]) * m + b, km::sum_value(v, scale));
-                }
+        if (ok) acc += double(best);
+        // Lanes with the same label add their values once, through the group's leader.
+        // (Measured on the H100: faster than one full-warp reduction per distinct label.)
+        const unsigned group = __match_any_sync(0xffffffffu, label);
+        if (!ok) continue;
+        const bool leader = lane == __ffs(group) - 1;
+        for (int b = 0; b < m; ++b) {
+            T v;
+            if constexpr (M > 0) v = xr[b];
+            else v = x[b];
+            if constexpr (kSmallInt<T>) {
+                const auto s = int(__reduce_add_sync(group, unsigned(int(v))));
+                if (leader) add_sum(std::size_t(label) * m + b, std::int64_t(s));
+            } else if (split_sums) {
+                // A 64-bit q split as hi·2^32 + b1·2^16 + b0: the group's sums of the 16-bit
+                // parts fit 32 bits, and so does Σ hi because |q| ≤ 2^(62 − ⌈log2 N⌉) with
+                // N ≥ 64 (the host's condition), so the recombined sum is exact.
+                const std::int64_t q = km::sum_value(v, scale);
+                const auto lo = unsigned(u64(q));
+                const auto s0 = __reduce_add_sync(group, lo & 0xFFFFu);
+                const auto s1 = __reduce_add_sync(group, lo >> 16);
+                const auto sh = int(__reduce_add_sync(group, unsigned(int(q >> 32))));
+                if (leader)
+                    add_sum(std::size_t(label) * m + b,
+                            std::int64_t(sh) * 4294967296LL + std::int64_t(s1) * 65536 + std::int64_t(s0));
+            } else {
+                add_sum(std::size_t(label) * m + b, km::sum_value(v, scale));
             }
-            if (leader) {
-                if constexpr (Shared) atomicAdd(&s_counts[label[p]], unsigned(__popc(group)));
-                else atomicAdd(&counts_g[label[p]], u64(__popc(group)));
-            }
+        }
+        if (leader) {
+            if constexpr (Shared) atomicAdd(&s_counts[label], unsigned(__popc(group)));
+            else atomicAdd(&counts_g[label], u64(__popc(group)));
         }
     }
     const double total = block_sum(acc, scratch);

@@ -42,18 +42,25 @@ public:
             std::vector<D> prev = c;
             lloyd(c, prev, info);
             const auto tf = std::chrono::steady_clock::now();
-            const Final f = final_pass(c, prev, /*labels=*/false, o_.n_init > 1);
             if (times_) {
                 times_->init_ms += ms(ti, tl);
                 times_->lloyd_ms += ms(tl, tf);
             }
-            info.inertia = f.inertia;
-            info.k_effective = int(std::count_if(f.counts.begin(), f.counts.end(), [](auto c) { return c > 0; }));
-            if (run == 0 || f.exact < best_exact) {
-                best_exact = f.exact;
+            // With restarts each one's final statistics choose the winner; with one run the
+            // labelling pass in finish() gives them (no second pass).
+            if (o_.n_init > 1) {
+                const Final f = final_pass(c, prev, /*labels=*/false, true);
+                info.inertia = f.inertia;
+                info.k_effective = int(std::count_if(f.counts.begin(), f.counts.end(), [](auto n) { return n > 0; }));
+                if (r_.restarts.empty() || f.exact < best_exact) {
+                    best_exact = f.exact;
+                    best = c;
+                    best_prev = prev;
+                    r_.winner = int(r_.restarts.size());
+                }
+            } else {
                 best = c;
                 best_prev = prev;
-                r_.winner = run;
             }
             r_.restarts.push_back(std::move(info));
             ctx_.progress(std::size_t(run + 1), std::size_t(o_.n_init));
@@ -349,6 +356,7 @@ private:
         const Final f = final_pass(c, prev, /*labels=*/true, false);
         const KmeansRun& win = r_.restarts[std::size_t(r_.winner)];
         r_.inertia = f.inertia;
+        r_.restarts[std::size_t(r_.winner)].inertia = f.inertia;
         r_.iterations = win.iterations;
         r_.converged = win.converged;
         r_.history = win.history;
