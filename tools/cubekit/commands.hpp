@@ -14,5 +14,9 @@ Action add_rcmg(CLI::App& root);
 Action add_quantize(CLI::App& root);
 Action add_cluster(CLI::App& root);
 Action add_demo(CLI::App& root);
+Action add_edges(CLI::App& root);
+Action add_edges_baseline(CLI::App& root);
+Action add_edges_score(CLI::App& root);
+Action add_pca(CLI::App& root);
 
 }  // namespace cubekit::cli

@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
     add(cubekit::cli::add_rcmg);
     add(cubekit::cli::add_quantize);
     add(cubekit::cli::add_cluster);
+    add(cubekit::cli::add_edges);
+    add(cubekit::cli::add_edges_baseline);
+    add(cubekit::cli::add_edges_score);
+    add(cubekit::cli::add_pca);
     add(cubekit::cli::add_demo);
 
     if (argc > 1 && argv[1][0] != '-') {
