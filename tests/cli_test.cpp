@@ -497,7 +497,7 @@ TEST(CliDemo, WritesPngNpyJson) {
     const auto r = run_cli("demo --quiet --out " + q(dir));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "");
-    EXPECT_EQ(listing(dir), "{samson_rcmg.json, samson_rcmg.npy, samson_rcmg.png}");
+    EXPECT_EQ(listing(dir), "{samson_edges.png, samson_rcmg.json, samson_rcmg.npy, samson_rcmg.png}");
     const std::string h = npy_header(dir / "samson_rcmg.npy");
     EXPECT_NE(h.find("'shape': (95, 95)"), std::string::npos) << h;
     EXPECT_EQ(read_cube(dir / "samson_rcmg.png").shape().describe().substr(0, 10), "95x95x1 u8");
@@ -506,11 +506,14 @@ TEST(CliDemo, WritesPngNpyJson) {
     ASSERT_NO_THROW(j = nlohmann::json::parse(slurp(dir / "samson_rcmg.json")));
     EXPECT_EQ(j["command"], "demo");
     EXPECT_EQ(j["outputs"].size(), 2u);
+    EXPECT_GT(j["edges"]["edge_pixels"].get<int>(), 0);
 #endif
+    const Cube edges = read_cube(dir / "samson_edges.png");
+    EXPECT_EQ(edges.shape().describe().substr(0, 10), "95x95x1 u8");
 }
 
 TEST(CliHelp, EverySubcommandHasAnExampleAndVersionWorks) {
-    for (const char* sub : {"info", "convert", "rcmg", "demo"}) {
+    for (const char* sub : {"info", "convert", "rcmg", "demo", "edges", "edges-baseline", "edges-score", "pca"}) {
         const auto r = run_cli(std::string(sub) + " --help");
         EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
         EXPECT_NE(r.out.find("Example"), std::string::npos) << sub << " --help:\n" << r.out;

@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -60,6 +61,33 @@ std::optional<std::filesystem::path> shared_data_path(const std::string& relativ
     const std::filesystem::path p = root / relative;
     if (std::filesystem::exists(p)) return p;
     return std::nullopt;
+}
+
+std::vector<SceneFile> hyperspectral_scenes() {
+    std::vector<SceneFile> found = {{source_path("data/samson/samson_1.img"), ""}};
+    const SceneFile shared[] = {
+        {"envi/samson/samson_1.img", ""},          {"envi/jasper_ridge/jasperRidge2_R198.img", ""},
+        {"target_detection/Sandiego.mat", "data"}, {"target_detection/HYDICE.mat", "data"},
+        {"anomaly_abu/abu-airport-1.mat", "data"}, {"anomaly_abu/abu-airport-2.mat", "data"},
+        {"anomaly_abu/abu-airport-3.mat", "data"}, {"anomaly_abu/abu-airport-4.mat", "data"},
+        {"anomaly_abu/abu-beach-1.mat", "data"},   {"anomaly_abu/abu-beach-2.mat", "data"},
+        {"anomaly_abu/abu-beach-3.mat", "data"},   {"anomaly_abu/hydice.mat", "data"},
+        {"anomaly_abu/sandiego.mat", "data"}};
+    for (const SceneFile& s : shared)
+        if (auto p = shared_data_path(s.path.string())) found.push_back({*p, s.var});
+    return found;
+}
+
+std::vector<std::filesystem::path> shared_photos(const std::string& folder) {
+    std::vector<std::filesystem::path> found;
+    const auto dir = shared_data_path(folder);
+    if (!dir) return found;
+    for (const auto& entry : std::filesystem::directory_iterator(*dir)) {
+        const std::string ext = entry.path().extension().string();
+        if (ext == ".png" || ext == ".jpg" || ext == ".jpeg") found.push_back(entry.path());
+    }
+    std::sort(found.begin(), found.end());
+    return found;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
@@ -30,6 +31,16 @@ const Context* cuda_context();
 std::filesystem::path source_path(const std::string& relative);
 /// Path of a file in ../shared/data (or $CUBEKIT_SHARED_DATA); nullopt when absent.
 std::optional<std::filesystem::path> shared_data_path(const std::string& relative);
+
+/// A real scene file and the MATLAB variable that holds its cube ("" for other formats).
+struct SceneFile {
+    std::filesystem::path path;
+    std::string var;
+};
+/// The embedded scene (data/samson) plus every hyperspectral cube of ../shared/data that is present.
+std::vector<SceneFile> hyperspectral_scenes();
+/// The images of ../shared/data/<folder> ("gray" or "rgb") that are present, sorted by name.
+std::vector<std::filesystem::path> shared_photos(const std::string& folder);
 
 /// Bitwise equality of two cubes of the same shape (NaN equal to NaN with the same bits);
 /// on failure reports the count of differing samples and the first one (x, y, b, both values).

@@ -1,1 +1,408 @@
-// placeholder: filled in by the edges issue (5)
+// The entropy edge detector on CUDA (spec edges.md §3, §4.3): the pipeline of edges_internal.hpp
+// over device kernels, one launch per stage for all images, nothing back to the host but the
+// thresholds (a few bytes per band) and the outputs asked for.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "cubekit/linalg.hpp"
+#include "edges/edges_internal.hpp"
+#include "labels/labels_internal.hpp"
+#include "linalg/pca_internal.hpp"
+
+namespace cubekit::detail {
+
+namespace {
+
+using edges::Thr;
+
+// ---- E1: per-band (or global) finite min/max, then the map --------------------------------------
+
+// Doubles as order-preserving unsigned keys, so that min/max are single 64-bit atomics.
+__device__ __forceinline__ unsigned long long order_key(double d) {
+    const auto u = static_cast<unsigned long long>(__double_as_longlong(d));
+    return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+}
+__device__ __forceinline__ double from_order_key(unsigned long long k) {
+    const unsigned long long u = (k >> 63) ? (k & 0x7fffffffffffffffull) : ~k;
+    return __longlong_as_double(static_cast<long long>(u));
+}
+
+struct RangeKeys {
+    unsigned long long lo, hi;
+};
+
+__global__ void init_ranges(RangeKeys* r, int n) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < n) r[b] = {~0ull, 0ull};
+}
+
+template <typename T>
+__global__ void band_ranges(const T* __restrict__ cube, std::size_t plane, RangeKeys* ranges) {
+    const int b = blockIdx.y;
+    const T* v = cube + std::size_t(b) * plane;
+    unsigned long long lo = ~0ull, hi = 0ull;
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < plane; i += std::size_t(gridDim.x) * blockDim.x) {
+        const double x = double(v[i]);
+        if (!isfinite(x)) continue;
+        const unsigned long long k = order_key(x);
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long l2 = __shfl_xor_sync(0xffffffffu, lo, o), h2 = __shfl_xor_sync(0xffffffffu, hi, o);
+        lo = l2 < lo ? l2 : lo;
+        hi = h2 > hi ? h2 : hi;
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (lo != ~0ull) atomicMin(&ranges[b].lo, lo);
+        if (hi != 0ull) atomicMax(&ranges[b].hi, hi);
+    }
+}
+
+/// Global mode: every band takes the min and max over all bands.
+__global__ void combine_ranges(RangeKeys* r, int n) {
+    RangeKeys all{~0ull, 0ull};
+    for (int b = 0; b < n; ++b) {
+        all.lo = r[b].lo < all.lo ? r[b].lo : all.lo;
+        all.hi = r[b].hi > all.hi ? r[b].hi : all.hi;
+    }
+    for (int b = 0; b < n; ++b) r[b] = all;
+}
+
+template <typename T>
+__global__ void quantize_planes(const T* __restrict__ cube, std::size_t plane, std::size_t total,
+                                const RangeKeys* __restrict__ ranges, std::uint8_t* __restrict__ out) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total; i += std::size_t(gridDim.x) * blockDim.x) {
+        const RangeKeys r = ranges[i / plane];
+        // No finite value in the band: lo key untouched, the band maps to 0.
+        const double lo = r.lo == ~0ull ? 0.0 : from_order_key(r.lo);
+        const double hi = r.lo == ~0ull ? 0.0 : from_order_key(r.hi);
+        out[i] = edges::quantize_value(double(cube[i]), lo, hi);
+    }
+}
+
+// ---- E2: histograms, thresholds ------------------------------------------------------------------
+
+constexpr int kHistThreads = 256;
+constexpr int kHistWarps = kHistThreads / 32;
+
+/// grid (blocks per image, n images): per-warp shared histograms, merged into hist[b][256].
+__global__ void __launch_bounds__(kHistThreads) histograms(const std::uint8_t* __restrict__ images, std::size_t plane,
+                                                            std::uint32_t* __restrict__ hist) {
+    __shared__ std::uint32_t h[kHistWarps][256];
+    for (int i = threadIdx.x; i < kHistWarps * 256; i += blockDim.x) (&h[0][0])[i] = 0;
+    __syncthreads();
+    const int b = blockIdx.y;
+    const std::uint8_t* v = images + std::size_t(b) * plane;
+    std::uint32_t* mine = h[threadIdx.x / 32];
+    // Bytes before the first 16-byte boundary and after the last one go one by one; the middle as uint4.
+    const std::size_t head = std::min<std::size_t>(plane, (16 - (reinterpret_cast<std::uintptr_t>(v) & 15)) & 15);
+    const std::size_t vec = (plane - head) / 16;
+    const std::size_t tail_start = head + vec * 16;
+    const std::size_t tid = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x, stride = std::size_t(gridDim.x) * blockDim.x;
+    if (tid < head) atomicAdd(&mine[v[tid]], 1u);
+    if (tid < plane - tail_start) atomicAdd(&mine[v[tail_start + tid]], 1u);
+    const uint4* v4 = reinterpret_cast<const uint4*>(v + head);
+    for (std::size_t i = tid; i < vec; i += stride) {
+        const uint4 w = v4[i];
+        const unsigned words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+#pragma unroll
+            for (int s = 0; s < 32; s += 8) atomicAdd(&mine[(words[k] >> s) & 0xffu], 1u);
+    }
+    __syncthreads();
+    for (int g = threadIdx.x; g < 256; g += blockDim.x) {
+        std::uint32_t sum = 0;
+        for (int w = 0; w < kHistWarps; ++w) sum += h[w][g];
+        if (sum != 0) atomicAdd(&hist[std::size_t(b) * 256 + g], sum);
+    }
+}
+
+/// One thread per image runs the shared threshold search (same code and order as the CPU).
+__global__ void thresholds_kernel(const std::uint32_t* __restrict__ hist, int n, double q, Thr* __restrict__ out) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= n) return;
+    std::uint32_t counts[256];
+    std::uint8_t levels[256];
+    double objective[256];
+    out[b] = edges::thresholds_from_histogram(hist + std::size_t(b) * 256, q, counts, levels, objective);
+}
+
+__global__ void threshold_mean_kernel(const Thr* __restrict__ t, int n, Thr* out) { *out = edges::threshold_mean(t, n); }
+
+__global__ void band_mean_kernel(const std::uint8_t* __restrict__ images, std::size_t plane, int n, std::uint8_t* __restrict__ out) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < plane; i += std::size_t(gridDim.x) * blockDim.x) {
+        std::uint64_t sum = 0;
+        for (int b = 0; b < n; ++b) sum += images[std::size_t(b) * plane + i];
+        out[i] = std::uint8_t(edges::rounded_mean(sum, std::uint32_t(n)));
+    }
+}
+
+__global__ void binary_kernel(const std::uint8_t* __restrict__ images, std::size_t plane, std::size_t total,
+                              const Thr* __restrict__ t, std::uint8_t* __restrict__ out) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total; i += std::size_t(gridDim.x) * blockDim.x)
+        out[i] = edges::binarize(images[i], t[i / plane]);
+}
+
+// ---- The 3×3 rule: a tile of binary values plus halo in shared memory ----------------------------
+
+constexpr int kTileX = 32, kTileY = 8;
+
+/// Loads image `b`'s tile (with a one-pixel halo) binarised into s, then returns this thread's edge
+/// value (0 outside the interior).
+__device__ __forceinline__ std::uint8_t tile_edge(const std::uint8_t* __restrict__ img, int W, int H, const Thr& t,
+                                                  std::uint8_t (*s)[kTileX + 2]) {
+    const int x0 = blockIdx.x * kTileX - 1, y0 = blockIdx.y * kTileY - 1;
+    for (int i = threadIdx.y * kTileX + threadIdx.x; i < (kTileX + 2) * (kTileY + 2); i += kTileX * kTileY) {
+        const int sx = i % (kTileX + 2), sy = i / (kTileX + 2);
+        const int x = x0 + sx, y = y0 + sy;
+        s[sy][sx] = (x >= 0 && x < W && y >= 0 && y < H) ? edges::binarize(img[std::size_t(y) * W + x], t) : 0;
+    }
+    __syncthreads();
+    const int x = blockIdx.x * kTileX + threadIdx.x, y = blockIdx.y * kTileY + threadIdx.y;
+    if (x < 1 || y < 1 || x > W - 2 || y > H - 2) return 0;
+    const int sx = threadIdx.x + 1, sy = threadIdx.y + 1;
+    const std::uint8_t c = s[sy][sx];
+    const int same = (s[sy - 1][sx - 1] == c) + (s[sy - 1][sx] == c) + (s[sy - 1][sx + 1] == c) + (s[sy][sx - 1] == c) +
+                     (s[sy][sx + 1] == c) + (s[sy + 1][sx - 1] == c) + (s[sy + 1][sx] == c) + (s[sy + 1][sx + 1] == c);
+    return edges::edge_from_same(same);
+}
+
+/// grid (tiles x, tiles y, n): one edge map per image.
+__global__ void __launch_bounds__(kTileX * kTileY) edge_maps_kernel(const std::uint8_t* __restrict__ images, int W, int H,
+                                                                    const Thr* __restrict__ t, std::uint8_t* __restrict__ out) {
+    __shared__ std::uint8_t s[kTileY + 2][kTileX + 2];
+    const std::size_t plane = std::size_t(W) * H, b = blockIdx.z;
+    const std::uint8_t e = tile_edge(images + b * plane, W, H, t[b], s);
+    const int x = blockIdx.x * kTileX + threadIdx.x, y = blockIdx.y * kTileY + threadIdx.y;
+    if (x < W && y < H) out[b * plane + std::size_t(y) * W + x] = e;
+}
+
+/// grid (tiles x, tiles y): the edge maps of all n images counted in registers; only the count and
+/// the voted map are written (the per-image maps never reach memory).
+__global__ void __launch_bounds__(kTileX * kTileY) edge_vote_kernel(const std::uint8_t* __restrict__ images, int W, int H, int n,
+                                                                    const Thr* __restrict__ t, int needed,
+                                                                    std::uint16_t* __restrict__ count, std::uint8_t* __restrict__ out) {
+    __shared__ std::uint8_t s[kTileY + 2][kTileX + 2];
+    const std::size_t plane = std::size_t(W) * H;
+    int votes = 0;
+    for (int b = 0; b < n; ++b) {
+        votes += tile_edge(images + std::size_t(b) * plane, W, H, t[b], s);
+        __syncthreads();  // before the next image overwrites the tile
+    }
+    const int x = blockIdx.x * kTileX + threadIdx.x, y = blockIdx.y * kTileY + threadIdx.y;
+    if (x < W && y < H) {
+        count[std::size_t(y) * W + x] = std::uint16_t(votes);
+        out[std::size_t(y) * W + x] = std::uint8_t(votes >= needed);
+    }
+}
+
+/// Per pixel: how many of the n planes hold a nonzero value (maps) or f = 1 (images with thresholds).
+__global__ void vote_kernel(const std::uint8_t* __restrict__ planes, std::size_t plane, int n, const Thr* __restrict__ t,
+                            int needed, std::uint16_t* __restrict__ count, std::uint8_t* __restrict__ out) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < plane; i += std::size_t(gridDim.x) * blockDim.x) {
+        int votes = 0;
+        for (int b = 0; b < n; ++b) {
+            const std::uint8_t v = planes[std::size_t(b) * plane + i];
+            votes += t ? edges::binarize(v, t[b]) : (v != 0);
+        }
+        count[i] = std::uint16_t(votes);
+        out[i] = std::uint8_t(votes >= needed);
+    }
+}
+
+// ---- The backend -----------------------------------------------------------------------------------
+
+/// Device bytes: owned, or a view of the source cube (u8 input needs no quantisation copy).
+struct DevBytes {
+    DeviceBuffer owned;
+    const std::uint8_t* view = nullptr;
+    std::uint8_t* data() { return static_cast<std::uint8_t*>(owned.data()); }
+    const std::uint8_t* data() const { return view ? view : static_cast<const std::uint8_t*>(owned.data()); }
+};
+
+dim3 grid_for(std::size_t n, int threads) {
+    const std::size_t blocks = std::min<std::size_t>((n + threads - 1) / threads, 132 * 16);
+    return dim3(unsigned(std::max<std::size_t>(blocks, 1)));
+}
+
+struct CudaOps {
+    const Context& ctx;
+    int W = 0, H = 0;
+    bool download = true;            // false: the benchmark keeps everything on the device
+    const DeviceCube* source = nullptr;  // the input on the device (BSQ)
+    std::size_t plane() const { return std::size_t(W) * std::size_t(H); }
+    cudaStream_t stream() const { return stream_of(ctx); }
+
+    DevBytes alloc(std::size_t bytes) { return {DeviceBuffer(ctx, std::max<std::size_t>(bytes, 1)), nullptr}; }
+
+    /// E1 of n planes of any type at `data` into u8 planes.
+    DevBytes quantize_device(const void* data, DType type, int n, Quantize mode) {
+        DeviceBuffer ranges(ctx, sizeof(RangeKeys) * std::size_t(n));
+        init_ranges<<<(n + 127) / 128, 128, 0, stream()>>>(static_cast<RangeKeys*>(ranges.data()), n);
+        CUBEKIT_CHECK_LAUNCH(ctx, "init_ranges", dim3((n + 127) / 128), dim3(128));
+        DevBytes out = alloc(plane() * std::size_t(n));
+        visit_dtype(type, [&](auto tag) {
+            using T = decltype(tag);
+            const T* in = static_cast<const T*>(data);
+            const dim3 grid(unsigned(std::min<std::size_t>((plane() + 255) / 256, 64)), unsigned(n));
+            band_ranges<T><<<grid, 256, 0, stream()>>>(in, plane(), static_cast<RangeKeys*>(ranges.data()));
+            CUBEKIT_CHECK_LAUNCH(ctx, "band_ranges", grid, dim3(256));
+            if (mode == Quantize::Global) {
+                combine_ranges<<<1, 1, 0, stream()>>>(static_cast<RangeKeys*>(ranges.data()), n);
+                CUBEKIT_CHECK_LAUNCH(ctx, "combine_ranges", dim3(1), dim3(1));
+            }
+            const std::size_t total = plane() * std::size_t(n);
+            quantize_planes<T><<<grid_for(total, 256), 256, 0, stream()>>>(in, plane(), total,
+                                                                           static_cast<const RangeKeys*>(ranges.data()), out.data());
+            CUBEKIT_CHECK_LAUNCH(ctx, "quantize_planes", grid_for(total, 256), dim3(256));
+        });
+        return out;
+    }
+
+    DevBytes quantize(Quantize mode) {
+        if (source->shape().dtype == DType::U8) return {DeviceBuffer(), static_cast<const std::uint8_t*>(source->data())};
+        return quantize_device(source->data(), source->shape().dtype, source->shape().bands, mode);
+    }
+
+    DevBytes pca_images(int k, std::vector<double>& ratios) {
+        const PcaModel model = pca_fit_device(ctx, *source, k);
+        ratios = model.explained_variance_ratio;
+        DeviceBuffer scores(ctx, sizeof(double) * plane() * std::size_t(k));
+        pca_transform_device(ctx, *source, model, static_cast<double*>(scores.data()));
+        return quantize_device(scores.data(), DType::F64, k, Quantize::PerBand);
+    }
+
+    DevBytes thresholds(const DevBytes& images, int n, double q) {
+        DeviceBuffer hist(ctx, sizeof(std::uint32_t) * 256 * std::size_t(n));
+        CUBEKIT_CUDA_CHECK(cudaMemsetAsync(hist.data(), 0, hist.size(), stream()));
+        const unsigned per_image = unsigned(std::clamp<std::size_t>(plane() / (kHistThreads * 64), 1, 64));
+        const dim3 grid(per_image, unsigned(n));
+        histograms<<<grid, kHistThreads, 0, stream()>>>(images.data(), plane(), static_cast<std::uint32_t*>(hist.data()));
+        CUBEKIT_CHECK_LAUNCH(ctx, "histograms", grid, dim3(kHistThreads));
+        DevBytes t = alloc(sizeof(Thr) * std::size_t(n));
+        thresholds_kernel<<<(n + 31) / 32, 32, 0, stream()>>>(static_cast<const std::uint32_t*>(hist.data()), n, q,
+                                                              reinterpret_cast<Thr*>(t.data()));
+        CUBEKIT_CHECK_LAUNCH(ctx, "thresholds", dim3((n + 31) / 32), dim3(32));
+        return t;
+    }
+    DevBytes threshold_mean(const DevBytes& t, int n) {
+        DevBytes m = alloc(sizeof(Thr));
+        threshold_mean_kernel<<<1, 1, 0, stream()>>>(reinterpret_cast<const Thr*>(t.data()), n, reinterpret_cast<Thr*>(m.data()));
+        CUBEKIT_CHECK_LAUNCH(ctx, "threshold_mean", dim3(1), dim3(1));
+        return m;
+    }
+    std::vector<Thr> to_host(const DevBytes& t, int n) {
+        std::vector<Thr> h(static_cast<std::size_t>(n));
+        if (!download) return h;
+        t.owned.download(ctx, h.data(), sizeof(Thr) * h.size());
+        return h;
+    }
+
+    DevBytes band_mean(const DevBytes& images, int n) {
+        DevBytes m = alloc(plane());
+        band_mean_kernel<<<grid_for(plane(), 256), 256, 0, stream()>>>(images.data(), plane(), n, m.data());
+        CUBEKIT_CHECK_LAUNCH(ctx, "band_mean", grid_for(plane(), 256), dim3(256));
+        return m;
+    }
+    DevBytes binary_maps(const DevBytes& images, const DevBytes& t, int n) {
+        DevBytes f = alloc(plane() * std::size_t(n));
+        const std::size_t total = plane() * std::size_t(n);
+        binary_kernel<<<grid_for(total, 256), 256, 0, stream()>>>(images.data(), plane(), total,
+                                                                  reinterpret_cast<const Thr*>(t.data()), f.data());
+        CUBEKIT_CHECK_LAUNCH(ctx, "binary", grid_for(total, 256), dim3(256));
+        return f;
+    }
+    dim3 tiles(int n) const { return dim3(unsigned((W + kTileX - 1) / kTileX), unsigned((H + kTileY - 1) / kTileY), unsigned(n)); }
+    DevBytes edge_maps(const DevBytes& images, const DevBytes& t, int n) {
+        DevBytes e = alloc(plane() * std::size_t(n));
+        edge_maps_kernel<<<tiles(n), dim3(kTileX, kTileY), 0, stream()>>>(images.data(), W, H,
+                                                                         reinterpret_cast<const Thr*>(t.data()), e.data());
+        CUBEKIT_CHECK_LAUNCH(ctx, "edge_maps", tiles(n), dim3(kTileX, kTileY));
+        return e;
+    }
+    DevBytes edges_of_binary(const DevBytes& f) {
+        // f ∈ {0,1} with T1 = T2 = 0, T3 = 1 binarises to itself.
+        static const Thr identity{0, 0, 1, 0, 0, 0};
+        DevBytes t = alloc(sizeof(Thr));
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(t.data(), &identity, sizeof(Thr), cudaMemcpyHostToDevice, stream()));
+        return edge_maps(f, t, 1);
+    }
+    DevBytes edge_vote(const DevBytes& images, const DevBytes& t, int n, int needed, DevBytes& count) {
+        DevBytes out = alloc(plane());
+        count = alloc(plane() * sizeof(std::uint16_t));
+        edge_vote_kernel<<<tiles(1), dim3(kTileX, kTileY), 0, stream()>>>(
+            images.data(), W, H, n, reinterpret_cast<const Thr*>(t.data()), needed,
+            reinterpret_cast<std::uint16_t*>(count.data()), out.data());
+        CUBEKIT_CHECK_LAUNCH(ctx, "edge_vote", tiles(1), dim3(kTileX, kTileY));
+        return out;
+    }
+    DevBytes vote_planes(const DevBytes& planes, const Thr* t, int n, int needed, DevBytes& count) {
+        DevBytes out = alloc(plane());
+        count = alloc(plane() * sizeof(std::uint16_t));
+        vote_kernel<<<grid_for(plane(), 256), 256, 0, stream()>>>(planes.data(), plane(), n, t, needed,
+                                                                  reinterpret_cast<std::uint16_t*>(count.data()), out.data());
+        CUBEKIT_CHECK_LAUNCH(ctx, "vote", grid_for(plane(), 256), dim3(256));
+        return out;
+    }
+    DevBytes vote(const DevBytes& maps, int n, int needed, DevBytes& count) { return vote_planes(maps, nullptr, n, needed, count); }
+    DevBytes binary_vote(const DevBytes& images, const DevBytes& t, int n, int needed, DevBytes& count) {
+        return vote_planes(images, reinterpret_cast<const Thr*>(t.data()), n, needed, count);
+    }
+
+    void remove_small(DevBytes& maps, int n, std::int64_t min_size, int connectivity) {
+        remove_small_components_device(ctx, maps.data(), W, H, n, min_size, connectivity);
+    }
+
+    Cube to_cube(const DevBytes& b, int n) {
+        if (!download) return {};
+        Cube c(W, H, n, DType::U8, Layout::BSQ);
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(c.bytes(), b.data(), c.num_bytes(), cudaMemcpyDeviceToHost, stream()));
+        ctx.synchronize();
+        return c;
+    }
+    Cube to_cube_u16(const DevBytes& count) {
+        if (!download) return {};
+        Cube c(W, H, 1, DType::U16, Layout::BSQ);
+        count.owned.download(ctx, c.bytes(), c.num_bytes());
+        return c;
+    }
+};
+
+}  // namespace
+
+EntropyEdgeResult entropy_edges_device(const Context& ctx, const DeviceCube& cube, const EntropyEdgeOptions& options,
+                                       bool download) {
+    if (cube.shape().layout != Layout::BSQ) throw InvalidInput("edges: a device cube must be BSQ");
+    check_edge_options(cube.shape(), options);
+    CudaOps ops{ctx, cube.shape().width, cube.shape().height, download, &cube};
+    return edges::run_pipeline(ops, cube.shape().bands, options);
+}
+
+void edges_thresholds_device(const Context& ctx, const DeviceCube& cube, double q) {
+    if (cube.shape().dtype != DType::U8 || cube.shape().layout != Layout::BSQ)
+        throw InvalidInput("edges: the thresholds benchmark entry takes a u8 BSQ device cube");
+    CudaOps ops{ctx, cube.shape().width, cube.shape().height, false, &cube};
+    ops.thresholds(ops.quantize(Quantize::PerBand), cube.shape().bands, q);
+}
+
+EntropyEdgeResult entropy_edges_cuda(const Context& ctx, const Cube& cube, const EntropyEdgeOptions& options) {
+    const Cube converted = cube.layout() == Layout::BSQ ? Cube() : cube.to_layout(Layout::BSQ);
+    const DeviceCube d = DeviceCube::upload(ctx, cube.layout() == Layout::BSQ ? cube : converted);
+    return entropy_edges_device(ctx, d, options, true);
+}
+
+Cube quantize_to_u8_cuda(const Context& ctx, const Cube& cube, Quantize mode) {
+    const Cube converted = cube.layout() == Layout::BSQ ? Cube() : cube.to_layout(Layout::BSQ);
+    const DeviceCube d = DeviceCube::upload(ctx, cube.layout() == Layout::BSQ ? cube : converted);
+    CudaOps ops{ctx, cube.width(), cube.height(), true, &d};
+    if (cube.dtype() == DType::U8) return d.download(ctx);
+    return ops.to_cube(ops.quantize_device(d.data(), cube.dtype(), cube.bands(), mode), cube.bands());
+}
+
+}  // namespace cubekit::detail

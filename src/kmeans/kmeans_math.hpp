@@ -6,11 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define CUBEKIT_HD __host__ __device__ __forceinline__
-#else
-#define CUBEKIT_HD inline
-#endif
+#include "core/hd.hpp"
 
 namespace cubekit::detail::km {
 

@@ -1,1 +1,436 @@
-// placeholder: filled in by the edges issue (5)
+// PCA (spec edges.md §3.9 "E5"): the front door, the host routine both backends share (exact
+// sums → mean, covariance, one LAPACK eigensolve, sign rule) and the CPU backend.
+//
+// Exactness: the backends only produce integer sums (PcaSums), which do not depend on the order
+// of the additions; everything in floating point after that happens here, once, for both. The
+// scores are f64 with one rounding per subtraction, multiplication and addition in band order
+// (this file is compiled with -ffp-contract=off; cuda.cu uses __dsub_rn/__dmul_rn/__dadd_rn).
+#include <boost/multiprecision/cpp_int.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <type_traits>
+
+#include "cubekit/error.hpp"
+#include "linalg/pca_internal.hpp"
+
+// LAPACK (Fortran ABI): all eigenvalues and eigenvectors of a symmetric matrix by MRRR. The
+// trailing arguments are gfortran's hidden lengths of the three CHARACTER arguments.
+extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a,
+                        const int* lda, const double* vl, const double* vu, const int* il, const int* iu,
+                        const double* abstol, int* m, double* w, double* z, const int* ldz, int* isuppz,
+                        double* work, const int* lwork, int* iwork, const int* liwork, int* info,
+                        std::size_t jobz_len, std::size_t range_len, std::size_t uplo_len);
+
+namespace cubekit {
+namespace detail {
+namespace {
+
+namespace mp = boost::multiprecision;
+using u64 = std::uint64_t;
+using km::u128;
+
+constexpr std::int64_t kMaxPixels = std::numeric_limits<std::int32_t>::max();  // the bounds of PcaSums
+
+// ---- exact integer → f64, correctly rounded ------------------------------------------------------
+// A magnitude of more than 64 bits keeps its top 64 bits plus a sticky bit for everything below:
+// the conversion of that u64 rounds to nearest-even at bit 11, far above the sticky bit, so the
+// result is the correctly rounded value of the whole integer. (Boost 1.74's own conversion does
+// not promise correct rounding.)
+double rounded(u64 top, bool sticky, int shift) { return std::ldexp(double(top | (sticky ? 1u : 0u)), shift); }
+
+double to_double(i128 v) {
+    const bool negative = v < 0;
+    const u128 m = negative ? u128(0) - u128(v) : u128(v);
+    const u64 hi = u64(m >> 64), lo = u64(m);
+    double r;
+    if (hi == 0) {
+        r = double(lo);
+    } else {
+        const int shift = 64 - __builtin_clzll(hi);  // bits of m above its top 64
+        r = rounded(u64(m >> shift), (m & ((u128(1) << shift) - 1)) != 0, shift);
+    }
+    return negative ? -r : r;
+}
+
+double to_double(const mp::int256_t& v) {
+    if (v == 0) return 0.0;
+    const bool negative = v < 0;
+    const mp::int256_t m = negative ? mp::int256_t(-v) : v;
+    const unsigned msb = mp::msb(m);
+    if (msb < 64) return (negative ? -1.0 : 1.0) * double(m.convert_to<u64>());
+    const unsigned shift = msb - 63;
+    const bool sticky = (m & ((mp::int256_t(1) << shift) - 1)) != 0;
+    const double r = rounded((m >> shift).convert_to<u64>(), sticky, int(shift));
+    return negative ? -r : r;
+}
+
+mp::int256_t wide(i128 v) {
+    return mp::int256_t(std::int64_t(v >> 64)) * (mp::int256_t(1) << 64) + mp::int256_t(u64(v));
+}
+
+// P·S_ij − S_i·S_j exactly (P²·cov_ij·2^(2e)). With |S_ij| < 2^95 every term fits in 128 bits
+// (P < 2^31, |S_i| < 2^63), which is the case for all integer input; else 256-bit arithmetic.
+double centred_numerator(std::int64_t P, i128 s_ij, std::int64_t s_i, std::int64_t s_j) {
+    constexpr i128 k95 = i128(1) << 95;
+    if (s_ij < k95 && s_ij > -k95) return to_double(i128(P) * s_ij - i128(s_i) * i128(s_j));
+    return to_double(wide(s_ij) * P - mp::int256_t(s_i) * s_j);
+}
+
+/// ⌈log2 v⌉ for v > 0 (as in kmeans.cpp).
+int ceil_log2(double v) {
+    int E = 0;
+    const double f = std::frexp(v, &E);
+    return f == 0.5 ? E - 1 : E;
+}
+
+// All eigenvalues (ascending) and eigenvectors (columns of `vectors`) of the symmetric n×n `a`.
+void symmetric_eigen(int n, std::vector<double> a, std::vector<double>& values, std::vector<double>& vectors) {
+    values.assign(std::size_t(n), 0.0);
+    vectors.assign(std::size_t(n) * std::size_t(n), 0.0);
+    std::vector<int> support(2 * std::size_t(n));
+    const double vl = 0, vu = 0, abstol = 0;  // abstol 0: LAPACK's default (full accuracy)
+    const int il = 1, iu = n;
+    int found = 0, info = 0, lwork = -1, liwork = -1, iwork_size = 0;
+    double work_size = 0;
+    dsyevr_("V", "A", "U", &n, a.data(), &n, &vl, &vu, &il, &iu, &abstol, &found, values.data(), vectors.data(), &n,
+            support.data(), &work_size, &lwork, &iwork_size, &liwork, &info, 1, 1, 1);
+    if (info != 0) throw InvalidInput("pca: LAPACK dsyevr workspace query failed (info = " + std::to_string(info) + ")");
+    lwork = int(work_size);
+    liwork = iwork_size;
+    std::vector<double> work(std::size_t(std::max(lwork, 1)));
+    std::vector<int> iwork(std::size_t(std::max(liwork, 1)));
+    dsyevr_("V", "A", "U", &n, a.data(), &n, &vl, &vu, &il, &iu, &abstol, &found, values.data(), vectors.data(), &n,
+            support.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1, 1);
+    if (info != 0 || found != n)
+        throw InvalidInput("pca: LAPACK dsyevr failed on the " + std::to_string(n) + "x" + std::to_string(n) +
+                           " covariance (info = " + std::to_string(info) + ")");
+}
+
+// Sign rule of §3.9 on one eigenvector.
+void fix_sign(double* v, int n) {
+    double sum = 0, l1 = 0;
+    for (int b = 0; b < n; ++b) sum += v[b], l1 += std::fabs(v[b]);
+    bool flip = sum < 0;
+    if (std::fabs(sum) <= 1e-12 * l1) {
+        int largest = 0;
+        for (int b = 1; b < n; ++b)
+            if (std::fabs(v[b]) > std::fabs(v[largest])) largest = b;  // strict: the first on ties
+        flip = v[largest] < 0;
+    }
+    if (flip)
+        for (int b = 0; b < n; ++b) v[b] = -v[b];
+}
+
+}  // namespace
+
+int pca_fixed_point_exponent(double max_abs, std::int64_t count) {
+    if (!(max_abs > 0) || count <= 0) return 0;
+    // |q| ≤ 2^(62 − ⌈log2 P⌉): P such values sum to at most 2^62 in int64, and P products to at
+    // most 2^(124 − ⌈log2 P⌉) in int128.
+    return std::clamp(62 - ceil_log2(max_abs) - ceil_log2(double(count)), -1000, 1000);
+}
+
+PcaModel pca_model_from_sums(const PcaSums& s, int components) {
+    const int B = s.bands;
+    check_pca_components(components, B, "pca_fit");
+    if (s.count <= 0) throw InvalidInput("pca_fit: no pixel has all its bands finite; nothing to fit");
+    const std::size_t nb = std::size_t(B);
+    PcaModel m;
+    m.bands = B;
+    m.samples = s.count;
+    m.mean.resize(nb);
+    for (std::size_t b = 0; b < nb; ++b) m.mean[b] = std::ldexp(double(s.first[b]) / double(s.count), -s.exponent);
+    // C_ij = (P·S_ij − S_i·S_j) / (P·(P − 1)) · 2^(−2e): the numerator exact and rounded once to
+    // f64, one division by the f64 denominator (exact: P(P − 1) < 2^62 rounds once), an exact
+    // power-of-two scaling. The same for both backends, so bit-identical.
+    m.covariance.assign(nb * nb, 0.0);
+    if (s.count > 1) {
+        const double denominator = to_double(i128(s.count) * i128(s.count - 1));
+        for (int i = 0; i < B; ++i)
+            for (int j = i; j < B; ++j) {
+                const double num = centred_numerator(s.count, s.second[std::size_t(i) * nb + std::size_t(j)],
+                                                     s.first[std::size_t(i)], s.first[std::size_t(j)]);
+                const double c = std::ldexp(num / denominator, -2 * s.exponent);
+                if (!std::isfinite(c))
+                    throw InvalidInput("pca_fit: the covariance of bands " + std::to_string(i) + " and " +
+                                       std::to_string(j) + " overflows f64 (the values are too large)");
+                m.covariance[std::size_t(i) * nb + std::size_t(j)] = c;
+                m.covariance[std::size_t(j) * nb + std::size_t(i)] = c;
+            }
+    }
+    std::vector<double> values, vectors;
+    symmetric_eigen(B, m.covariance, values, vectors);
+    // Descending; LAPACK returns ascending values, so ties keep the reverse of LAPACK's order.
+    std::vector<int> order(nb);
+    std::iota(order.rbegin(), order.rend(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return values[std::size_t(a)] > values[std::size_t(b)]; });
+    m.eigenvalues.resize(nb);
+    double total = 0;
+    for (std::size_t r = 0; r < nb; ++r) total += m.eigenvalues[r] = values[std::size_t(order[r])];
+    m.components.resize(std::size_t(components) * nb);
+    m.explained_variance_ratio.resize(std::size_t(components));
+    for (int j = 0; j < components; ++j) {
+        double* v = m.components.data() + std::size_t(j) * nb;
+        std::copy_n(vectors.data() + std::size_t(order[std::size_t(j)]) * nb, nb, v);  // column order[j]
+        fix_sign(v, B);
+        m.explained_variance_ratio[std::size_t(j)] = total != 0 ? m.eigenvalues[std::size_t(j)] / total : 0.0;
+    }
+    return m;
+}
+
+void check_pca_cube(const CubeShape& shape, const char* fn) {
+    if (shape.width <= 0 || shape.height <= 0 || shape.bands <= 0)
+        throw InvalidInput(std::string(fn) + ": the cube is " + std::to_string(shape.width) + "x" +
+                           std::to_string(shape.height) + "x" + std::to_string(shape.bands) +
+                           "; width, height and bands must be at least 1");
+    if (std::int64_t(shape.num_pixels()) > kMaxPixels)
+        throw InvalidInput(std::string(fn) + ": the cube has " + std::to_string(shape.num_pixels()) +
+                           " pixels; at most 2^31 - 1 are supported (bounds of the exact sums)");
+}
+
+void check_pca_components(int components, int bands, const char* fn) {
+    if (components < 1 || components > bands)
+        throw InvalidInput(std::string(fn) + ": components = " + std::to_string(components) + "; expected 1.." +
+                           std::to_string(bands) + " (the number of bands)");
+}
+
+void check_pca_model(const PcaModel& model, int cube_bands, const char* fn) {
+    const std::size_t nb = std::size_t(std::max(model.bands, 0));
+    if (model.bands < 1 || model.mean.size() != nb || model.components.empty() || model.components.size() % nb != 0)
+        throw InvalidInput(std::string(fn) + ": the model is inconsistent (bands = " + std::to_string(model.bands) +
+                           ", " + std::to_string(model.mean.size()) + " means, " +
+                           std::to_string(model.components.size()) + " component entries)");
+    if (model.bands != cube_bands)
+        throw InvalidInput(std::string(fn) + ": the cube has " + std::to_string(cube_bands) +
+                           " bands; the model was fitted on " + std::to_string(model.bands));
+}
+
+// ---- CPU backend -----------------------------------------------------------------------------------
+
+namespace {
+
+// Per element type: a block's values Q, one block's dot product Dot, a thread's running sum Acc.
+// Blocks hold kBlock = 256 pixels. u8: 256·255² < 2^31 and P·255² < 2^63; 16-bit: P·65535² < 2^63
+// (P < 2^31); 32-bit integers and fixed point: 128-bit products and sums.
+constexpr int kBlock = 256;
+template <typename T> struct CpuSumTypes { using Q = std::int64_t; using Dot = i128; using Acc = i128; };
+template <> struct CpuSumTypes<std::uint8_t> { using Q = std::int32_t; using Dot = std::int32_t; using Acc = std::int64_t; };
+template <> struct CpuSumTypes<std::uint16_t> { using Q = std::int64_t; using Dot = std::int64_t; using Acc = std::int64_t; };
+template <> struct CpuSumTypes<std::int16_t> { using Q = std::int64_t; using Dot = std::int64_t; using Acc = std::int64_t; };
+
+template <typename T>
+PcaSums sums_cpu(const Context& ctx, const Cube& bsq) {
+    using Q = typename CpuSumTypes<T>::Q;
+    using Dot = typename CpuSumTypes<T>::Dot;
+    using Acc = typename CpuSumTypes<T>::Acc;
+    constexpr bool is_float = std::is_floating_point_v<T>;
+    const int B = bsq.bands();
+    const std::size_t nb = std::size_t(B);
+    const auto P = std::int64_t(bsq.shape().num_pixels());
+    const std::int64_t blocks = (P + kBlock - 1) / kBlock;
+    const T* x = bsq.data<T>();
+    PcaSums s;
+    s.bands = B;
+    s.count = P;
+    // Float input: the pixels used (all bands finite), max|x| over them, then the exponent.
+    std::vector<std::uint8_t> valid;
+    double scale = 1;
+    if constexpr (is_float) {
+        valid.assign(std::size_t(P), 1);
+        double max_abs = 0;
+        std::int64_t count = 0;
+#pragma omp parallel for num_threads(ctx.threads()) schedule(static) reduction(max : max_abs) reduction(+ : count)
+        for (std::int64_t blk = 0; blk < blocks; ++blk) {
+            const std::int64_t p0 = blk * kBlock, p1 = std::min(P, p0 + kBlock);
+            for (int b = 0; b < B; ++b)
+                for (std::int64_t p = p0; p < p1; ++p)
+                    if (!std::isfinite(x[std::int64_t(b) * P + p])) valid[std::size_t(p)] = 0;
+            for (std::int64_t p = p0; p < p1; ++p) {
+                if (!valid[std::size_t(p)]) continue;
+                ++count;
+                for (int b = 0; b < B; ++b) max_abs = std::max(max_abs, std::fabs(double(x[std::int64_t(b) * P + p])));
+            }
+        }
+        s.count = count;
+        s.exponent = pca_fixed_point_exponent(max_abs, count);
+        scale = std::ldexp(1.0, s.exponent);
+    }
+    s.first.assign(nb, 0);
+    s.second.assign(nb * nb, 0);
+    const std::size_t pairs = nb * (nb + 1) / 2;
+#pragma omp parallel num_threads(ctx.threads())
+    {
+        std::vector<Q> q(nb * kBlock);  // band b of the block: q[b·kBlock ..], zero beyond the cube
+        std::vector<std::int64_t> s1(nb, 0);
+        std::vector<Acc> s2(pairs, 0);  // packed upper triangle, row by row
+#pragma omp for schedule(static)
+        for (std::int64_t blk = 0; blk < blocks; ++blk) {
+            const std::int64_t p0 = blk * kBlock;
+            const int n = int(std::min<std::int64_t>(kBlock, P - p0));
+            for (int b = 0; b < B; ++b) {
+                Q* row = q.data() + std::size_t(b) * kBlock;
+                const T* src = x + std::int64_t(b) * P + p0;
+                std::int64_t first = 0;
+                for (int i = 0; i < n; ++i) {
+                    if constexpr (is_float) row[i] = valid[std::size_t(p0 + i)] ? km::to_fixed_scaled(double(src[i]), scale) : 0;
+                    else row[i] = Q(src[i]);
+                    first += row[i];
+                }
+                std::fill(row + n, row + kBlock, Q(0));
+                s1[std::size_t(b)] += first;
+            }
+            std::size_t t = 0;
+            for (int i = 0; i < B; ++i) {
+                const Q* qi = q.data() + std::size_t(i) * kBlock;
+                for (int j = i; j < B; ++j, ++t) {
+                    const Q* qj = q.data() + std::size_t(j) * kBlock;
+                    Dot d = 0;
+                    for (int k = 0; k < kBlock; ++k) d += Dot(qi[k]) * Dot(qj[k]);
+                    s2[t] += Acc(d);
+                }
+            }
+        }
+#pragma omp critical(cubekit_pca_sums)
+        {
+            std::size_t t = 0;
+            for (std::size_t i = 0; i < nb; ++i) {
+                s.first[i] += s1[i];
+                for (std::size_t j = i; j < nb; ++j, ++t) s.second[i * nb + j] += i128(s2[t]);
+            }
+        }
+    }
+    return s;
+}
+
+template <typename T>
+void transform_cpu(const Context& ctx, const Cube& bsq, const PcaModel& model, Cube& out) {
+    const int W = bsq.width(), H = bsq.height(), B = bsq.bands(), k = model.num_components();
+    const auto P = std::int64_t(bsq.shape().num_pixels());
+    const T* x = bsq.data<T>();
+    double* y = out.data<double>();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+#pragma omp parallel num_threads(ctx.threads())
+    {
+        std::vector<double> acc(std::size_t(k) * std::size_t(W)), diff(static_cast<std::size_t>(W));
+        std::vector<std::uint8_t> ok(static_cast<std::size_t>(W));
+#pragma omp for schedule(static)
+        for (int row = 0; row < H; ++row) {
+            std::fill(acc.begin(), acc.end(), 0.0);
+            std::fill(ok.begin(), ok.end(), std::uint8_t(1));
+            for (int b = 0; b < B; ++b) {
+                const T* src = x + std::int64_t(b) * P + std::int64_t(row) * W;
+                const double mean = model.mean[std::size_t(b)];
+                for (int i = 0; i < W; ++i) {
+                    const double v = double(src[i]);
+                    if constexpr (std::is_floating_point_v<T>) ok[std::size_t(i)] &= std::uint8_t(std::isfinite(v));
+                    diff[std::size_t(i)] = v - mean;
+                }
+                for (int j = 0; j < k; ++j) {
+                    const double c = model.components[std::size_t(j) * std::size_t(B) + std::size_t(b)];
+                    double* a = acc.data() + std::size_t(j) * std::size_t(W);
+                    for (int i = 0; i < W; ++i) a[i] = a[i] + diff[std::size_t(i)] * c;  // no contraction
+                }
+            }
+            for (int j = 0; j < k; ++j) {
+                double* dst = y + std::int64_t(j) * P + std::int64_t(row) * W;
+                const double* a = acc.data() + std::size_t(j) * std::size_t(W);
+                for (int i = 0; i < W; ++i) dst[i] = ok[std::size_t(i)] ? a[i] : nan;
+            }
+        }
+    }
+}
+
+const Cube& as_bsq(const Cube& cube, Cube& storage) {
+    if (cube.layout() == Layout::BSQ) return cube;
+    storage = cube.to_layout(Layout::BSQ);
+    return storage;
+}
+
+Cube scores_cube(int width, int height, int components) {
+    Cube out(width, height, components, DType::F64, Layout::BSQ);
+    for (int j = 0; j < components; ++j) out.metadata().band_names.push_back("PC" + std::to_string(j + 1));
+    return out;
+}
+
+Cube transform_on(const Context& ctx, const Cube& bsq, const DeviceCube* device, const PcaModel& model) {
+    Cube out = scores_cube(bsq.width(), bsq.height(), model.num_components());
+    if (!ctx.is_cuda()) {
+        pca_transform_cpu(ctx, bsq, model, out);
+        return out;
+    }
+    DeviceBuffer d_out(ctx, out.num_bytes());
+    pca_transform_device(ctx, *device, model, static_cast<double*>(d_out.data()));
+    d_out.download(ctx, out.bytes(), out.num_bytes());
+    return out;
+}
+
+}  // namespace
+
+PcaSums pca_sums_cpu(const Context& ctx, const Cube& bsq) {
+    return visit_dtype(bsq.dtype(), [&](auto tag) { return sums_cpu<decltype(tag)>(ctx, bsq); });
+}
+
+void pca_transform_cpu(const Context& ctx, const Cube& bsq, const PcaModel& model, Cube& out) {
+    visit_dtype(bsq.dtype(), [&](auto tag) { transform_cpu<decltype(tag)>(ctx, bsq, model, out); });
+}
+
+}  // namespace detail
+
+// ---- front door ------------------------------------------------------------------------------------
+
+PcaModel pca_fit(const Context& ctx, const Cube& cube, const PcaOptions& options) {
+    detail::check_pca_cube(cube.shape(), "pca_fit");
+    detail::check_pca_components(options.components, cube.bands(), "pca_fit");
+    ctx.log("pca_fit: " + std::string(ctx.backend_name()) + ", " + cube.shape().describe());
+    Cube storage;
+    const Cube& bsq = detail::as_bsq(cube, storage);
+    if (!ctx.is_cuda()) return detail::pca_model_from_sums(detail::pca_sums_cpu(ctx, bsq), options.components);
+    const DeviceCube d_cube = DeviceCube::upload(ctx, bsq);
+    return detail::pca_fit_device(ctx, d_cube, options.components);
+}
+
+Cube pca_transform(const Context& ctx, const Cube& cube, const PcaModel& model) {
+    detail::check_pca_cube(cube.shape(), "pca_transform");
+    detail::check_pca_model(model, cube.bands(), "pca_transform");
+    Cube storage;
+    const Cube& bsq = detail::as_bsq(cube, storage);
+    if (!ctx.is_cuda()) return detail::transform_on(ctx, bsq, nullptr, model);
+    const DeviceCube d_cube = DeviceCube::upload(ctx, bsq);
+    return detail::transform_on(ctx, bsq, &d_cube, model);
+}
+
+PcaResult pca(const Context& ctx, const Cube& cube, const PcaOptions& options) {
+    detail::check_pca_cube(cube.shape(), "pca");
+    detail::check_pca_components(options.components, cube.bands(), "pca");
+    ctx.log("pca: " + std::string(ctx.backend_name()) + ", " + cube.shape().describe());
+    Cube storage;
+    const Cube& bsq = detail::as_bsq(cube, storage);
+    PcaResult r;
+    if (!ctx.is_cuda()) {
+        r.model = detail::pca_model_from_sums(detail::pca_sums_cpu(ctx, bsq), options.components);
+        r.scores = detail::transform_on(ctx, bsq, nullptr, r.model);
+        return r;
+    }
+    const DeviceCube d_cube = DeviceCube::upload(ctx, bsq);  // one upload for the fit and the scores
+    r.model = detail::pca_fit_device(ctx, d_cube, options.components);
+    r.scores = detail::transform_on(ctx, bsq, &d_cube, r.model);
+    return r;
+}
+
+}  // namespace cubekit
+
+#ifndef CUBEKIT_HAVE_CUDA
+namespace cubekit::detail {
+// CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
+PcaModel pca_fit_device(const Context&, const DeviceCube&, int) {
+    throw DeviceError("pca: this cubekit was built without CUDA");
+}
+void pca_transform_device(const Context&, const DeviceCube&, const PcaModel&, double*) {
+    throw DeviceError("pca: this cubekit was built without CUDA");
+}
+}  // namespace cubekit::detail
+#endif

@@ -10,6 +10,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "cubekit/edges.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "kmeans_output.hpp"
@@ -25,9 +26,9 @@ Action add_demo(CLI::App& root) {
         std::string photo;
     };
     auto args = std::make_shared<Args>();
-    CLI::App* app = root.add_subcommand("demo", "Run the RCMG on the embedded Samson scene and write PNG + JSON outputs");
+    CLI::App* app = root.add_subcommand("demo", "Run the RCMG and the entropy edge detector on the embedded Samson scene and write PNG + JSON outputs");
     app->footer("Examples:\n"
-                "  cubekit demo --out out/demo   (then open out/demo/samson_rcmg.png)\n"
+                "  cubekit demo --out out/demo   (then open out/demo/samson_rcmg.png and samson_edges.png)\n"
                 "  cubekit demo --out out/demo --photo data/photos/chelsea.png   (also out/demo/chelsea_k16.png)");
     app->add_option("--out", args->out_dir, "output folder (created if missing)")->capture_default_str();
     app->add_option("--scene", args->scene, "scene to use instead of the embedded one")->capture_default_str();
@@ -47,12 +48,25 @@ Action add_demo(CLI::App& root) {
         say(common, "demo: read " + args->scene + ": " + cube.shape().describe() + " (Samson, SAMSON sensor, 401-899 nm)");
         const std::string png = args->out_dir + "/samson_rcmg.png", npy = args->out_dir + "/samson_rcmg.npy";
         const std::string json_path = args->out_dir + "/samson_rcmg.json";
+        const std::string edges_png = args->out_dir + "/samson_edges.png";
         const RcmgOptions options{};  // the spec's defaults: 8-connectivity, r = 1, f64 accumulation
         nlohmann::json j;
         std::vector<std::string> photo_outputs;
         try {
             j = run_rcmg(ctx, args->scene, cube, options, {png, npy});
             j["command"] = "demo";
+            // The entropy edge detector on the same scene: vote over the per-band edge maps (15 %),
+            // components under 3 pixels removed; white edges on black.
+            const EntropyEdgeOptions edge_options{.min_component = 3, .fusion = EdgeFusion::EdgeVote};
+            Cube edges = entropy_edges(ctx, cube, edge_options).edges;
+            std::int64_t edge_pixels = 0;
+            for (std::size_t i = 0; i < edges.num_elements(); ++i) {
+                edge_pixels += edges.data<std::uint8_t>()[i];
+                edges.data<std::uint8_t>()[i] = edges.data<std::uint8_t>()[i] ? 255 : 0;
+            }
+            write_cube(edges, edges_png);
+            j["edges"] = {{"path", edges_png}, {"fusion", "vote-edges"}, {"vote_percent", 15}, {"min_component", 3},
+                          {"edge_pixels", edge_pixels}};
             if (!args->photo.empty()) {
                 const std::string stem = std::filesystem::path(args->photo).stem().string();
                 QuantizeJob job{.input = args->photo,
@@ -79,7 +93,7 @@ Action add_demo(CLI::App& root) {
                 throw IoError("demo: " + json_path + ": cannot write: " + why);
             }
         } catch (...) {
-            remove_outputs({png, npy});
+            remove_outputs({png, npy, edges_png});
             for (const std::string& p : photo_outputs) std::filesystem::remove(p, ec);
             if (made_dir) std::filesystem::remove(args->out_dir, ec);
             throw;
@@ -90,6 +104,8 @@ Action add_demo(CLI::App& root) {
                         std::to_string(j["gradient"]["max"].get<double>()));
         say(common, "demo: wrote " + png + " (gradient scaled to 0..255: bright = strong spectral edge)");
         say(common, "demo: wrote " + npy + " (float32 gradient, shape (95, 95))");
+        say(common, "demo: wrote " + edges_png + " (entropy edges: vote over the " + std::to_string(cube.bands()) + " per-band maps, " +
+                        std::to_string(j["edges"]["edge_pixels"].get<std::int64_t>()) + " edge pixels)");
         if (!args->photo.empty()) {
             const nlohmann::json& q = j["quantize"];
             say(common, "demo: quantized " + args->photo + " to 16 colours (k-means++, seed 0, " +

@@ -1,8 +1,118 @@
-// placeholder: filled in by the edges issue (5)
+// cubekit pca: principal components of a cube (spec edges.md §3.9 "E5"): the component cube and a
+// JSON sidecar with the model (mean, eigenvalues, explained variance, eigenvectors).
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+
+#include "cli_common.hpp"
 #include "commands.hpp"
+#include "cubekit/error.hpp"
+#include "cubekit/io.hpp"
+#include "cubekit/linalg.hpp"
+#include "kmeans_output.hpp"
+
 namespace cubekit::cli {
-Action add_pca(CLI::App& root) {
-    root.add_subcommand("pca", "(not built yet)");
-    return [] {};
+namespace {
+
+/// The model as the sidecar holds it (components: one array of B entries per component).
+nlohmann::ordered_json model_json(const PcaModel& m, const std::string& input) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (int j = 0; j < m.num_components(); ++j)
+        rows.push_back(std::vector<double>(m.components.begin() + std::ptrdiff_t(j) * m.bands,
+                                           m.components.begin() + std::ptrdiff_t(j + 1) * m.bands));
+    nlohmann::ordered_json j;
+    j["input"] = input;
+    j["bands"] = m.bands;
+    j["samples"] = m.samples;
+    j["num_components"] = m.num_components();
+    j["mean"] = m.mean;
+    j["eigenvalues"] = m.eigenvalues;
+    j["explained_variance_ratio"] = m.explained_variance_ratio;
+    j["components"] = rows;
+    return j;
 }
+
+}  // namespace
+
+Action add_pca(CLI::App& root) {
+    struct Args {
+        CommonOptions common;
+        std::string input, output, model_out;
+        int components = 3;
+    };
+    auto args = std::make_shared<Args>();
+    CLI::App* app = root.add_subcommand("pca", "Principal components of a cube: component images and the model");
+    app->footer(
+        "Pixels are samples, bands are variables; pixels with a non-finite band are left out of the fit and get\n"
+        "NaN scores. Covariance C = Xc^T Xc / (P-1) from exact integer sums, one symmetric eigensolve, eigenvalues\n"
+        "descending; each eigenvector is signed so that its entries sum to >= 0. Component j of a pixel is\n"
+        "sum_b (x_b - mean_b) * v_j[b] in float64. CPU and CUDA results are bit-identical.\n"
+        "OUT: the component cube, float64, from its extension: .npy (H, W, K) or ENVI (.hdr/.img).\n"
+        "The model goes to <OUT without extension>.pca.json (or --model-out): bands, samples, mean, eigenvalues,\n"
+        "explained_variance_ratio, components (K rows of B).\n"
+        "Examples:\n"
+        "  cubekit pca data/samson/samson_1.img pcs.npy                 # 3 components, pcs.pca.json\n"
+        "  cubekit pca scene.mat pcs.hdr --var data --components 8 --model-out model.json --json");
+    app->add_option("IN", args->input, "input cube (any format cubekit reads)")->required();
+    app->add_option("OUT", args->output, "component cube: .npy or ENVI .hdr/.img (float64); written atomically")
+        ->required();
+    app->add_option("--components,-k", args->components, "components K (clamped to the number of bands)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app->add_option("--model-out", args->model_out, "model JSON (default: <OUT without extension>.pca.json)");
+    add_common_flags(*app, args->common);
+    return [args] {
+        const CommonOptions& common = args->common;
+        // Refuse bad output names before any work.
+        const FileFormat format = output_format(args->output);
+        if (format != FileFormat::Npy && format != FileFormat::Envi)
+            throw InvalidInput("pca: OUT = " + args->output + ": the components are float64; use .npy or ENVI (.hdr/.img)");
+        const std::string model_path = args->model_out.empty() ? beside(args->output, ".pca.json") : args->model_out;
+        check_distinct({args->output, model_path}, "pca");
+        Context ctx = make_context(common, "pca");
+
+        auto t0 = std::chrono::steady_clock::now();
+        const Cube cube = read_input(args->input, common);
+        const double read_ms = elapsed_ms(t0);
+        const int k = std::min(args->components, cube.bands());
+        if (k < args->components)
+            say(common, "pca: note: --components " + std::to_string(args->components) + " exceeds the " +
+                            std::to_string(cube.bands()) + " bands; using " + std::to_string(k));
+
+        t0 = std::chrono::steady_clock::now();
+        const PcaResult r = pca(ctx, cube, {.components = k});
+        const double pca_ms = elapsed_ms(t0);
+
+        t0 = std::chrono::steady_clock::now();
+        OutputList outputs;
+        try {
+            write_cube(r.scores, args->output);
+            outputs.add(args->output, "components", std::string(format_name(format)), "f64");
+            write_text_file(model_path, model_json(r.model, args->input).dump(2) + "\n");
+            outputs.add(model_path, "model", "json");
+        } catch (...) {
+            outputs.remove_all();  // nothing half-written: a failed model file takes the cube back
+            throw;
+        }
+        const double write_ms = elapsed_ms(t0);
+
+        say(common, "pca: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
+                        std::to_string(r.model.samples) + " pixels used, " + std::to_string(k) +
+                        " components, explained variance of PC1 " +
+                        std::to_string(r.model.explained_variance_ratio.front()));
+        for (const auto& o : outputs.json()) say(common, "  wrote " + o["path"].get<std::string>());
+        nlohmann::json j = summary("pca", ctx);
+        j["input"] = {{"path", args->input}, {"shape", shape_json(cube.shape())}};
+        j["parameters"] = {{"components", k}, {"components_requested", args->components}};
+        j["model"] = {{"bands", r.model.bands},
+                      {"samples", r.model.samples},
+                      {"eigenvalues", r.model.eigenvalues},
+                      {"explained_variance_ratio", r.model.explained_variance_ratio}};
+        j["explained_variance_ratio"] = r.model.explained_variance_ratio;
+        j["outputs"] = outputs.json();
+        j["timings_ms"] = {{"read", read_ms}, {"pca", pca_ms}, {"write", write_ms}};
+        emit_json(common, j);
+    };
+}
+
 }  // namespace cubekit::cli

@@ -1,0 +1,97 @@
+#pragma once
+/// Classical edge detectors the entropy detector is compared against (spec edges.md §3.10, E6), and
+/// the comparison metrics of §6 (Pratt's figure of merit; precision, recall and F with a tolerance).
+///
+/// Each band is quantised to 8 bits by E1 (quantize_to_u8, per band) and scaled to [0, 1] as
+/// MATLAB's im2single does (v / 255 in f32); then every band is processed on its own with MATLAB
+/// R2016 `edge()` defaults:
+///   sobel, prewitt  masks /8 and /6, replicated borders; cutoff on the squared magnitude
+///                   4·mean(gx² + gy²); MATLAB's directional thinning (a pixel is kept when it is a
+///                   maximum of the squared magnitude across the dominant gradient axis).
+///   roberts         2×2 diagonal masks /2, cutoff 6·mean, the same thinning along the diagonals.
+///   log             σ = 2, a (2·⌈3σ⌉+1)² Laplacian-of-Gaussian kernel shifted to zero mean, replicated
+///                   borders; zero crossings whose jump exceeds 0.75·mean|response|.
+///   canny           σ = √2, derivative-of-Gaussian gradient (replicated borders), magnitude
+///                   normalised by its maximum; high threshold = the first of 64 histogram bins at
+///                   which more than 70 % of the pixels lie, /64; low = 0.4·high; non-maximum
+///                   suppression and 8-connected hysteresis.
+///
+///     cubekit::Cube e = cubekit::baseline_edges(ctx, cube, {.method = cubekit::BaselineMethod::Canny});
+///     cubekit::EdgeScore s = cubekit::score_edges(e_band, reference, 1.0);   // s.fom, s.f, ...
+///
+/// Output: W×H×B u8 {0,1}, BSQ. The CPU and CUDA backends run the same operations in the same order
+/// and reduce in the same fixed order, so they are meant to agree exactly (the spec allows them to
+/// differ only at pixels whose value lies within 1e-5 relative of a threshold).
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "cubekit/context.hpp"
+#include "cubekit/cube.hpp"
+
+namespace cubekit {
+
+enum class BaselineMethod { Sobel, Prewitt, Roberts, LoG, Canny };
+std::string_view baseline_name(BaselineMethod m);  ///< "sobel", "prewitt", "roberts", "log", "canny"
+/// Throws InvalidInput naming `what` and the accepted names.
+BaselineMethod parse_baseline(std::string_view name, std::string_view what = "--method");
+
+struct BaselineOptions {
+    BaselineMethod method = BaselineMethod::Canny;
+    /// Gaussian σ of log and canny; 0 = MATLAB's default (log 2, canny √2). Must be 0 for the mask
+    /// methods. At most kMaxBaselineSigma.
+    double sigma = 0;
+    /// < 0: MATLAB's automatic rule. Otherwise MATLAB's `thresh` argument: sobel/prewitt/roberts a
+    /// cutoff on the gradient magnitude of the [0,1] image (masks scaled by 1/8, 1/6, 1/2); log the
+    /// minimum jump of a zero crossing; canny the high threshold on the normalised magnitude (< 1).
+    double threshold = -1;
+    /// Canny: low threshold = low_ratio · high, 0 ≤ low_ratio ≤ 1 (MATLAB: 0.4).
+    double low_ratio = 0.4;
+    /// Sobel/Prewitt/Roberts: MATLAB's thinning (false = 'nothinning': every pixel above the cutoff).
+    /// Ignored by log and canny.
+    bool thin = true;
+};
+
+/// Largest σ accepted (the LoG kernel is (6σ+1)² taps).
+inline constexpr double kMaxBaselineSigma = 64.0;
+
+/// The thresholds a band was cut at, on MATLAB's scale (what `[~, thresh] = edge(...)` returns).
+struct BaselineThreshold {
+    /// sobel/prewitt/roberts: sqrt(cutoff) on the magnitude; log: the zero-crossing jump; canny: high.
+    double high = 0;
+    /// canny: the low threshold; 0 for the other methods.
+    double low = 0;
+};
+
+struct BaselineResult {
+    Cube edges;                                ///< W×H×B u8 {0,1}, BSQ
+    std::vector<BaselineThreshold> thresholds; ///< one per band
+};
+
+/// Throws InvalidInput naming the option when the options are invalid (done by the detector itself).
+void check_baseline_options(const BaselineOptions& options);
+
+/// The detector on the context's backend. Throws InvalidInput for an empty cube, a σ or threshold
+/// out of range (NaN, σ < 0, σ > kMaxBaselineSigma, σ ≠ 0 for a mask method, canny threshold ≥ 1),
+/// low_ratio outside [0, 1], or a band of more than 2^40 pixels.
+BaselineResult baseline_edges_with_thresholds(const Context& ctx, const Cube& cube, const BaselineOptions& options = {});
+/// The same, edges only.
+Cube baseline_edges(const Context& ctx, const Cube& cube, const BaselineOptions& options = {});
+
+/// Comparison of a predicted edge map with a reference map (spec §6). d(p) is the exact Euclidean
+/// distance from p to the nearest edge pixel of the other map.
+///   fom       = (1 / max(N_ref, N_pred)) · Σ_{p predicted} 1 / (1 + d(p)²/9)   (Pratt, α = 1/9)
+///   precision = #{p predicted : d(p) ≤ tolerance} / N_pred
+///   recall    = #{p reference : d(p) ≤ tolerance} / N_ref
+///   f         = 2·P·R / (P + R), 0 when P + R = 0
+/// Empty maps: both empty → every score 1 (perfect agreement); only one empty → every score 0.
+struct EdgeScore {
+    double fom = 0, precision = 0, recall = 0, f = 0;
+    std::int64_t predicted = 0, reference = 0;  ///< N_pred, N_ref
+};
+
+/// Both maps one band (any element type; nonzero and not NaN = edge) of the same W×H, else
+/// InvalidInput naming both shapes; tolerance finite and ≥ 0 (pixels), else InvalidInput.
+EdgeScore score_edges(const Cube& predicted, const Cube& reference, double tolerance = 1.0);
+
+}  // namespace cubekit

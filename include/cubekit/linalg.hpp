@@ -1,0 +1,69 @@
+#pragma once
+/// Principal component analysis of a cube: pixels are samples, bands are variables
+/// (spec edges.md §3.9 "E5", §4.3, §5.2–5.3).
+///
+///     cubekit::PcaResult r = cubekit::pca(ctx, cube, {.components = 3});
+///     // r.model.eigenvalues (all B, descending), r.model.components (3×B, row j = v_j),
+///     // r.model.explained_variance_ratio, r.scores (W×H×3 f64, BSQ, NaN where a band is not finite)
+///
+/// Exact recipe, so that the CPU and CUDA backends give bit-identical models and scores:
+/// - pixels with a non-finite band are left out (P = the pixels used);
+/// - first-order sums Σq_b in int64 and second-order sums Σq_i·q_j in signed 128-bit integers, with
+///   q = the value for integer input and q = llrint(x·2^e) for float input (the global fixed point
+///   of kmeans.md §3.5); integer sums do not depend on the order of the additions;
+/// - one host routine turns the exact sums into the mean and C = (1/(P−1)) Xc^T Xc and solves the
+///   B×B eigenproblem with one LAPACK call; eigenvalues descending; sign rule: v_j is flipped when
+///   Σ_b v_j[b] < 0, and when |Σ_b v_j[b]| ≤ 1e-12·||v_j||_1 its largest-magnitude entry (the first
+///   on ties) is made positive;
+/// - scores Y_j(p) = Σ_b (x_b(p) − mean_b)·v_j[b] in f64, bands in order 0..B−1, each term a
+///   separate subtraction, multiplication and addition (no contraction).
+///
+/// Throws InvalidInput naming the parameter: components outside 1..B, an empty cube, more than
+/// 2^31 − 1 pixels, no pixel with all bands finite, a model whose band count differs from the cube's.
+#include <cstdint>
+#include <vector>
+
+#include "cubekit/context.hpp"
+#include "cubekit/cube.hpp"
+
+namespace cubekit {
+
+struct PcaOptions {
+    /// Components kept (rows of PcaModel::components, bands of the scores): 1..B. Callers clamp.
+    int components = 3;
+};
+
+struct PcaModel {
+    int bands = 0;
+    /// Pixels used: those whose bands are all finite.
+    std::int64_t samples = 0;
+    /// Per-band mean (B).
+    std::vector<double> mean;
+    /// B×B row-major, (1/(P−1)) Xc^T Xc (all zeros when P = 1).
+    std::vector<double> covariance;
+    /// All B eigenvalues of the covariance, descending.
+    std::vector<double> eigenvalues;
+    /// k×B row-major; row j is the unit eigenvector v_j with the sign rule above.
+    std::vector<double> components;
+    /// k entries: eigenvalue / sum of all eigenvalues (0 when that sum is 0).
+    std::vector<double> explained_variance_ratio;
+
+    int num_components() const { return bands > 0 ? int(components.size() / std::size_t(bands)) : 0; }
+};
+
+/// Fits the model on the context's backend (any element type and layout).
+PcaModel pca_fit(const Context& ctx, const Cube& cube, const PcaOptions& options = {});
+
+/// Scores of `cube` under `model`: W×H×k, DType::F64, BSQ, band j = Y_j (bands named PC1..PCk);
+/// NaN where the pixel has a non-finite band. The cube must have model.bands bands.
+Cube pca_transform(const Context& ctx, const Cube& cube, const PcaModel& model);
+
+struct PcaResult {
+    PcaModel model;
+    Cube scores;
+};
+
+/// pca_fit followed by pca_transform of the same cube (one upload on the CUDA backend).
+PcaResult pca(const Context& ctx, const Cube& cube, const PcaOptions& options = {});
+
+}  // namespace cubekit
