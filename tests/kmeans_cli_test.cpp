@@ -495,7 +495,7 @@ TEST(KmeansCliDemo, DemoQuantizesThePhoto) {
     const auto r = run_cli("demo --quiet --out " + q(dir) + " --photo " + q(chelsea()));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(listing(dir),
-              "{chelsea_k16.indexed.png, chelsea_k16.palette.json, chelsea_k16.palette.png, chelsea_k16.png, "
+              "{chelsea_k16.indexed.png, chelsea_k16.palette.json, chelsea_k16.palette.png, chelsea_k16.png, samson_edges.png, "
               "samson_rcmg.json, samson_rcmg.npy, samson_rcmg.png}");
     EXPECT_EQ(read_json(dir / "samson_rcmg.json")["quantize"]["k"], 16);
     EXPECT_TRUE(cubes_identical(read_cube(dir / "chelsea_k16.png"), read_cube(dir / "chelsea_k16.indexed.png")));

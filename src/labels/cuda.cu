@@ -2,8 +2,9 @@
 //
 // Block-based union-find with atomicMin unions (Playne & Hawick 2018; Allegretti et al. 2020,
 // "BUF"), all planes in every launch, nothing read back by the host on the removal path:
-//   1. local    one block per 32×32 tile (and plane): union-find in shared memory, full path
-//               compression, per-local-root size (and bounding box) by shared atomics. Writes,
+//   1. local    one block per 32×32 tile (and plane): row runs by warp ballots, union-find over
+//               them in shared memory, full path compression, per-local-root size (and bounding
+//               box) by shared atomics. Writes,
 //               for each foreground pixel, its local root's plane index into `parent`, the local
 //               root's size (box) into `size` (`box`), and the tile's list of local roots.
 //   2. seams    one thread per pixel on a tile seam (the first row / column of a tile) unites it
@@ -20,11 +21,10 @@
 // the numbering canonical and equal to the CPU's. Background entries of `parent`/`size`/`box`
 // are never written and never read.
 //
-// Skipped unions (8-connectivity): when a pixel joins its N neighbour, its W, NW and NE
-// neighbours are not united with it directly. Each of them touches N, and the pair it forms with
-// N belongs to a pixel earlier in raster order (W·N to W as its NE, NW·N and N·NE to N and NE as
-// their W), which is united or, by the same argument, connected earlier: by induction over the
-// raster order every neighbouring pair ends up connected. N pairs themselves are never skipped.
+// Skipped unions: a union is left out only where the two pixels are already connected through
+// the runs of a row (consecutive joined pixels: inside a tile a run points straight at its first
+// pixel, and the seams pass always unites horizontal pairs across tiles). local_label_kernel and
+// seam_merge_kernel state each rule.
 //
 // Memory on the removal path (W·H·planes = N pixels, a fraction f foreground): local reads the
 // u8 maps (N bytes) and writes 4 bytes per foreground pixel (in 32-byte sectors: most of 4N
@@ -86,22 +86,42 @@ struct Forest {
 };
 
 // ---- Union-find -------------------------------------------------------------------------------
+// Invariant: parent[x] ≤ x, and every write to parent is an atomicMin with a member of x's set,
+// so parents only decrease, a node that is not a root never becomes one again, and a root is the
+// smallest index of its set.
 
-// Root of x. Reads through volatile: during merges other threads lower parents concurrently (a
-// stale value is still an ancestor, and only costs another turn of the merge loop).
-__device__ __forceinline__ int find_root(const volatile int* parent, int x) {
-    int p = parent[x];
-    while (p != x) {
-        x = p;
-        p = parent[x];
+// Root of x with path halving: each visited node is re-pointed at its grandparent (an ancestor,
+// so the same set). Reads through volatile: other threads lower parents concurrently, and a stale
+// value is still an ancestor.
+__device__ __forceinline__ int find_root(int* parent, int x) {
+    const volatile int* p = parent;
+    for (;;) {
+        const int up = p[x];
+        if (up == x) return x;
+        const int grand = p[up];
+        if (grand == up) return up;
+        atomicMin(parent + x, grand);
+        x = grand;
+    }
+}
+
+// Root of x when no union is in progress any more (plain reads; concurrent compression writes
+// store only final roots).
+__device__ __forceinline__ int find_final_root(const int* parent, int x) {
+    const volatile int* p = parent;
+    int up = p[x];
+    while (up != x) {
+        x = up;
+        up = p[x];
     }
     return x;
 }
 
 // Unites the sets of a and b (shared or global memory): the larger root goes under the smaller
-// with atomicMin. When the atomicMin finds that root already linked elsewhere (old != root), it
-// has either re-linked it under the other root or left a smaller parent; either way the loop
-// goes on from the old parent, each turn with a smaller index, until both sides meet.
+// with atomicMin (Playne & Hawick 2018). When the atomicMin finds that root already linked
+// elsewhere (old != root), it has either re-linked it under the other root or left a smaller
+// parent; either way the loop goes on from the old parent, each turn with a smaller index,
+// until both sides meet.
 __device__ void unite(int* parent, int a, int b) {
     for (;;) {
         a = find_root(parent, a);
@@ -126,16 +146,32 @@ __device__ __forceinline__ bool joins(T v, T w) {
 }
 
 // ---- 1. local: one tile per block ---------------------------------------------------------------
+// Warp w owns tile rows w, w+8, w+16, w+24 (lane = column) in every phase.
+//   runs     a ballot of "joins its left neighbour" gives each row's runs; every pixel points at
+//            its run's first pixel, which holds the run's length (and box). No atomics.
+//   rows     each run is united with the runs of the row above that it touches. A run pixel
+//            only unites where the run above changes (see below), so a 2-pixel-wide vertical
+//            stroke costs one union per row.
+//   roots    each run start finds its root and, unless it is one, points at it and adds its
+//            length (box) to it; roots enter the tile's root list.
+//   write    each pixel's root (via its run start) as a plane index into parent, and size
+//            (box) at the roots, to global memory.
+// Rows (8-connectivity): a run [s, e] must reach every joined pixel of the row above in columns
+// s−1..e+1. Its start takes NW, N, NE (only N when N is joined: NW and NE then lie in N's run);
+// a later pixel x only takes NE, and only when N is not joined (else NE lies in N's run, which
+// x−1 reached). 4-connectivity: x takes N when joined, unless x−1 is in the run and its N is
+// joined (the same run above). Pairs with other tiles are the seams pass's.
 
 template <typename T, int kConn, bool kEqual, bool kStats>
 __global__ void __launch_bounds__(kLocalThreads)
 local_label_kernel(const T* __restrict__ image, Forest f, Geometry g) {
     __shared__ T value[kTilePixels];
     __shared__ int parent[kTilePixels];
-    __shared__ int count[kTilePixels];
+    __shared__ int count[kTilePixels];  // at run starts: run length, then (roots) component size
     __shared__ int4 box[kStats ? kTilePixels : 1];
     __shared__ int num_roots;
     constexpr int kPasses = kTile / kTileRowsPerPass;
+    constexpr unsigned kAll = 0xffffffffu;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int tile = blockIdx.x;
     const int x0 = (tile % g.tiles_x) * kTile, y0 = (tile / g.tiles_x) * kTile;
@@ -145,56 +181,71 @@ local_label_kernel(const T* __restrict__ image, Forest f, Geometry g) {
         const std::size_t base = g.plane_base(plane), tile_id = g.tile_id(plane, tile);
         const T* img = image + base;
         if (tx == 0 && ty == 0) num_roots = 0;
+        unsigned joins_left[kPasses];  // per owned row: bit x set when pixel x joins pixel x−1
 #pragma unroll
         for (int k = 0; k < kPasses; ++k) {
             const int ly = ty + k * kTileRowsPerPass, li = ly * kTile + tx, gy = y0 + ly;
-            value[li] = gx < g.W && gy < g.H ? img[gy * g.W + gx] : T(0);  // outside: background
-            parent[li] = li;
-            count[li] = 0;
-            if constexpr (kStats) box[li] = make_int4(INT_MAX, INT_MAX, INT_MIN, INT_MIN);
+            const T v = gx < g.W && gy < g.H ? img[gy * g.W + gx] : T(0);  // outside: background
+            const T left = T(__shfl_up_sync(kAll, static_cast<unsigned>(v), 1));  // lane 0: itself, unused
+            joins_left[k] = __ballot_sync(kAll, v != T(0) && tx > 0 && joins<T, kEqual>(v, left));
+            value[li] = v;
+            if (v == T(0)) continue;
+            const unsigned breaks = ~joins_left[k];  // run starts and background
+            const int start = 31 - __clz(breaks & (kAll >> (31 - tx)));  // last break at or before tx
+            parent[li] = ly * kTile + start;
+            if (start == tx) {
+                const unsigned after = tx == 31 ? 0u : breaks & (kAll << (tx + 1));
+                const int end = after ? __ffs(after) - 1 : kTile;  // one past the run
+                count[li] = end - tx;
+                if constexpr (kStats) box[li] = make_int4(gx, gy, x0 + end - 1, gy);
+            }
         }
         __syncthreads();
 
-        // Unite each foreground pixel with its earlier neighbours inside the tile (the seams
-        // pass does those in other tiles).
 #pragma unroll
         for (int k = 0; k < kPasses; ++k) {
             const int ly = ty + k * kTileRowsPerPass, li = ly * kTile + tx;
             const T v = value[li];
-            if (v == T(0)) continue;
-            const bool up = ly > 0 && joins<T, kEqual>(v, value[li - kTile]);
-            if (up) unite(parent, li, li - kTile);
-            if (kConn == 8 && up) continue;  // W, NW, NE touch N: see "Skipped unions" above
-            if (tx > 0 && joins<T, kEqual>(v, value[li - 1])) unite(parent, li, li - 1);
-            if (kConn == 8 && ly > 0) {
-                if (tx > 0 && joins<T, kEqual>(v, value[li - kTile - 1])) unite(parent, li, li - kTile - 1);
-                if (tx + 1 < kTile && joins<T, kEqual>(v, value[li - kTile + 1])) unite(parent, li, li - kTile + 1);
+            if (ly == 0 || v == T(0)) continue;
+            const bool run_start = !((joins_left[k] >> tx) & 1u);
+            const bool n = joins<T, kEqual>(v, value[li - kTile]);
+            const bool nw = tx > 0 && joins<T, kEqual>(v, value[li - kTile - 1]);
+            const bool ne = tx + 1 < kTile && joins<T, kEqual>(v, value[li - kTile + 1]);
+            if (kConn == 4) {
+                if (n && (run_start || !nw)) unite(parent, li, li - kTile);
+            } else if (run_start) {
+                if (n) unite(parent, li, li - kTile);
+                else {
+                    if (nw) unite(parent, li, li - kTile - 1);
+                    if (ne) unite(parent, li, li - kTile + 1);
+                }
+            } else if (!n && ne) {
+                unite(parent, li, li - kTile + 1);
             }
         }
         __syncthreads();
 
-        // Full path compression (concurrent writers only ever store the root itself).
+        // Run starts: roots, sizes (boxes), the root list. Every parent value is a run start
+        // (runs begin so, unions link roots, halving copies parents), so after this phase any
+        // pixel reaches its root in at most two steps.
 #pragma unroll
         for (int k = 0; k < kPasses; ++k) {
             const int li = (ty + k * kTileRowsPerPass) * kTile + tx;
-            if (value[li] != T(0)) parent[li] = find_root(parent, li);
-        }
-        __syncthreads();
-
-        // Sizes, boxes and the list of local roots.
-#pragma unroll
-        for (int k = 0; k < kPasses; ++k) {
-            const int ly = ty + k * kTileRowsPerPass, li = ly * kTile + tx;
-            if (value[li] == T(0)) continue;
-            const int r = parent[li];
-            atomicAdd(&count[r], 1);
-            if constexpr (kStats) {
-                atomicMin(&box[r].x, gx);
-                atomicMin(&box[r].y, y0 + ly);
-                atomicMax(&box[r].z, gx);
-                atomicMax(&box[r].w, y0 + ly);
+            if (value[li] == T(0) || ((joins_left[k] >> tx) & 1u)) continue;
+            const int r = find_final_root(parent, li);
+            if (r == li) {
+                f.roots[tile_id * kTilePixels + std::size_t(atomicAdd(&num_roots, 1))] = std::uint16_t(li);
+                continue;
             }
-            if (r == li) f.roots[tile_id * kTilePixels + std::size_t(atomicAdd(&num_roots, 1))] = std::uint16_t(li);
+            parent[li] = r;
+            atomicAdd(&count[r], count[li]);  // count[li] itself never changes: li is no root
+            if constexpr (kStats) {
+                const int4 b = box[li];
+                atomicMin(&box[r].x, b.x);
+                atomicMin(&box[r].y, b.y);
+                atomicMax(&box[r].z, b.z);
+                atomicMax(&box[r].w, b.w);
+            }
         }
         __syncthreads();
 
@@ -202,7 +253,8 @@ local_label_kernel(const T* __restrict__ image, Forest f, Geometry g) {
         for (int k = 0; k < kPasses; ++k) {
             const int ly = ty + k * kTileRowsPerPass, li = ly * kTile + tx;
             if (value[li] == T(0)) continue;
-            const int r = parent[li];
+            const bool run_start = !((joins_left[k] >> tx) & 1u);
+            const int r = run_start ? parent[li] : parent[parent[li]];
             const std::size_t pixel = base + std::size_t((y0 + ly) * g.W + gx);
             f.parent[pixel] = (y0 + r / kTile) * g.W + x0 + r % kTile;
             if (r == li) {
@@ -281,7 +333,7 @@ resolve_roots_kernel(Forest f, Geometry g, unsigned long long* num_roots) {
     for (int k = lane; k < n; k += 32) {
         const int li = f.roots[warp * kTilePixels + std::size_t(k)];
         const int r = (y0 + li / kTile) * g.W + x0 + li % kTile;
-        const int root = find_root(parent, r);
+        const int root = find_final_root(parent, r);
         if (root == r) {
             ++global_roots;
             continue;
@@ -305,6 +357,8 @@ resolve_roots_kernel(Forest f, Geometry g, unsigned long long* num_roots) {
 
 // ---- 4. remove ------------------------------------------------------------------------------------
 
+// Each thread takes kPixelsPerThread pixels and issues their dependent loads (map → parent →
+// root → size) side by side, so the four chains overlap.
 __global__ void __launch_bounds__(kFlatThreads)
 remove_small_kernel(std::uint8_t* __restrict__ maps, const int* __restrict__ parent_all,
                     const int* __restrict__ size_all, Geometry g, long long min_size) {
@@ -315,12 +369,20 @@ remove_small_kernel(std::uint8_t* __restrict__ maps, const int* __restrict__ par
         std::uint8_t* map = maps + base;
         const int* parent = parent_all + base;
         const int* size = size_all + base;
+        bool on[kPixelsPerThread];
+        int node[kPixelsPerThread];
 #pragma unroll
         for (int k = 0; k < kPixelsPerThread; ++k) {
             const long long i = first + k * kFlatThreads;
-            if (i >= plane_pixels || map[i] == 0) continue;
-            if (size[parent[parent[i]]] < min_size) map[i] = 0;  // pixel → local root → root
+            on[k] = i < plane_pixels && map[i] != 0;
         }
+#pragma unroll
+        for (int k = 0; k < kPixelsPerThread; ++k) node[k] = on[k] ? parent[first + k * kFlatThreads] : 0;
+#pragma unroll
+        for (int k = 0; k < kPixelsPerThread; ++k) node[k] = on[k] ? parent[node[k]] : 0;  // pixel → local root → root
+#pragma unroll
+        for (int k = 0; k < kPixelsPerThread; ++k)
+            if (on[k] && size[node[k]] < min_size) map[first + k * kFlatThreads] = 0;
     }
 }
 

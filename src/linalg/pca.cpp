@@ -145,8 +145,8 @@ PcaModel pca_model_from_sums(const PcaSums& s, int components) {
     m.mean.resize(nb);
     for (std::size_t b = 0; b < nb; ++b) m.mean[b] = std::ldexp(double(s.first[b]) / double(s.count), -s.exponent);
     // C_ij = (P·S_ij − S_i·S_j) / (P·(P − 1)) · 2^(−2e): the numerator exact and rounded once to
-    // f64, one division by the f64 denominator (exact: P(P − 1) < 2^62 rounds once), an exact
-    // power-of-two scaling. The same for both backends, so bit-identical.
+    // f64, one division by the denominator P(P − 1) (exact in 128 bits, rounded once to f64), an
+    // exact power-of-two scaling. The same code for both backends, so bit-identical.
     m.covariance.assign(nb * nb, 0.0);
     if (s.count > 1) {
         const double denominator = to_double(i128(s.count) * i128(s.count - 1));
@@ -350,14 +350,17 @@ const Cube& as_bsq(const Cube& cube, Cube& storage) {
     return storage;
 }
 
-Cube scores_cube(int width, int height, int components) {
-    Cube out(width, height, components, DType::F64, Layout::BSQ);
+// The scores cube: bands named PC1..PCk; the input's georeferencing kept (same pixel grid).
+Cube scores_cube(const Cube& input, int components) {
+    Cube out(input.width(), input.height(), components, DType::F64, Layout::BSQ);
     for (int j = 0; j < components; ++j) out.metadata().band_names.push_back("PC" + std::to_string(j + 1));
+    out.metadata().map_info = input.metadata().map_info;
+    out.metadata().coordinate_system = input.metadata().coordinate_system;
     return out;
 }
 
 Cube transform_on(const Context& ctx, const Cube& bsq, const DeviceCube* device, const PcaModel& model) {
-    Cube out = scores_cube(bsq.width(), bsq.height(), model.num_components());
+    Cube out = scores_cube(bsq, model.num_components());
     if (!ctx.is_cuda()) {
         pca_transform_cpu(ctx, bsq, model, out);
         return out;

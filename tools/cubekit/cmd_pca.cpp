@@ -57,7 +57,7 @@ Action add_pca(CLI::App& root) {
     app->add_option("OUT", args->output, "component cube: .npy or ENVI .hdr/.img (float64); written atomically")
         ->required();
     app->add_option("--components,-k", args->components, "components K (clamped to the number of bands)")
-        ->check(CLI::PositiveNumber)
+        ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str();
     app->add_option("--model-out", args->model_out, "model JSON (default: <OUT without extension>.pca.json)");
     add_common_flags(*app, args->common);
