@@ -11,6 +11,7 @@
 //   --write-cube: the benchmark cube as (H, W, B) u8 for the peers (bench/peers/edges_peers.py);
 //   --write-edges: its per-band edge maps (H, W, B) u8 0/1, the input of the peers' CCL.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -27,6 +28,7 @@
 
 #include "edges/edges_internal.hpp"
 #include "labels/labels_internal.hpp"
+#include "linalg/pca_internal.hpp"
 #endif
 
 using namespace cubekit;
@@ -143,6 +145,24 @@ int main(int argc, char** argv) {
         EntropyEdgeOptions o;
         o.fusion = f;
         row("fusion " + std::string(fusion_name(f)), cube_bytes, [&] { detail::entropy_edges_device(gpu, d, o, false); });
+    }
+    // The PCA fusions' fit: the whole device fit (exact sums, download, host eigensolve) and the host
+    // routine alone (covariance from the exact sums + one dsyevr of 102×102, reference LAPACK).
+    row("PCA fit alone (k = 3: device sums + host eigensolve)", cube_bytes, [&] { (void)detail::pca_fit_device(gpu, d, 3); });
+    {
+        const detail::PcaSums sums = detail::pca_sums_cpu(cpu, cube);
+        std::vector<double> ms;
+        for (int r = 0; r < kWarmup + kRuns; ++r) {
+            const auto t0 = std::chrono::steady_clock::now();
+            (void)detail::pca_model_from_sums(sums, 3);
+            const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (r >= kWarmup) ms.push_back(t);
+        }
+        std::sort(ms.begin(), ms.end());
+        char line[200];
+        std::snprintf(line, sizeof line, "| PCA host routine alone (covariance + dsyevr 102×102, host clock) | — | %.3f | %.3f | — |",
+                      ms[ms.size() / 2], ms.front());
+        emit(line);
     }
     EntropyEdgeOptions vote5;
     vote5.fusion = EdgeFusion::EdgeVote;

@@ -95,6 +95,22 @@ TEST(EdgesGpu, EveryFusionOnRandomCubes) {
     }
 }
 
+// Every fusion on one small cube of two types: the set the sanitizers run (every kernel of the detector).
+TEST(EdgesGpu, EveryFusionOnASmallCube) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    for (DType t : {DType::U8, DType::F32}) {
+        const Cube c = testing::random_levels_cube(45, 37, 5, t, seed, 17);
+        for (EdgeFusion f : kAllFusions) {
+            EntropyEdgeOptions o;
+            o.fusion = f;
+            o.min_component = 3;
+            o.filter_each_band = true;
+            expect_same_run(gpu, c, o, c.shape().describe());
+        }
+    }
+}
+
 TEST(EdgesGpu, OptionsQConnectivityAndQuantize) {
     REQUIRE_GPU();
     const Cube c = testing::random_levels_cube(150, 110, 6, DType::U16, testing::test_seed(), 40);

@@ -178,14 +178,14 @@ std::string shape_name(const Shape& s) { return std::to_string(s.w) + "x" + std:
 
 TEST(LabelsGpu, RandomBinaryMatchesCpu) {
     REQUIRE_GPU();
-    const Shape shapes[] = {{1, 1, 1},   {1, 100, 3},  {100, 1, 3},  {2, 2, 2},    {31, 31, 2},  {32, 32, 2},
-                            {33, 33, 2}, {63, 65, 3},  {64, 64, 1},  {97, 61, 5},  {257, 129, 2}, {1096, 715, 2}};
+    const Shape shapes[] = {{1, 1, 1},   {1, 100, 3}, {100, 1, 3}, {2, 2, 2},   {31, 31, 2},   {32, 32, 2},
+                            {33, 33, 2}, {63, 65, 3}, {64, 64, 1}, {97, 61, 5}, {257, 129, 2}, {300, 200, 2}};
     for (const Shape& s : shapes)
         for (double d : {0.05, 0.2, 0.4, 0.5, 0.59, 0.7, 0.95}) {
             const std::uint64_t seed = test_seed();
             SCOPED_TRACE(shape_name(s) + " density " + std::to_string(d) + " seed " + std::to_string(seed));
             const Cube mask = random_binary(s.w, s.h, s.b, d, seed);
-            for (int c : {4, 8}) expect_backends_agree(gpu, mask, c, {2, 3, 5, 10, 30});
+            for (int c : {4, 8}) expect_backends_agree(gpu, mask, c, {2, 5, 30});
         }
 }
 
@@ -220,26 +220,26 @@ TEST(LabelsGpu, ManyPlanes) {
 
 TEST(LabelsGpu, LargePlane2048) {
     REQUIRE_GPU();
-    for (double d : {0.3, 0.5, 0.59, 0.75}) {  // around both percolation thresholds: huge, ragged components
+    for (double d : {0.41, 0.59}) {  // near the 8- and 4-connected percolation thresholds: huge, ragged components
         const std::uint64_t seed = test_seed();
         SCOPED_TRACE("2048x2048 density " + std::to_string(d) + " seed " + std::to_string(seed));
         const Cube mask = random_binary(2048, 2048, 1, d, seed);
-        for (int c : {4, 8}) expect_backends_agree(gpu, mask, c, {3, 100, 100000});
+        for (int c : {4, 8}) expect_backends_agree(gpu, mask, c, {3, 100000});
     }
 }
 
 TEST(LabelsGpu, WorstCaseShapes) {
     REQUIRE_GPU();
-    Cube ones(2048, 2048, 1, DType::U8);
+    Cube ones(1024, 1024, 1, DType::U8);
     std::fill(ones.data<std::uint8_t>(), ones.data<std::uint8_t>() + ones.num_elements(), std::uint8_t(1));
     const std::vector<std::pair<std::string, Cube>> cases = [&] {
         std::vector<std::pair<std::string, Cube>> v;
-        v.emplace_back("all ones 2048x2048", ones.clone());
+        v.emplace_back("all ones 1024x1024", ones.clone());
         v.emplace_back("checkerboard 1001x999", checkerboard(1001, 999));
-        v.emplace_back("serpentine 2048x2047", serpentine(2048, 2047));
+        v.emplace_back("serpentine 1024x1023", serpentine(1024, 1023));
         v.emplace_back("serpentine 1x777", serpentine(1, 777));
         v.emplace_back("serpentine 777x1", serpentine(777, 1));
-        v.emplace_back("spiral 1023", spiral(1023));
+        v.emplace_back("spiral 511", spiral(511));
         v.emplace_back("spiral 64", spiral(64));
         return v;
     }();
@@ -253,8 +253,8 @@ TEST(LabelsGpu, EdgeLikeStrokesMatchCpu) {
     REQUIRE_GPU();
     const std::uint64_t seed = test_seed();
     SCOPED_TRACE("seed " + std::to_string(seed));
-    const Cube maps = stroke_maps(1096, 715, 12, seed);
-    for (int c : {4, 8}) expect_backends_agree(gpu, maps, c, {3, 5, 8, 10, 30, 50});
+    const Cube maps = stroke_maps(1096, 715, 6, seed);
+    for (int c : {4, 8}) expect_backends_agree(gpu, maps, c, {3, 10, 50});
 }
 
 // Back-to-back calls on the stream without synchronising: the pool hands the second call the

@@ -40,10 +40,7 @@ struct CpuOps {
             std::uint32_t hist[256] = {};
             const std::uint8_t* v = images.data() + std::size_t(b) * plane();
             for (std::size_t i = 0; i < plane(); ++i) ++hist[v[i]];
-            std::uint32_t counts[256];
-            std::uint8_t levels[256];
-            double objective[256];
-            t[std::size_t(b)] = edges::thresholds_from_histogram(hist, q, counts, levels, objective);
+            t[std::size_t(b)] = edges::thresholds_from_histogram(hist, q);
         }
         return t;
     }

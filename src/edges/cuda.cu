@@ -123,14 +123,92 @@ __global__ void __launch_bounds__(kHistThreads) histograms(const std::uint8_t* _
     }
 }
 
-/// One thread per image runs the shared threshold search (same code and order as the CPU).
-__global__ void thresholds_kernel(const std::uint32_t* __restrict__ hist, int n, double q, Thr* __restrict__ out) {
-    const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= n) return;
+// ---- The threshold search: one warp per image ------------------------------------------------------
+// The same arithmetic as the CPU's serial search (edges_math.hpp): the per-level terms and every
+// split's objective are computed by the lanes in parallel, the class sums by one lane in the CPU's
+// order, so the objectives and hence the thresholds are identical.
+
+constexpr int kThresholdWarps = 2;
+
+struct WarpScratch {
     std::uint32_t counts[256];
+    std::uint64_t n_a[256];
+    double term[256], s_a[256], h[256];
     std::uint8_t levels[256];
-    double objective[256];
-    out[b] = edges::thresholds_from_histogram(hist + std::size_t(b) * 256, q, counts, levels, objective);
+};
+
+struct WarpSearch {
+    WarpScratch* w;
+    int lane;
+    __device__ int operator()(const std::uint32_t* c, int m, edges::Objective k, double q) const {
+        for (int i = lane; i < m; i += 32) w->term[i] = edges::class_term(c[i], k, q);
+        __syncwarp();
+        if (lane == 0) {  // the class sums, in the CPU's order
+            double s_b = 0.0;
+            for (int t = m - 2; t >= 0; --t) {
+                s_b = s_b + w->term[t + 1];
+                w->h[t] = s_b;
+            }
+            double s_a = 0.0;
+            std::uint64_t n_a = 0;
+            for (int t = 0; t <= m - 2; ++t) {
+                s_a = s_a + w->term[t];
+                n_a += c[t];
+                w->s_a[t] = s_a;
+                w->n_a[t] = n_a;
+            }
+        }
+        __syncwarp();
+        const std::uint64_t total = w->n_a[m - 2] + c[m - 1];
+        double best = -INFINITY;
+        for (int t = lane; t <= m - 2; t += 32) {
+            const double v = edges::split_value(k, q, double(w->n_a[t]), double(total - w->n_a[t]), w->s_a[t], w->h[t]);
+            w->h[t] = v;
+            best = v > best ? v : best;
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const double other = __shfl_xor_sync(0xffffffffu, best, o);
+            best = other > best ? other : best;
+        }
+        __syncwarp();
+        const double floor_v = edges::tie_floor(best);
+        for (int base = 0; base <= m - 2; base += 32) {  // the lowest tied split
+            const int t = base + lane;
+            const unsigned tied = __ballot_sync(0xffffffffu, t <= m - 2 && w->h[t] >= floor_v);
+            if (tied) return base + __ffs(tied) - 1;
+        }
+        return 0;
+    }
+};
+
+__global__ void __launch_bounds__(32 * kThresholdWarps) thresholds_kernel(const std::uint32_t* __restrict__ hist, int n, double q,
+                                                                         Thr* __restrict__ out) {
+    __shared__ WarpScratch scratch[kThresholdWarps];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int b = blockIdx.x * kThresholdWarps + warp;
+    if (b >= n) return;  // whole warps leave together
+    WarpScratch* w = &scratch[warp];
+    // Compaction (spec §3.2): lane l owns levels 8l..8l+7; an exclusive scan of the occupied counts
+    // gives each lane its first position.
+    const std::uint32_t* h = hist + std::size_t(b) * 256;
+    int mine = 0;
+    for (int g = 8 * lane; g < 8 * lane + 8; ++g) mine += h[g] != 0;
+    int before = mine;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, before, o);
+        if (lane >= o) before += v;
+    }
+    const int total = __shfl_sync(0xffffffffu, before, 31);
+    int pos = before - mine;
+    for (int g = 8 * lane; g < 8 * lane + 8; ++g)
+        if (h[g] != 0) {
+            w->counts[pos] = h[g];
+            w->levels[pos] = std::uint8_t(g);
+            ++pos;
+        }
+    __syncwarp();
+    const Thr t = edges::thresholds_from_compacted(w->counts, w->levels, total, q, WarpSearch{w, lane});
+    if (lane == 0) out[b] = t;
 }
 
 __global__ void threshold_mean_kernel(const Thr* __restrict__ t, int n, Thr* out) { *out = edges::threshold_mean(t, n); }
@@ -151,54 +229,70 @@ __global__ void binary_kernel(const std::uint8_t* __restrict__ images, std::size
 
 // ---- The 3×3 rule: a tile of binary values plus halo in shared memory ----------------------------
 
-constexpr int kTileX = 32, kTileY = 8;
+// A block of kTileX × kBlockY threads covers a kTileX × kTileY tile; each thread owns kRows pixels
+// of one column (rows threadIdx.y + r·kBlockY), so the halo and the synchronisation are amortised.
+constexpr int kTileX = 32, kBlockY = 8, kRows = 4, kTileY = kBlockY * kRows;
 
-/// Loads image `b`'s tile (with a one-pixel halo) binarised into s, then returns this thread's edge
-/// value (0 outside the interior).
-__device__ __forceinline__ std::uint8_t tile_edge(const std::uint8_t* __restrict__ img, int W, int H, const Thr& t,
-                                                  std::uint8_t (*s)[kTileX + 2]) {
+/// Loads image `b`'s tile (with a one-pixel halo) binarised into s, then writes this thread's kRows
+/// edge values to e (0 outside the interior).
+__device__ __forceinline__ void tile_edges(const std::uint8_t* __restrict__ img, int W, int H, const Thr& t,
+                                           std::uint8_t (*s)[kTileX + 2], std::uint8_t (&e)[kRows]) {
     const int x0 = blockIdx.x * kTileX - 1, y0 = blockIdx.y * kTileY - 1;
-    for (int i = threadIdx.y * kTileX + threadIdx.x; i < (kTileX + 2) * (kTileY + 2); i += kTileX * kTileY) {
+    for (int i = threadIdx.y * kTileX + threadIdx.x; i < (kTileX + 2) * (kTileY + 2); i += kTileX * kBlockY) {
         const int sx = i % (kTileX + 2), sy = i / (kTileX + 2);
         const int x = x0 + sx, y = y0 + sy;
         s[sy][sx] = (x >= 0 && x < W && y >= 0 && y < H) ? edges::binarize(img[std::size_t(y) * W + x], t) : 0;
     }
     __syncthreads();
-    const int x = blockIdx.x * kTileX + threadIdx.x, y = blockIdx.y * kTileY + threadIdx.y;
-    if (x < 1 || y < 1 || x > W - 2 || y > H - 2) return 0;
-    const int sx = threadIdx.x + 1, sy = threadIdx.y + 1;
-    const std::uint8_t c = s[sy][sx];
-    const int same = (s[sy - 1][sx - 1] == c) + (s[sy - 1][sx] == c) + (s[sy - 1][sx + 1] == c) + (s[sy][sx - 1] == c) +
-                     (s[sy][sx + 1] == c) + (s[sy + 1][sx - 1] == c) + (s[sy + 1][sx] == c) + (s[sy + 1][sx + 1] == c);
-    return edges::edge_from_same(same);
+    const int x = blockIdx.x * kTileX + threadIdx.x, sx = threadIdx.x + 1;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        const int sy = threadIdx.y + r * kBlockY + 1, y = blockIdx.y * kTileY + sy - 1;
+        const std::uint8_t c = s[sy][sx];
+        const int same = (s[sy - 1][sx - 1] == c) + (s[sy - 1][sx] == c) + (s[sy - 1][sx + 1] == c) + (s[sy][sx - 1] == c) +
+                         (s[sy][sx + 1] == c) + (s[sy + 1][sx - 1] == c) + (s[sy + 1][sx] == c) + (s[sy + 1][sx + 1] == c);
+        e[r] = (x < 1 || y < 1 || x > W - 2 || y > H - 2) ? 0 : edges::edge_from_same(same);
+    }
 }
 
 /// grid (tiles x, tiles y, n): one edge map per image.
-__global__ void __launch_bounds__(kTileX * kTileY) edge_maps_kernel(const std::uint8_t* __restrict__ images, int W, int H,
-                                                                    const Thr* __restrict__ t, std::uint8_t* __restrict__ out) {
+__global__ void __launch_bounds__(kTileX * kBlockY) edge_maps_kernel(const std::uint8_t* __restrict__ images, int W, int H,
+                                                                     const Thr* __restrict__ t, std::uint8_t* __restrict__ out) {
     __shared__ std::uint8_t s[kTileY + 2][kTileX + 2];
     const std::size_t plane = std::size_t(W) * H, b = blockIdx.z;
-    const std::uint8_t e = tile_edge(images + b * plane, W, H, t[b], s);
-    const int x = blockIdx.x * kTileX + threadIdx.x, y = blockIdx.y * kTileY + threadIdx.y;
-    if (x < W && y < H) out[b * plane + std::size_t(y) * W + x] = e;
+    std::uint8_t e[kRows];
+    tile_edges(images + b * plane, W, H, t[b], s, e);
+    const int x = blockIdx.x * kTileX + threadIdx.x;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        const int y = blockIdx.y * kTileY + threadIdx.y + r * kBlockY;
+        if (x < W && y < H) out[b * plane + std::size_t(y) * W + x] = e[r];
+    }
 }
 
 /// grid (tiles x, tiles y): the edge maps of all n images counted in registers; only the count and
 /// the voted map are written (the per-image maps never reach memory).
-__global__ void __launch_bounds__(kTileX * kTileY) edge_vote_kernel(const std::uint8_t* __restrict__ images, int W, int H, int n,
-                                                                    const Thr* __restrict__ t, int needed,
-                                                                    std::uint16_t* __restrict__ count, std::uint8_t* __restrict__ out) {
+__global__ void __launch_bounds__(kTileX * kBlockY) edge_vote_kernel(const std::uint8_t* __restrict__ images, int W, int H, int n,
+                                                                     const Thr* __restrict__ t, int needed,
+                                                                     std::uint16_t* __restrict__ count, std::uint8_t* __restrict__ out) {
     __shared__ std::uint8_t s[kTileY + 2][kTileX + 2];
     const std::size_t plane = std::size_t(W) * H;
-    int votes = 0;
+    int votes[kRows] = {};
     for (int b = 0; b < n; ++b) {
-        votes += tile_edge(images + std::size_t(b) * plane, W, H, t[b], s);
+        std::uint8_t e[kRows];
+        tile_edges(images + std::size_t(b) * plane, W, H, t[b], s, e);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) votes[r] += e[r];
         __syncthreads();  // before the next image overwrites the tile
     }
-    const int x = blockIdx.x * kTileX + threadIdx.x, y = blockIdx.y * kTileY + threadIdx.y;
-    if (x < W && y < H) {
-        count[std::size_t(y) * W + x] = std::uint16_t(votes);
-        out[std::size_t(y) * W + x] = std::uint8_t(votes >= needed);
+    const int x = blockIdx.x * kTileX + threadIdx.x;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        const int y = blockIdx.y * kTileY + threadIdx.y + r * kBlockY;
+        if (x < W && y < H) {
+            count[std::size_t(y) * W + x] = std::uint16_t(votes[r]);
+            out[std::size_t(y) * W + x] = std::uint8_t(votes[r] >= needed);
+        }
     }
 }
 
@@ -286,9 +380,10 @@ struct CudaOps {
         histograms<<<grid, kHistThreads, 0, stream()>>>(images.data(), plane(), static_cast<std::uint32_t*>(hist.data()));
         CUBEKIT_CHECK_LAUNCH(ctx, "histograms", grid, dim3(kHistThreads));
         DevBytes t = alloc(sizeof(Thr) * std::size_t(n));
-        thresholds_kernel<<<(n + 31) / 32, 32, 0, stream()>>>(static_cast<const std::uint32_t*>(hist.data()), n, q,
-                                                              reinterpret_cast<Thr*>(t.data()));
-        CUBEKIT_CHECK_LAUNCH(ctx, "thresholds", dim3((n + 31) / 32), dim3(32));
+        const dim3 tgrid((n + kThresholdWarps - 1) / kThresholdWarps), tblock(32 * kThresholdWarps);
+        thresholds_kernel<<<tgrid, tblock, 0, stream()>>>(static_cast<const std::uint32_t*>(hist.data()), n, q,
+                                                          reinterpret_cast<Thr*>(t.data()));
+        CUBEKIT_CHECK_LAUNCH(ctx, "thresholds", tgrid, tblock);
         return t;
     }
     DevBytes threshold_mean(const DevBytes& t, int n) {
@@ -321,9 +416,9 @@ struct CudaOps {
     dim3 tiles(int n) const { return dim3(unsigned((W + kTileX - 1) / kTileX), unsigned((H + kTileY - 1) / kTileY), unsigned(n)); }
     DevBytes edge_maps(const DevBytes& images, const DevBytes& t, int n) {
         DevBytes e = alloc(plane() * std::size_t(n));
-        edge_maps_kernel<<<tiles(n), dim3(kTileX, kTileY), 0, stream()>>>(images.data(), W, H,
+        edge_maps_kernel<<<tiles(n), dim3(kTileX, kBlockY), 0, stream()>>>(images.data(), W, H,
                                                                          reinterpret_cast<const Thr*>(t.data()), e.data());
-        CUBEKIT_CHECK_LAUNCH(ctx, "edge_maps", tiles(n), dim3(kTileX, kTileY));
+        CUBEKIT_CHECK_LAUNCH(ctx, "edge_maps", tiles(n), dim3(kTileX, kBlockY));
         return e;
     }
     DevBytes edges_of_binary(const DevBytes& f) {
@@ -336,10 +431,10 @@ struct CudaOps {
     DevBytes edge_vote(const DevBytes& images, const DevBytes& t, int n, int needed, DevBytes& count) {
         DevBytes out = alloc(plane());
         count = alloc(plane() * sizeof(std::uint16_t));
-        edge_vote_kernel<<<tiles(1), dim3(kTileX, kTileY), 0, stream()>>>(
+        edge_vote_kernel<<<tiles(1), dim3(kTileX, kBlockY), 0, stream()>>>(
             images.data(), W, H, n, reinterpret_cast<const Thr*>(t.data()), needed,
             reinterpret_cast<std::uint16_t*>(count.data()), out.data());
-        CUBEKIT_CHECK_LAUNCH(ctx, "edge_vote", tiles(1), dim3(kTileX, kTileY));
+        CUBEKIT_CHECK_LAUNCH(ctx, "edge_vote", tiles(1), dim3(kTileX, kBlockY));
         return out;
     }
     DevBytes vote_planes(const DevBytes& planes, const Thr* t, int n, int needed, DevBytes& count) {

@@ -27,10 +27,7 @@ void check_histogram(const std::uint32_t* histogram, std::string_view who) {
 EdgeThresholds entropy_thresholds(const std::uint32_t* histogram, double q) {
     check_histogram(histogram, "entropy_thresholds");
     if (!(q > 0)) throw InvalidInput("entropy_thresholds: q = " + std::to_string(q) + "; expected q > 0");
-    std::uint32_t counts[256];
-    std::uint8_t levels[256];
-    double objective[256];
-    return detail::edges::to_public(detail::edges::thresholds_from_histogram(histogram, q, counts, levels, objective));
+    return detail::edges::to_public(detail::edges::thresholds_from_histogram(histogram, q));
 }
 
 std::vector<double> shannon_curve(const std::uint32_t* histogram) {

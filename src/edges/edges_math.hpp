@@ -58,25 +58,60 @@ CUBEKIT_HD Thr threshold_mean(const Thr* t, int n) {
     return m;
 }
 
-/// Lowest index whose value is within 1e-12·max(1, |max|) of the maximum (spec decision 4).
+/// Values at or above this are tied with the maximum `best` (spec decision 4: 1e-12·max(1, |best|)).
+CUBEKIT_HD double tie_floor(double best) { return best - 1e-12 * (::fabs(best) > 1.0 ? ::fabs(best) : 1.0); }
+
+/// Lowest index whose value is tied with the maximum.
 CUBEKIT_HD int argmax_tolerant(const double* v, int n) {
     double best = v[0];
     for (int i = 1; i < n; ++i) best = v[i] > best ? v[i] : best;
-    const double floor_v = best - 1e-12 * (::fabs(best) > 1.0 ? ::fabs(best) : 1.0);
+    const double floor_v = tie_floor(best);
     for (int i = 0; i < n; ++i)
         if (v[i] >= floor_v) return i;
     return 0;
 }
 
-/// Shannon objective over the counts c[0..m−1] (total M): H(t) for t = 0..m−2, written to h[].
-/// H(t) = log2 N_A − S_A/N_A + log2 N_B − S_B/N_B with S = Σ c·log2 c; class masses are exact
-/// integers and S_B is summed from the top (no cancellation against a total).
-CUBEKIT_HD void shannon_objective(const std::uint32_t* c, int m, double* h) {
-    // Suffix sums first (into h, shifted): h[t] holds S_B(t) = Σ_{i>t} c_i log2 c_i.
+/// The objective a split search maximises (spec §3.3, §3.4): Shannon (T1, and T2/T3 when
+/// |q − 1| < 1e-9), the seed's J = a·b − 1 (Tsallis q = 0.5), or the pseudo-additive Tsallis form.
+enum class Objective : int { Shannon, TsallisSqrt, TsallisPow };
+
+CUBEKIT_HD Objective tsallis_kind(double q) {
+    if (::fabs(q - 1.0) < 1e-9) return Objective::Shannon;
+    return q == 0.5 ? Objective::TsallisSqrt : Objective::TsallisPow;
+}
+
+/// The per-level term whose class sums the objective needs: c·log2 c, √c or c^q.
+CUBEKIT_HD double class_term(std::uint32_t count, Objective k, double q) {
+    const double c = double(count);
+    switch (k) {
+        case Objective::Shannon: return c * ::log2(c);
+        case Objective::TsallisSqrt: return ::sqrt(c);
+        default: return ::pow(c, q);
+    }
+}
+
+/// The objective of one split from the class masses (exact integers, as doubles) and the class sums
+/// of the terms. Shannon: H = log2 N_A − S_A/N_A + log2 N_B − S_B/N_B; J form: (S_A/√M_A)(S_B/√M_B) − 1;
+/// pseudo-additive: S_A + S_B + (1 − q) S_A S_B with S = (1 − Σ/M^q)/(q − 1).
+CUBEKIT_HD double split_value(Objective k, double q, double n_a, double n_b, double s_a, double s_b) {
+    switch (k) {
+        case Objective::Shannon: return (::log2(n_a) - s_a / n_a) + (::log2(n_b) - s_b / n_b);
+        case Objective::TsallisSqrt: return (s_a / ::sqrt(n_a)) * (s_b / ::sqrt(n_b)) - 1.0;
+        default: {
+            const double sa = (1.0 - s_a / ::pow(n_a, q)) / (q - 1.0);
+            const double sb = (1.0 - s_b / ::pow(n_b, q)) / (q - 1.0);
+            return sa + sb + (1.0 - q) * sa * sb;
+        }
+    }
+}
+
+/// The objective over the counts c[0..m−1] for the splits t = 0..m−2 (class A = 0..t), written to
+/// h[]. The class sums are accumulated in order: B from the top (no cancellation against a total),
+/// A from the bottom; the CUDA thresholds kernel adds the same terms in the same order.
+CUBEKIT_HD void split_objective(const std::uint32_t* c, int m, Objective k, double q, double* h) {
     double s_b = 0.0;
     for (int t = m - 2; t >= 0; --t) {
-        const double ci = double(c[t + 1]);
-        s_b = s_b + ci * ::log2(ci);
+        s_b = s_b + class_term(c[t + 1], k, q);
         h[t] = s_b;
     }
     std::uint64_t total = 0;
@@ -84,58 +119,23 @@ CUBEKIT_HD void shannon_objective(const std::uint32_t* c, int m, double* h) {
     double s_a = 0.0;
     std::uint64_t n_a = 0;
     for (int t = 0; t <= m - 2; ++t) {
-        const double ci = double(c[t]);
-        s_a = s_a + ci * ::log2(ci);
+        s_a = s_a + class_term(c[t], k, q);
         n_a += c[t];
-        const double na = double(n_a), nb = double(total - n_a);
-        h[t] = (::log2(na) - s_a / na) + (::log2(nb) - h[t] / nb);
+        h[t] = split_value(k, q, double(n_a), double(total - n_a), s_a, h[t]);
     }
 }
 
-/// Tsallis objective over the counts c[0..m−1], s = 0..m−2, written to h[]. q = 0.5: the seed's
-/// J = a·b − 1 with a = Σ_A √c / √M_A; other q: the pseudo-additive form; |q − 1| < 1e-9: Shannon.
+CUBEKIT_HD void shannon_objective(const std::uint32_t* c, int m, double* h) { split_objective(c, m, Objective::Shannon, 1.0, h); }
 CUBEKIT_HD void tsallis_objective(const std::uint32_t* c, int m, double q, double* h) {
-    if (::fabs(q - 1.0) < 1e-9) {
-        shannon_objective(c, m, h);
-        return;
-    }
-    const bool sqrt_form = q == 0.5;
-    double s_b = 0.0;
-    for (int s = m - 2; s >= 0; --s) {
-        const double ci = double(c[s + 1]);
-        s_b = s_b + (sqrt_form ? ::sqrt(ci) : ::pow(ci, q));
-        h[s] = s_b;
-    }
-    std::uint64_t total = 0;
-    for (int i = 0; i < m; ++i) total += c[i];
-    double s_a = 0.0;
-    std::uint64_t n_a = 0;
-    for (int s = 0; s <= m - 2; ++s) {
-        const double ci = double(c[s]);
-        s_a = s_a + (sqrt_form ? ::sqrt(ci) : ::pow(ci, q));
-        n_a += c[s];
-        const double ma = double(n_a), mb = double(total - n_a);
-        if (sqrt_form) {
-            h[s] = (s_a / ::sqrt(ma)) * (h[s] / ::sqrt(mb)) - 1.0;
-        } else {
-            const double sa = (1.0 - s_a / ::pow(ma, q)) / (q - 1.0);
-            const double sb = (1.0 - h[s] / ::pow(mb, q)) / (q - 1.0);
-            h[s] = sa + sb + (1.0 - q) * sa * sb;
-        }
-    }
+    split_objective(c, m, tsallis_kind(q), q, h);
 }
 
-/// The E2 thresholds of one 256-bin histogram (spec §3.2–3.4). `scratch` holds 2·256 values
-/// (compacted counts reinterpret the first 256·4 bytes of a separate buffer on the device).
-CUBEKIT_HD Thr thresholds_from_histogram(const std::uint32_t* hist, double q, std::uint32_t* counts,
-                                         std::uint8_t* levels, double* objective) {
-    int n = 0;
-    for (int g = 0; g < 256; ++g)
-        if (hist[g] != 0) {
-            counts[n] = hist[g];
-            levels[n] = std::uint8_t(g);
-            ++n;
-        }
+/// The E2 thresholds from the compacted histogram (occupied levels in increasing order with their
+/// counts; spec §3.2–3.4). `search(c, m, kind, q)` returns the best split of c[0..m−1] (m ≥ 2): the
+/// CPU passes serial_search, the CUDA kernel a warp-parallel search with the same arithmetic.
+template <class Search>
+CUBEKIT_HD Thr thresholds_from_compacted(const std::uint32_t* counts, const std::uint8_t* levels, int n, double q,
+                                         Search&& search) {
     Thr t;
     t.levels = std::uint16_t(n);
     if (n <= 1) {  // a constant band (n = 0 cannot occur for a non-empty image)
@@ -144,24 +144,40 @@ CUBEKIT_HD Thr thresholds_from_histogram(const std::uint32_t* hist, double q, st
         t.constant = 1;
         return t;
     }
-    shannon_objective(counts, n, objective);
-    const int loc = argmax_tolerant(objective, n - 1);
+    const int loc = search(counts, n, Objective::Shannon, 1.0);
     t.loc = std::uint16_t(loc);
     t.t1 = levels[loc];
-    // Lower sub-histogram: positions 0..loc (it includes T1); upper: loc+1..n−1.
+    // Lower sub-histogram: positions 0..loc (it includes T1); upper: loc+1..n−1. A single entry is T.
     const int m_low = loc + 1, m_high = n - loc - 1;
-    int s_low = 0, s_high = 0;
-    if (m_low >= 2) {
-        tsallis_objective(counts, m_low, q, objective);
-        s_low = argmax_tolerant(objective, m_low - 1);
-    }
-    if (m_high >= 2) {
-        tsallis_objective(counts + loc + 1, m_high, q, objective);
-        s_high = argmax_tolerant(objective, m_high - 1);
-    }
+    const int s_low = m_low >= 2 ? search(counts, m_low, tsallis_kind(q), q) : 0;
+    const int s_high = m_high >= 2 ? search(counts + loc + 1, m_high, tsallis_kind(q), q) : 0;
     t.t2 = levels[s_low];
     t.t3 = levels[loc + 1 + s_high];
     return t;
+}
+
+/// The serial split search: the objective of every split, then the tolerant argmax.
+struct SerialSearch {
+    double* objective;  // 256 values of scratch
+    int operator()(const std::uint32_t* c, int m, Objective k, double q) const {
+        split_objective(c, m, k, q, objective);
+        return argmax_tolerant(objective, m - 1);
+    }
+};
+
+/// Compaction (spec §3.2) and the thresholds, serially (the CPU reference).
+inline Thr thresholds_from_histogram(const std::uint32_t* hist, double q) {
+    std::uint32_t counts[256];
+    std::uint8_t levels[256];
+    double objective[256];
+    int n = 0;
+    for (int g = 0; g < 256; ++g)
+        if (hist[g] != 0) {
+            counts[n] = hist[g];
+            levels[n] = std::uint8_t(g);
+            ++n;
+        }
+    return thresholds_from_compacted(counts, levels, n, q, SerialSearch{objective});
 }
 
 }  // namespace cubekit::detail::edges

@@ -1,36 +1,32 @@
 // Connected-component labelling, CUDA backend (spec edges.md §4.3 "Modern GPU CCL").
 //
 // Block-based union-find with atomicMin unions (Playne & Hawick 2018; Allegretti et al. 2020,
-// "BUF"), all planes in every launch, nothing read back by the host on the removal path:
-//   1. local    one block per 32×32 tile (and plane): row runs by warp ballots, union-find over
-//               them in shared memory, full path compression, per-local-root size (and bounding
-//               box) by shared atomics. Writes,
-//               for each foreground pixel, its local root's plane index into `parent`, the local
-//               root's size (box) into `size` (`box`), and the tile's list of local roots.
-//   2. seams    one thread per pixel on a tile seam (the first row / column of a tile) unites it
-//               with its neighbours in other tiles, in global memory.
+// "BUF"), all planes in every launch, nothing read back by the host on the removal path.
+// Nodes are plane raster indices (int; W·H < 2^31, checked by the callers); plane offsets are
+// 64-bit. The image is cut into 32×32 tiles.
+//   1. local    one block per tile (and plane). Row runs (maximal joined pixels of a row) come
+//               from warp ballots; the tile's runs go to a list that all threads share, and
+//               each run is united with the runs above it that it touches, in shared memory.
+//               Writes `local` (tile-major: per pixel the tile offset of its local root, kNone
+//               for background), the tile's edge columns of `local` again, the local roots'
+//               `parent` (themselves), `size` and `box`, and the tile's list of local roots.
+//   2. seams    one thread per pixel of a tile seam (first row or column of a tile) unites its
+//               local root with those of its neighbours in other tiles, in global memory.
 //   3. resolve  one warp per tile: each local root finds its global root, points straight at
-//               it and adds its size (box) to it. Every pixel now reaches its root in two
-//               steps: pixel → local root → root.
-//   4. remove   one pass over the pixels clears those whose root's size < min_size.
+//               it and adds its size (box) to it.
+//   4. remove   one block per tile: each local root of the tile looks up its root's size once;
+//               pixels of local roots whose root has size < min_size are cleared in the maps.
 // Labelling (label_components) replaces 4 with: collect the roots, sort them (CUB radix sort of
 // plane·2^32 + index), number them per plane, and write each pixel's number.
 //
-// Unions link the larger root under the smaller, so parents are always smaller than children
-// and a root is the smallest raster index of its component, i.e. its first pixel: that makes
-// the numbering canonical and equal to the CPU's. Background entries of `parent`/`size`/`box`
-// are never written and never read.
+// Unions link the larger root under the smaller, so a root is the smallest raster index of its
+// set: the first pixel of its component. That makes the numbering canonical and equal to the
+// CPU's. `parent`, `size` and `box` are only written and read at local roots.
 //
-// Skipped unions: a union is left out only where the two pixels are already connected through
-// the runs of a row (consecutive joined pixels: inside a tile a run points straight at its first
-// pixel, and the seams pass always unites horizontal pairs across tiles). local_label_kernel and
-// seam_merge_kernel state each rule.
-//
-// Memory on the removal path (W·H·planes = N pixels, a fraction f foreground): local reads the
-// u8 maps (N bytes) and writes 4 bytes per foreground pixel (in 32-byte sectors: most of 4N
-// bytes for edge maps); seams touch about one sector per tile row per seam; resolve is sparse;
-// remove reads the maps and the parents of foreground pixels and writes the cleared bytes.
-// About 2 × 4N + 3N bytes: ~0.9 GB for 102 bands of 1096×715, ~0.3 ms at H100 bandwidth.
+// Memory on the removal path, N pixels: local reads the u8 maps (N bytes) and writes `local`
+// (2N); seams read short rows of `local` and the compact edge columns (~N/8); resolve is sparse;
+// remove reads `local` (2N) and writes the cleared bytes. About 5N bytes plus sparse root
+// traffic: ~0.4 GB for 102 bands of 1096×715, ~0.15 ms at H100 bandwidth.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -48,18 +44,18 @@
 namespace cubekit::detail {
 namespace {
 
-constexpr int kTile = 32;                      // tiles of kTile × kTile pixels
-constexpr int kTilePixels = kTile * kTile;     // also the capacity of a tile's root list
-constexpr int kTileRowsPerPass = 8;            // local block: kTile × 8 threads, 4 rows each
-constexpr int kLocalThreads = kTile * kTileRowsPerPass;
-constexpr int kFlatThreads = 256;              // seams, resolve, per-pixel passes
-constexpr int kPixelsPerThread = 4;            // per-pixel passes
+constexpr int kTile = 32;                      // tiles of kTile × kTile pixels; a warp spans a row
+constexpr int kTilePixels = kTile * kTile;     // also the capacity of a tile's run and root lists
+constexpr int kTileRowsPerPass = 8;            // tile blocks: kTile × 8 threads, 4 rows each
+constexpr int kTilePasses = kTile / kTileRowsPerPass;
+constexpr int kTileThreads = kTile * kTileRowsPerPass;
+constexpr int kFlatThreads = 256;              // seams, resolve, root lists
 constexpr int kMaxGridY = 65535;               // planes beyond this loop inside the kernels
+constexpr std::uint16_t kNone = 0xffff;        // `local` of background (and outside the image)
+constexpr unsigned kAll = 0xffffffffu;
 
 long long div_up(long long a, long long b) { return (a + b - 1) / b; }
 
-// Planes of W×H pixels cut into tiles. Pixel indices within a plane are int (W·H < 2^31,
-// checked by the callers); plane offsets are 64-bit.
 struct Geometry {
     int W, H, planes;
     int tiles_x, tiles_y, tiles_per_plane;
@@ -67,6 +63,10 @@ struct Geometry {
     __host__ __device__ std::size_t tile_id(int plane, int tile) const { return std::size_t(plane) * std::size_t(tiles_per_plane) + std::size_t(tile); }
     __host__ __device__ std::size_t pixels() const { return plane_base(planes); }
     __host__ __device__ std::size_t tiles() const { return tile_id(planes, 0); }
+    __device__ int tile_x0(int tile) const { return (tile % tiles_x) * kTile; }
+    __device__ int tile_y0(int tile) const { return (tile / tiles_x) * kTile; }
+    // Node (plane raster index) of tile offset `offset` in the tile whose corner is (x0, y0).
+    __device__ int node(int x0, int y0, int offset) const { return (y0 + offset / kTile) * W + x0 + offset % kTile; }
 };
 
 Geometry make_geometry(int W, int H, int planes) {
@@ -75,24 +75,25 @@ Geometry make_geometry(int W, int H, int planes) {
     return g;
 }
 
-// Device pointers of the union-find state (all indexed by plane base + plane index, except the
-// per-tile arrays).
+// Device pointers of the labelling state.
 struct Forest {
-    int* parent;           // per foreground pixel: a parent with a smaller index (roots: itself)
-    int* size;             // at local and global roots: the (partial) component size
-    int4* box;             // at roots, labelling only: (x0, y0, x1, y1) inclusive; else nullptr
-    int* root_count;       // per tile: number of local roots
-    std::uint16_t* roots;  // per tile, kTilePixels slots: tile offsets (ly·kTile + lx) of local roots
+    std::uint16_t* local;      // per tile kTilePixels (tile-major): tile offset of the pixel's local root, or kNone
+    std::uint16_t* edge_cols;  // per tile 2·kTile: `local` of column 0, then of column kTile−1
+    int* parent;               // per node, at local roots: union-find parent (smaller index; roots: itself)
+    int* size;                 // per node, at local roots: component size (partial until resolved)
+    int4* box;                 // per node, at local roots, labelling only: (x0, y0, x1, y1) inclusive
+    int* root_count;           // per tile: number of local roots
+    std::uint16_t* roots;      // per tile, kTilePixels slots: tile offsets of the local roots
 };
 
 // ---- Union-find -------------------------------------------------------------------------------
-// Invariant: parent[x] ≤ x, and every write to parent is an atomicMin with a member of x's set,
-// so parents only decrease, a node that is not a root never becomes one again, and a root is the
+// Invariant: parent[x] ≤ x, and every write to parent lowers it to a member of x's set (atomicMin
+// while unions run), so a node that is not a root never becomes one again, and a root is the
 // smallest index of its set.
 
-// Root of x with path halving: each visited node is re-pointed at its grandparent (an ancestor,
-// so the same set). Reads through volatile: other threads lower parents concurrently, and a stale
-// value is still an ancestor.
+// Root of x with path halving (each visited node re-pointed at its grandparent, an ancestor).
+// Reads through volatile: other threads lower parents concurrently, and a stale value is still
+// an ancestor.
 __device__ __forceinline__ int find_root(int* parent, int x) {
     const volatile int* p = parent;
     for (;;) {
@@ -105,8 +106,7 @@ __device__ __forceinline__ int find_root(int* parent, int x) {
     }
 }
 
-// Root of x when no union is in progress any more (plain reads; concurrent compression writes
-// store only final roots).
+// Root of x once no union runs any more (concurrent writers store only final roots).
 __device__ __forceinline__ int find_final_root(const int* parent, int x) {
     const volatile int* p = parent;
     int up = p[x];
@@ -145,102 +145,101 @@ __device__ __forceinline__ bool joins(T v, T w) {
     return w != T(0) && (!kEqual || v == w);
 }
 
+// Bits lo..hi (0 ≤ lo ≤ hi ≤ 31).
+__device__ __forceinline__ unsigned bit_range(int lo, int hi) { return (kAll >> (31 - hi)) & (kAll << lo); }
+// Start of the run holding pixel x of a row whose breaks (run starts and background) are given.
+__device__ __forceinline__ int run_start(unsigned breaks, int x) { return 31 - __clz(breaks & (kAll >> (31 - x))); }
+// One past the end of the run that starts at x.
+__device__ __forceinline__ int run_end(unsigned breaks, int x) {
+    const unsigned after = x == 31 ? 0u : breaks & (kAll << (x + 1));
+    return after ? __ffs(after) - 1 : kTile;
+}
+
 // ---- 1. local: one tile per block ---------------------------------------------------------------
-// Warp w owns tile rows w, w+8, w+16, w+24 (lane = column) in every phase.
-//   runs     a ballot of "joins its left neighbour" gives each row's runs; every pixel points at
-//            its run's first pixel, which holds the run's length (and box). No atomics.
-//   rows     each run is united with the runs of the row above that it touches. A run pixel
-//            only unites where the run above changes (see below), so a 2-pixel-wide vertical
-//            stroke costs one union per row.
-//   roots    each run start finds its root and, unless it is one, points at it and adds its
-//            length (box) to it; roots enter the tile's root list.
-//   write    each pixel's root (via its run start) as a plane index into parent, and size
-//            (box) at the roots, to global memory.
-// Rows (8-connectivity): a run [s, e] must reach every joined pixel of the row above in columns
-// s−1..e+1. Its start takes NW, N, NE (only N when N is joined: NW and NE then lie in N's run);
-// a later pixel x only takes NE, and only when N is not joined (else NE lies in N's run, which
-// x−1 reached). 4-connectivity: x takes N when joined, unless x−1 is in the run and its N is
-// joined (the same run above). Pairs with other tiles are the seams pass's.
+// Warp w loads and writes tile rows w, w+8, w+16, w+24 (lane = column); the union and root
+// phases spread the tile's runs over all threads, so few runs do not leave most lanes idle.
+// A run [s, e) of row y is united with one pixel of every run of row y−1 that has a joined
+// pixel in columns s..e−1 (4-connectivity) or s−1..e (8-connectivity): the joined pixels there
+// form one segment per such run, since a run is a maximal segment of equal, joined pixels.
 
 template <typename T, int kConn, bool kEqual, bool kStats>
-__global__ void __launch_bounds__(kLocalThreads)
+__global__ void __launch_bounds__(kTileThreads)
 local_label_kernel(const T* __restrict__ image, Forest f, Geometry g) {
-    __shared__ T value[kTilePixels];
-    __shared__ int parent[kTilePixels];
-    __shared__ int count[kTilePixels];  // at run starts: run length, then (roots) component size
+    __shared__ T value[kEqual ? kTilePixels : 1];
+    __shared__ unsigned row_fg[kTile];      // bit x: pixel x of the row is foreground
+    __shared__ unsigned row_breaks[kTile];  // bit x: pixel x does not join pixel x−1
+    __shared__ int parent[kTilePixels];     // at run starts
+    __shared__ int count[kTilePixels];      // at run starts: run length, then (roots) component size
     __shared__ int4 box[kStats ? kTilePixels : 1];
-    __shared__ int num_roots;
-    constexpr int kPasses = kTile / kTileRowsPerPass;
-    constexpr unsigned kAll = 0xffffffffu;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int tile = blockIdx.x;
-    const int x0 = (tile % g.tiles_x) * kTile, y0 = (tile / g.tiles_x) * kTile;
-    const int gx = x0 + tx;
+    __shared__ std::uint16_t runs[kTilePixels];  // tile offsets of the run starts
+    __shared__ int num_runs, num_roots;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
+    const int tile = blockIdx.x, x0 = g.tile_x0(tile), y0 = g.tile_y0(tile), gx = x0 + tx;
+    if (tid == 0) num_runs = num_roots = 0;
+    __syncthreads();
 
     for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
         const std::size_t base = g.plane_base(plane), tile_id = g.tile_id(plane, tile);
-        const T* img = image + base;
-        if (tx == 0 && ty == 0) num_roots = 0;
-        unsigned joins_left[kPasses];  // per owned row: bit x set when pixel x joins pixel x−1
+        T v[kTilePasses];
 #pragma unroll
-        for (int k = 0; k < kPasses; ++k) {
-            const int ly = ty + k * kTileRowsPerPass, li = ly * kTile + tx, gy = y0 + ly;
-            const T v = gx < g.W && gy < g.H ? img[gy * g.W + gx] : T(0);  // outside: background
-            const T left = T(__shfl_up_sync(kAll, static_cast<unsigned>(v), 1));  // lane 0: itself, unused
-            joins_left[k] = __ballot_sync(kAll, v != T(0) && tx > 0 && joins<T, kEqual>(v, left));
-            value[li] = v;
-            if (v == T(0)) continue;
-            const unsigned breaks = ~joins_left[k];  // run starts and background
-            const int start = 31 - __clz(breaks & (kAll >> (31 - tx)));  // last break at or before tx
-            parent[li] = ly * kTile + start;
-            if (start == tx) {
-                const unsigned after = tx == 31 ? 0u : breaks & (kAll << (tx + 1));
-                const int end = after ? __ffs(after) - 1 : kTile;  // one past the run
-                count[li] = end - tx;
-                if constexpr (kStats) box[li] = make_int4(gx, gy, x0 + end - 1, gy);
-            }
+        for (int k = 0; k < kTilePasses; ++k) {  // all loads first, then the ballots
+            const int gy = y0 + ty + k * kTileRowsPerPass;
+            v[k] = gx < g.W && gy < g.H ? image[base + std::size_t(gy * g.W + gx)] : T(0);  // outside: background
         }
-        __syncthreads();
-
 #pragma unroll
-        for (int k = 0; k < kPasses; ++k) {
+        for (int k = 0; k < kTilePasses; ++k) {
             const int ly = ty + k * kTileRowsPerPass, li = ly * kTile + tx;
-            const T v = value[li];
-            if (ly == 0 || v == T(0)) continue;
-            const bool run_start = !((joins_left[k] >> tx) & 1u);
-            const bool n = joins<T, kEqual>(v, value[li - kTile]);
-            const bool nw = tx > 0 && joins<T, kEqual>(v, value[li - kTile - 1]);
-            const bool ne = tx + 1 < kTile && joins<T, kEqual>(v, value[li - kTile + 1]);
-            if (kConn == 4) {
-                if (n && (run_start || !nw)) unite(parent, li, li - kTile);
-            } else if (run_start) {
-                if (n) unite(parent, li, li - kTile);
-                else {
-                    if (nw) unite(parent, li, li - kTile - 1);
-                    if (ne) unite(parent, li, li - kTile + 1);
-                }
-            } else if (!n && ne) {
-                unite(parent, li, li - kTile + 1);
+            const T left = T(__shfl_up_sync(kAll, static_cast<unsigned>(v[k]), 1));  // lane 0: unused
+            const bool fg = v[k] != T(0);
+            const unsigned fg_mask = __ballot_sync(kAll, fg);
+            const unsigned breaks = ~__ballot_sync(kAll, fg && tx > 0 && joins<T, kEqual>(v[k], left));
+            const unsigned starts = fg_mask & breaks;
+            if constexpr (kEqual) value[li] = v[k];
+            int first = 0;  // the row's runs enter the list with one atomicAdd
+            if (tx == 0) {
+                row_fg[ly] = fg_mask;
+                row_breaks[ly] = breaks;
+                if (starts) first = atomicAdd(&num_runs, __popc(starts));
             }
+            first = __shfl_sync(kAll, first, 0);
+            if (!((starts >> tx) & 1u)) continue;
+            runs[first + __popc(starts & ~(kAll << tx))] = std::uint16_t(li);
+            const int end = run_end(breaks, tx);
+            parent[li] = li;
+            count[li] = end - tx;
+            if constexpr (kStats) box[li] = make_int4(gx, y0 + ly, x0 + end - 1, y0 + ly);
         }
         __syncthreads();
 
-        // Run starts: roots, sizes (boxes), the root list. Every parent value is a run start
-        // (runs begin so, unions link roots, halving copies parents), so after this phase any
-        // pixel reaches its root in at most two steps.
-#pragma unroll
-        for (int k = 0; k < kPasses; ++k) {
-            const int li = (ty + k * kTileRowsPerPass) * kTile + tx;
-            if (value[li] == T(0) || ((joins_left[k] >> tx) & 1u)) continue;
-            const int r = find_final_root(parent, li);
-            if (r == li) {
-                f.roots[tile_id * kTilePixels + std::size_t(atomicAdd(&num_roots, 1))] = std::uint16_t(li);
+        const int n_runs = num_runs;
+        for (int j = tid; j < n_runs; j += kTileThreads) {
+            const int s = runs[j], ly = s / kTile, x = s % kTile;
+            if (ly == 0) continue;  // the row above is another tile's: seams
+            const int end = run_end(row_breaks[ly], x);
+            const int lo = kConn == 8 ? max(x - 1, 0) : x, hi = kConn == 8 ? min(end, kTile - 1) : end - 1;
+            unsigned above = row_fg[ly - 1] & bit_range(lo, hi);
+            if constexpr (kEqual) {
+                const T run_value = value[s];
+                for (unsigned b = above; b; b &= b - 1)
+                    if (value[(ly - 1) * kTile + __ffs(b) - 1] != run_value) above &= ~(1u << (__ffs(b) - 1));
+            }
+            const unsigned above_breaks = row_breaks[ly - 1];
+            for (unsigned seg = above & ~(above << 1); seg; seg &= seg - 1)  // first pixel of each segment
+                unite(parent, s, (ly - 1) * kTile + run_start(above_breaks, __ffs(seg) - 1));
+        }
+        __syncthreads();
+
+        for (int j = tid; j < n_runs; j += kTileThreads) {
+            const int s = runs[j];
+            const int r = find_final_root(parent, s);
+            if (r == s) {
+                f.roots[tile_id * kTilePixels + std::size_t(atomicAdd(&num_roots, 1))] = std::uint16_t(s);
                 continue;
             }
-            parent[li] = r;
-            atomicAdd(&count[r], count[li]);  // count[li] itself never changes: li is no root
+            parent[s] = r;
+            atomicAdd(&count[r], count[s]);  // count[s] itself never changes: s is no root
             if constexpr (kStats) {
-                const int4 b = box[li];
+                const int4 b = box[s];
                 atomicMin(&box[r].x, b.x);
                 atomicMin(&box[r].y, b.y);
                 atomicMax(&box[r].z, b.z);
@@ -249,64 +248,103 @@ local_label_kernel(const T* __restrict__ image, Forest f, Geometry g) {
         }
         __syncthreads();
 
+        // Every position of the tile is written (full sectors, no uninitialised reads later).
 #pragma unroll
-        for (int k = 0; k < kPasses; ++k) {
+        for (int k = 0; k < kTilePasses; ++k) {
             const int ly = ty + k * kTileRowsPerPass, li = ly * kTile + tx;
-            if (value[li] == T(0)) continue;
-            const bool run_start = !((joins_left[k] >> tx) & 1u);
-            const int r = run_start ? parent[li] : parent[parent[li]];
-            const std::size_t pixel = base + std::size_t((y0 + ly) * g.W + gx);
-            f.parent[pixel] = (y0 + r / kTile) * g.W + x0 + r % kTile;
-            if (r == li) {
-                f.size[pixel] = count[li];
-                if constexpr (kStats) f.box[pixel] = box[li];
-            }
+            std::uint16_t root = kNone;
+            if ((row_fg[ly] >> tx) & 1u) root = std::uint16_t(parent[ly * kTile + run_start(row_breaks[ly], tx)]);
+            f.local[tile_id * kTilePixels + li] = root;
+            if (tx == 0) f.edge_cols[tile_id * 2 * kTile + ly] = root;
+            if (tx == kTile - 1) f.edge_cols[tile_id * 2 * kTile + kTile + ly] = root;
+            if (root != li) continue;
+            const std::size_t node = base + std::size_t(g.node(x0, y0, li));
+            f.parent[node] = g.node(x0, y0, li);
+            f.size[node] = count[li];
+            if constexpr (kStats) f.box[node] = box[li];
         }
-        if (tx == 0 && ty == 0) f.root_count[tile_id] = num_roots;
-        __syncthreads();  // the next plane reuses the shared arrays
+        if (tid == 0) {
+            f.root_count[tile_id] = num_roots;
+            num_runs = num_roots = 0;  // for the next plane, after the barrier
+        }
+        __syncthreads();
     }
 }
 
 // ---- 2. seams: unions across tiles ----------------------------------------------------------------
 
-// Threads [0, row_seam_pixels) take the first rows of tiles (y = 32, 64, ...), the rest the
-// first columns (x = 32, 64, ...), row by row.
+// Node of the local root of pixel (x, y) from `local`, or −1 for background.
+__device__ __forceinline__ int local_root(const Forest& f, const Geometry& g, std::size_t plane_tiles, int x, int y) {
+    const int tile = (y / kTile) * g.tiles_x + x / kTile, x0 = x - x % kTile, y0 = y - y % kTile;
+    const std::uint16_t o = f.local[(plane_tiles + std::size_t(tile)) * kTilePixels + std::size_t((y % kTile) * kTile + x % kTile)];
+    return o == kNone ? -1 : g.node(x0, y0, o);
+}
+// The same for a pixel of a tile's first (side 0) or last (side 1) column, from `edge_cols`.
+__device__ __forceinline__ int edge_root(const Forest& f, const Geometry& g, std::size_t plane_tiles, int x, int y, int side) {
+    const int tile = (y / kTile) * g.tiles_x + x / kTile, x0 = x - x % kTile, y0 = y - y % kTile;
+    const std::uint16_t o = f.edge_cols[(plane_tiles + std::size_t(tile)) * 2 * kTile + std::size_t(side * kTile + y % kTile)];
+    return o == kNone ? -1 : g.node(x0, y0, o);
+}
+
+// Threads [0, row_seam_pixels) take the first rows of tiles (y = 32, 64, ...), pixel by pixel;
+// the rest the first columns (x = 32, 64, ...), seam by seam, down each column.
+// Rows: the row above lies in other tiles: N, and NW, NE unless N is joined (then they lie in
+// N's run, or across a column seam, where that pair is united). Columns: W, NW and SW, all.
 template <typename T, int kConn, bool kEqual>
 __global__ void __launch_bounds__(kFlatThreads)
-seam_merge_kernel(const T* __restrict__ image, int* __restrict__ parent_all, Geometry g) {
+seam_merge_kernel(const T* __restrict__ image, Forest f, Geometry g) {
     const long long row_seam_pixels = (long long)(g.tiles_y - 1) * g.W;
     const long long col_seam_pixels = (long long)(g.tiles_x - 1) * g.H;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= row_seam_pixels + col_seam_pixels) return;
     const bool on_row = t < row_seam_pixels;
+    const int W = g.W;
     int x, y;
     if (on_row) {
-        y = int(t / g.W + 1) * kTile;
-        x = int(t % g.W);
+        y = int(t / W + 1) * kTile;
+        x = int(t % W);
     } else {
         const long long u = t - row_seam_pixels;
-        y = int(u / (g.tiles_x - 1));
-        x = int(u % (g.tiles_x - 1) + 1) * kTile;
+        x = int(u / g.H + 1) * kTile;
+        y = int(u % g.H);
     }
-    const int i = y * g.W + x, W = g.W;
     for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
-        const std::size_t base = g.plane_base(plane);
-        const T* img = image + base;
-        int* parent = parent_all + base;
-        const T v = img[i];
-        if (v == T(0)) continue;
-        if (on_row) {  // the row above lies in other tiles: N, and NW, NE
-            const bool up = joins<T, kEqual>(v, img[i - W]);
-            if (up) unite(parent, i, i - W);
-            if (kConn == 8 && !up) {  // with N joined they are connected through it
-                if (x > 0 && joins<T, kEqual>(v, img[i - W - 1])) unite(parent, i, i - W - 1);
-                if (x + 1 < W && joins<T, kEqual>(v, img[i - W + 1])) unite(parent, i, i - W + 1);
+        const std::size_t plane_tiles = g.tile_id(plane, 0);
+        const T* img = image + g.plane_base(plane);
+        int* parent = f.parent + g.plane_base(plane);
+        const int p = on_row ? local_root(f, g, plane_tiles, x, y) : edge_root(f, g, plane_tiles, x, y, 0);
+        if (p < 0) continue;
+        // Whether the neighbour (qx, qy), whose local root is q (−1: background), joins (x, y).
+        auto joined = [&](int q, int qx, int qy) {
+            if constexpr (kEqual) return q >= 0 && img[qy * W + qx] == img[y * W + x];
+            else return q >= 0;
+        };
+        if (on_row) {
+            const int n = local_root(f, g, plane_tiles, x, y - 1);
+            const bool up = joined(n, x, y - 1);
+            if (up) unite(parent, p, n);
+            if (kConn == 8 && !up) {
+                if (x > 0) {
+                    const int nw = local_root(f, g, plane_tiles, x - 1, y - 1);
+                    if (joined(nw, x - 1, y - 1)) unite(parent, p, nw);
+                }
+                if (x + 1 < W) {
+                    const int ne = local_root(f, g, plane_tiles, x + 1, y - 1);
+                    if (joined(ne, x + 1, y - 1)) unite(parent, p, ne);
+                }
             }
-        } else {  // the column to the left lies in other tiles: W, and NW, SW (all of them)
-            if (joins<T, kEqual>(v, img[i - 1])) unite(parent, i, i - 1);
+        } else {
+            const int w = edge_root(f, g, plane_tiles, x - 1, y, 1);
+            if (joined(w, x - 1, y)) unite(parent, p, w);
             if (kConn == 8) {
-                if (y > 0 && joins<T, kEqual>(v, img[i - W - 1])) unite(parent, i, i - W - 1);
-                if (y + 1 < g.H && joins<T, kEqual>(v, img[i + W - 1])) unite(parent, i, i + W - 1);
+                if (y > 0) {
+                    const int nw = edge_root(f, g, plane_tiles, x - 1, y - 1, 1);
+                    if (joined(nw, x - 1, y - 1)) unite(parent, p, nw);
+                }
+                if (y + 1 < g.H) {
+                    const int sw = edge_root(f, g, plane_tiles, x - 1, y + 1, 1);
+                    if (joined(sw, x - 1, y + 1)) unite(parent, p, sw);
+                }
             }
         }
     }
@@ -315,7 +353,7 @@ seam_merge_kernel(const T* __restrict__ image, int* __restrict__ parent_all, Geo
 // ---- 3. resolve: local roots → global roots, one warp per tile ------------------------------------
 
 // Adds each local root's size (box) to its global root and points it there. Counts the global
-// roots into *num_roots when given (labelling). No unions happen any more, so concurrent
+// roots into *num_roots when given (labelling). No unions run any more, so concurrent
 // compression writes only ever store the final root.
 template <bool kStats>
 __global__ void __launch_bounds__(kFlatThreads)
@@ -324,15 +362,14 @@ resolve_roots_kernel(Forest f, Geometry g, unsigned long long* num_roots) {
     const int lane = int(threadIdx.x % 32);
     if (warp >= g.tiles()) return;  // whole warps leave together
     const int plane = int(warp / std::size_t(g.tiles_per_plane)), tile = int(warp % std::size_t(g.tiles_per_plane));
-    const int x0 = (tile % g.tiles_x) * kTile, y0 = (tile / g.tiles_x) * kTile;
+    const int x0 = g.tile_x0(tile), y0 = g.tile_y0(tile);
     const std::size_t base = g.plane_base(plane);
     int* parent = f.parent + base;
     int* size = f.size + base;
     const int n = f.root_count[warp];
     unsigned global_roots = 0;
     for (int k = lane; k < n; k += 32) {
-        const int li = f.roots[warp * kTilePixels + std::size_t(k)];
-        const int r = (y0 + li / kTile) * g.W + x0 + li % kTile;
+        const int r = g.node(x0, y0, f.roots[warp * kTilePixels + std::size_t(k)]);
         const int root = find_final_root(parent, r);
         if (root == r) {
             ++global_roots;
@@ -350,39 +387,61 @@ resolve_roots_kernel(Forest f, Geometry g, unsigned long long* num_roots) {
         }
     }
     if (num_roots) {
-        for (int offset = 16; offset > 0; offset /= 2) global_roots += __shfl_xor_sync(0xffffffffu, global_roots, offset);
+        for (int offset = 16; offset > 0; offset /= 2) global_roots += __shfl_xor_sync(kAll, global_roots, offset);
         if (lane == 0 && global_roots) atomicAdd(num_roots, (unsigned long long)global_roots);
     }
 }
 
-// ---- 4. remove ------------------------------------------------------------------------------------
+// ---- 4. remove, or write the labels: one tile per block ----------------------------------------------
 
-// Each thread takes kPixelsPerThread pixels and issues their dependent loads (map → parent →
-// root → size) side by side, so the four chains overlap.
-__global__ void __launch_bounds__(kFlatThreads)
-remove_small_kernel(std::uint8_t* __restrict__ maps, const int* __restrict__ parent_all,
-                    const int* __restrict__ size_all, Geometry g, long long min_size) {
-    const long long plane_pixels = (long long)g.W * g.H;
-    const long long first = (long long)blockIdx.x * (kFlatThreads * kPixelsPerThread) + threadIdx.x;
+// For each local root of the tile (its root list), by tile offset: decide(global root node).
+// Then every pixel reads the verdict of its local root from shared memory, so the scattered
+// parent/size lookups happen once per local root, not once per pixel.
+template <typename Verdict, typename Decide>
+__device__ __forceinline__ void tile_root_verdicts(const Forest& f, const Geometry& g, std::size_t base, std::size_t tile_id,
+                                                   int x0, int y0, Verdict* verdict, Decide decide) {
+    const int n = f.root_count[tile_id];
+    for (int j = int(threadIdx.y) * kTile + int(threadIdx.x); j < n; j += kTileThreads) {
+        const int offset = f.roots[tile_id * kTilePixels + std::size_t(j)];
+        verdict[offset] = decide(f.parent[base + std::size_t(g.node(x0, y0, offset))]);
+    }
+    __syncthreads();
+}
+
+__global__ void __launch_bounds__(kTileThreads)
+remove_small_kernel(std::uint8_t* __restrict__ maps, Forest f, Geometry g, long long min_size) {
+    __shared__ bool keep[kTilePixels];  // at local roots
+    const int tile = blockIdx.x, x0 = g.tile_x0(tile), y0 = g.tile_y0(tile), gx = x0 + int(threadIdx.x);
     for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
-        const std::size_t base = g.plane_base(plane);
-        std::uint8_t* map = maps + base;
-        const int* parent = parent_all + base;
-        const int* size = size_all + base;
-        bool on[kPixelsPerThread];
-        int node[kPixelsPerThread];
+        const std::size_t base = g.plane_base(plane), tile_id = g.tile_id(plane, tile);
+        tile_root_verdicts(f, g, base, tile_id, x0, y0, keep,
+                           [&](int root) { return f.size[base + std::size_t(root)] >= min_size; });
 #pragma unroll
-        for (int k = 0; k < kPixelsPerThread; ++k) {
-            const long long i = first + k * kFlatThreads;
-            on[k] = i < plane_pixels && map[i] != 0;
+        for (int k = 0; k < kTilePasses; ++k) {
+            const int ly = int(threadIdx.y) + k * kTileRowsPerPass;
+            const std::uint16_t o = f.local[tile_id * kTilePixels + std::size_t(ly * kTile + int(threadIdx.x))];
+            if (o != kNone && !keep[o]) maps[base + std::size_t((y0 + ly) * g.W + gx)] = 0;
         }
+        __syncthreads();  // the next plane reuses keep
+    }
+}
+
+// `number_all` holds each global root's number (number_roots_kernel).
+__global__ void __launch_bounds__(kTileThreads)
+write_labels_kernel(Forest f, Geometry g, const int* __restrict__ number_all, std::int32_t* __restrict__ labels) {
+    __shared__ int number[kTilePixels];  // at local roots
+    const int tile = blockIdx.x, x0 = g.tile_x0(tile), y0 = g.tile_y0(tile), gx = x0 + int(threadIdx.x);
+    for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
+        const std::size_t base = g.plane_base(plane), tile_id = g.tile_id(plane, tile);
+        tile_root_verdicts(f, g, base, tile_id, x0, y0, number,
+                           [&](int root) { return number_all[base + std::size_t(root)]; });
 #pragma unroll
-        for (int k = 0; k < kPixelsPerThread; ++k) node[k] = on[k] ? parent[first + k * kFlatThreads] : 0;
-#pragma unroll
-        for (int k = 0; k < kPixelsPerThread; ++k) node[k] = on[k] ? parent[node[k]] : 0;  // pixel → local root → root
-#pragma unroll
-        for (int k = 0; k < kPixelsPerThread; ++k)
-            if (on[k] && size[node[k]] < min_size) map[first + k * kFlatThreads] = 0;
+        for (int k = 0; k < kTilePasses; ++k) {
+            const int ly = int(threadIdx.y) + k * kTileRowsPerPass, gy = y0 + ly;
+            const std::uint16_t o = f.local[tile_id * kTilePixels + std::size_t(ly * kTile + int(threadIdx.x))];
+            if (gx < g.W && gy < g.H) labels[base + std::size_t(gy * g.W + gx)] = o == kNone ? 0 : number[o];
+        }
+        __syncthreads();
     }
 }
 
@@ -395,12 +454,10 @@ collect_roots_kernel(Forest f, Geometry g, unsigned long long* keys, unsigned lo
     const int lane = int(threadIdx.x % 32);
     if (warp >= g.tiles()) return;
     const int plane = int(warp / std::size_t(g.tiles_per_plane)), tile = int(warp % std::size_t(g.tiles_per_plane));
-    const int x0 = (tile % g.tiles_x) * kTile, y0 = (tile / g.tiles_x) * kTile;
     const int* parent = f.parent + g.plane_base(plane);
     const int n = f.root_count[warp];
     for (int k = lane; k < n; k += 32) {
-        const int li = f.roots[warp * kTilePixels + std::size_t(k)];
-        const int r = (y0 + li / kTile) * g.W + x0 + li % kTile;
+        const int r = g.node(g.tile_x0(tile), g.tile_y0(tile), f.roots[warp * kTilePixels + std::size_t(k)]);
         if (parent[r] == r) keys[atomicAdd(next, 1ull)] = (unsigned long long)plane << 32 | unsigned(r);
     }
 }
@@ -433,24 +490,6 @@ number_roots_kernel(const unsigned long long* __restrict__ keys, long long n, co
     f.size[at] = int(i - first[plane]) + 1;
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kFlatThreads)
-write_labels_kernel(const T* __restrict__ image, const int* __restrict__ parent_all, const int* __restrict__ number_all,
-                    std::int32_t* __restrict__ labels, Geometry g) {
-    const long long plane_pixels = (long long)g.W * g.H;
-    const long long first = (long long)blockIdx.x * (kFlatThreads * kPixelsPerThread) + threadIdx.x;
-    for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
-        const std::size_t base = g.plane_base(plane);
-        const int* parent = parent_all + base;
-#pragma unroll
-        for (int k = 0; k < kPixelsPerThread; ++k) {
-            const long long i = first + k * kFlatThreads;
-            if (i >= plane_pixels) continue;
-            labels[base + i] = image[base + i] == T(0) ? 0 : number_all[base + parent[parent[i]]];
-        }
-    }
-}
-
 // ---- Host side ------------------------------------------------------------------------------------
 
 // The stream-ordered pool returns memory to the driver at every synchronisation once it holds
@@ -459,21 +498,26 @@ write_labels_kernel(const T* __restrict__ image, const int* __restrict__ parent_
 void keep_pool_memory(const Context& ctx, std::size_t bytes) {
     cudaMemPool_t pool = nullptr;
     CUBEKIT_CUDA_CHECK(cudaDeviceGetMemPool(&pool, ctx.device()));
-    std::uint64_t threshold = 0;
+    std::uint64_t threshold = 0, used = 0;
     CUBEKIT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-    if (threshold >= bytes) return;
-    threshold = bytes;
+    CUBEKIT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    if (threshold >= used + bytes) return;
+    threshold = used + bytes;  // what others hold now, plus our scratch
     CUBEKIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
-// Owns the union-find scratch of one call (freed stream-ordered when it goes out of scope).
+// Owns the labelling scratch of one call (freed stream-ordered when it goes out of scope).
+// Memory: 8 bytes per pixel for parent and size (touched only at local roots), 4 per tile pixel
+// for local and the root lists, + 16 per pixel for boxes when labelling.
 struct ForestBuffers {
-    DeviceBuffer parent, size, box, root_count, roots;
+    DeviceBuffer local, edge_cols, parent, size, box, root_count, roots;
     ForestBuffers(const Context& ctx, const Geometry& g, bool stats, std::size_t other_bytes) {
         const std::size_t n = g.pixels(), tiles = g.tiles();
         const std::size_t bytes = n * (2 * sizeof(int) + (stats ? sizeof(int4) : 0)) +
-                                  tiles * (sizeof(int) + kTilePixels * sizeof(std::uint16_t));
+                                  tiles * (sizeof(int) + (2 * kTilePixels + 2 * kTile) * sizeof(std::uint16_t));
         keep_pool_memory(ctx, bytes + other_bytes);
+        local = DeviceBuffer(ctx, tiles * kTilePixels * sizeof(std::uint16_t));
+        edge_cols = DeviceBuffer(ctx, tiles * 2 * kTile * sizeof(std::uint16_t));
         parent = DeviceBuffer(ctx, n * sizeof(int));
         size = DeviceBuffer(ctx, n * sizeof(int));
         if (stats) box = DeviceBuffer(ctx, n * sizeof(int4));
@@ -481,26 +525,28 @@ struct ForestBuffers {
         roots = DeviceBuffer(ctx, tiles * kTilePixels * sizeof(std::uint16_t));
     }
     Forest forest() {
-        return Forest{static_cast<int*>(parent.data()), static_cast<int*>(size.data()), static_cast<int4*>(box.data()),
+        return Forest{static_cast<std::uint16_t*>(local.data()), static_cast<std::uint16_t*>(edge_cols.data()),
+                      static_cast<int*>(parent.data()), static_cast<int*>(size.data()), static_cast<int4*>(box.data()),
                       static_cast<int*>(root_count.data()), static_cast<std::uint16_t*>(roots.data())};
     }
 };
 
 dim3 plane_grid(long long x_blocks, int planes) { return dim3(unsigned(x_blocks), unsigned(std::min(planes, kMaxGridY))); }
+dim3 tile_grid(const Geometry& g) { return plane_grid(g.tiles_per_plane, g.planes); }
 
 // Passes 1–3. num_roots (labelling) receives the number of components over all planes.
 template <typename T, int kConn, bool kEqual, bool kStats>
 void build_forest(const Context& ctx, const T* image, Forest f, const Geometry& g, unsigned long long* num_roots) {
     const cudaStream_t stream = stream_of(ctx);
     {
-        const dim3 block(kTile, kTileRowsPerPass), grid = plane_grid(g.tiles_per_plane, g.planes);
+        const dim3 block(kTile, kTileRowsPerPass), grid = tile_grid(g);
         local_label_kernel<T, kConn, kEqual, kStats><<<grid, block, 0, stream>>>(image, f, g);
         CUBEKIT_CHECK_LAUNCH(ctx, "local_label_kernel", grid, block);
     }
     const long long seam_pixels = (long long)(g.tiles_y - 1) * g.W + (long long)(g.tiles_x - 1) * g.H;
     if (seam_pixels > 0) {
         const dim3 block(kFlatThreads), grid = plane_grid(div_up(seam_pixels, kFlatThreads), g.planes);
-        seam_merge_kernel<T, kConn, kEqual><<<grid, block, 0, stream>>>(image, f.parent, g);
+        seam_merge_kernel<T, kConn, kEqual><<<grid, block, 0, stream>>>(image, f, g);
         CUBEKIT_CHECK_LAUNCH(ctx, "seam_merge_kernel", grid, block);
     }
     {
@@ -510,17 +556,13 @@ void build_forest(const Context& ctx, const T* image, Forest f, const Geometry& 
     }
 }
 
-dim3 pixel_grid(const Geometry& g) {
-    return plane_grid(div_up((long long)g.W * g.H, kFlatThreads * kPixelsPerThread), g.planes);
-}
-
 template <int kConn>
 void remove_small(const Context& ctx, std::uint8_t* maps, const Geometry& g, std::int64_t min_size) {
     ForestBuffers buffers(ctx, g, false, 0);
     const Forest f = buffers.forest();
     build_forest<std::uint8_t, kConn, false, false>(ctx, maps, f, g, nullptr);
-    const dim3 block(kFlatThreads), grid = pixel_grid(g);
-    remove_small_kernel<<<grid, block, 0, stream_of(ctx)>>>(maps, f.parent, f.size, g, (long long)min_size);
+    const dim3 block(kTile, kTileRowsPerPass), grid = tile_grid(g);
+    remove_small_kernel<<<grid, block, 0, stream_of(ctx)>>>(maps, f, g, (long long)min_size);
     CUBEKIT_CHECK_LAUNCH(ctx, "remove_small_kernel", grid, block);
 }
 
@@ -579,9 +621,8 @@ Components label_typed(const Context& ctx, const Cube& image) {
     }
     DeviceBuffer d_labels(ctx, n_pixels * sizeof(std::int32_t));
     {
-        const dim3 block(kFlatThreads), grid = pixel_grid(g);
-        write_labels_kernel<T><<<grid, block, 0, stream>>>(d_img, f.parent, f.size,
-                                                           static_cast<std::int32_t*>(d_labels.data()), g);
+        const dim3 block(kTile, kTileRowsPerPass), grid = tile_grid(g);
+        write_labels_kernel<<<grid, block, 0, stream>>>(f, g, f.size, static_cast<std::int32_t*>(d_labels.data()));
         CUBEKIT_CHECK_LAUNCH(ctx, "write_labels_kernel", grid, block);
     }
     out.labels = Cube(g.W, g.H, g.planes, DType::I32, Layout::BSQ);
