@@ -29,11 +29,6 @@ namespace {
 
 using testing::cpu_context;
 
-#define REQUIRE_GPU()                                                                      \
-    const Context* gpu_ptr = testing::cuda_context();                                       \
-    if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)"; \
-    const Context& gpu = *gpu_ptr
-
 constexpr double kNearRel = 1e-5;
 constexpr double kThresholdRel = 1e-12;
 

@@ -19,11 +19,6 @@ namespace {
 using testing::cpu_context;
 using testing::cubes_identical;
 
-#define REQUIRE_GPU()                                                                      \
-    const Context* gpu_ptr = testing::cuda_context();                                       \
-    if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)"; \
-    const Context& gpu = *gpu_ptr
-
 constexpr EdgeFusion kAllFusions[] = {EdgeFusion::None,          EdgeFusion::BandMean,    EdgeFusion::PcaMean,
                                       EdgeFusion::EdgeVote,      EdgeFusion::BinaryVote,  EdgeFusion::ThresholdMean,
                                       EdgeFusion::PcaEdgeVote,   EdgeFusion::PcaBinaryVote};

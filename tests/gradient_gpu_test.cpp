@@ -28,11 +28,6 @@ using testing::cubes_identical;
 constexpr double kSpatialF64RelTol = 1e-12;
 constexpr double kSpatialF32RelTol = 1e-5;
 
-#define REQUIRE_GPU()                                                                         \
-    const Context* gpu_ptr = testing::cuda_context();                                          \
-    if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)";    \
-    const Context& gpu = *gpu_ptr
-
 // GPU result through rcmg_into with the output poisoned (0xFF bytes: NaN for floats), so an
 // unwritten pixel shows.
 Cube gpu_rcmg(const Context& gpu, const Cube& cube, const RcmgOptions& options) {
@@ -156,24 +151,10 @@ TEST(RcmgGpu, HostApiUsesTheDevice) {
 // Every hyperspectral cube of the shared data, plus the embedded scene.
 TEST(RcmgGpu, RealScenesMatchCpuBitForBit) {
     REQUIRE_GPU();
-    struct Scene { std::string path; std::string var; };
-    const std::vector<Scene> scenes = {
-        {"envi/samson/samson_1.img", ""},          {"envi/jasper_ridge/jasperRidge2_R198.img", ""},
-        {"target_detection/Sandiego.mat", "data"}, {"target_detection/HYDICE.mat", "data"},
-        {"anomaly_abu/abu-airport-1.mat", "data"}, {"anomaly_abu/abu-airport-2.mat", "data"},
-        {"anomaly_abu/abu-airport-3.mat", "data"}, {"anomaly_abu/abu-airport-4.mat", "data"},
-        {"anomaly_abu/abu-beach-1.mat", "data"},   {"anomaly_abu/abu-beach-2.mat", "data"},
-        {"anomaly_abu/abu-beach-3.mat", "data"},   {"anomaly_abu/hydice.mat", "data"},
-        {"anomaly_abu/sandiego.mat", "data"}};
-    std::vector<std::filesystem::path> found = {testing::source_path("data/samson/samson_1.img")};
-    std::vector<std::string> vars = {""}, missing;
-    for (const Scene& s : scenes) {
-        if (auto p = testing::shared_data_path(s.path)) found.push_back(*p), vars.push_back(s.var);
-        else missing.push_back(s.path);
-    }
-    for (std::size_t i = 0; i < found.size(); ++i) {
-        SCOPED_TRACE(found[i].string());
-        const Cube scene = read_cube(found[i], {.var = vars[i]});
+    const auto scenes = testing::hyperspectral_scenes();
+    for (const testing::SceneFile& scene_file : scenes) {
+        SCOPED_TRACE(scene_file.path.string());
+        const Cube scene = read_cube(scene_file.path, {.var = scene_file.var});
         for (int c : {4, 8})
             for (Precision p : {Precision::F64, Precision::F32}) {
                 const RcmgOptions o{.connectivity = c, .precision = p};
@@ -186,8 +167,7 @@ TEST(RcmgGpu, RealScenesMatchCpuBitForBit) {
                 }
             }
     }
-    RecordProperty("scenes_compared", int(found.size()));
-    if (!missing.empty()) std::cerr << "note: " << missing.size() << " shared scenes absent (see shared/data/README.md)\n";
+    RecordProperty("scenes_compared", int(scenes.size()));
 }
 
 TEST(RcmgGpu, CudaBackendNeverFallsBack) {

@@ -30,11 +30,6 @@ using testing::cubes_identical;
 
 constexpr double kInertiaRelTol = 1e-9;
 
-#define REQUIRE_GPU()                                                                         \
-    const Context* gpu_ptr = testing::cuda_context();                                          \
-    if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)";    \
-    const Context& gpu = *gpu_ptr
-
 using kmeans_test::data_range;
 using kmeans_test::kTypes;
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <string>
@@ -30,10 +31,21 @@ using testing::cpu_context;
 using testing::cubes_identical;
 using testing::test_seed;
 
-#define REQUIRE_GPU()                                                                         \
-    const Context* gpu_ptr = testing::cuda_context();                                          \
-    if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)";    \
-    const Context& gpu = *gpu_ptr
+// Under compute-sanitizer (scripts/gpu-check runs memcheck, initcheck and racecheck on these
+// tests, racecheck at ~100x the time) the same kernels and shapes run on fewer and smaller
+// inputs; the full set runs in the plain GPU test run. CUBEKIT_TEST_QUICK=1 asks for it too.
+bool sanitized() {
+    static const bool quick = std::getenv("NV_SANITIZER_INJECTION_PORT_BASE") != nullptr ||
+                              std::getenv("NV_SANITIZER_INJECTION_TRANSPORT_TYPE") != nullptr ||
+                              std::getenv("CUBEKIT_TEST_QUICK") != nullptr;
+    return quick;
+}
+// The first `quick` items under sanitizers, else all.
+template <typename T>
+std::vector<T> pick(std::vector<T> all, std::size_t quick) {
+    if (sanitized() && all.size() > quick) all.resize(quick);
+    return all;
+}
 
 // ---- Inputs ---------------------------------------------------------------------------------------
 
@@ -178,10 +190,11 @@ std::string shape_name(const Shape& s) { return std::to_string(s.w) + "x" + std:
 
 TEST(LabelsGpu, RandomBinaryMatchesCpu) {
     REQUIRE_GPU();
-    const Shape shapes[] = {{1, 1, 1},   {1, 100, 3}, {100, 1, 3}, {2, 2, 2},   {31, 31, 2},   {32, 32, 2},
-                            {33, 33, 2}, {63, 65, 3}, {64, 64, 1}, {97, 61, 5}, {257, 129, 2}, {300, 200, 2}};
+    const std::vector<Shape> shapes = pick<Shape>({{1, 1, 1},   {1, 100, 3}, {100, 1, 3}, {2, 2, 2},   {33, 33, 2},
+                                                   {63, 65, 3}, {31, 31, 2}, {32, 32, 2}, {64, 64, 1}, {97, 61, 5},
+                                                   {257, 129, 2}, {300, 200, 2}}, 5);
     for (const Shape& s : shapes)
-        for (double d : {0.05, 0.2, 0.4, 0.5, 0.59, 0.7, 0.95}) {
+        for (double d : pick<double>({0.59, 0.05, 0.95, 0.2, 0.4, 0.5, 0.7}, 2)) {
             const std::uint64_t seed = test_seed();
             SCOPED_TRACE(shape_name(s) + " density " + std::to_string(d) + " seed " + std::to_string(seed));
             const Cube mask = random_binary(s.w, s.h, s.b, d, seed);
@@ -192,7 +205,7 @@ TEST(LabelsGpu, RandomBinaryMatchesCpu) {
 TEST(LabelsGpu, LabelImagesMatchCpu) {
     REQUIRE_GPU();
     for (DType t : {DType::U8, DType::U16, DType::I16, DType::U32, DType::I32})
-        for (const Shape& s : {Shape{1, 1, 1}, Shape{45, 1, 2}, Shape{1, 45, 2}, Shape{33, 31, 3}, Shape{130, 70, 2}, Shape{500, 300, 1}}) {
+        for (const Shape& s : pick<Shape>({{1, 1, 1}, {33, 31, 3}, {45, 1, 2}, {1, 45, 2}, {130, 70, 2}, {500, 300, 1}}, 2)) {
             const std::uint64_t seed = test_seed();
             const Cube image = random_label_image(s.w, s.h, s.b, t, seed);
             for (int c : {4, 8}) {
@@ -210,7 +223,8 @@ TEST(LabelsGpu, LabelImagesMatchCpu) {
 
 TEST(LabelsGpu, ManyPlanes) {
     REQUIRE_GPU();
-    for (const Shape& s : {Shape{37, 29, 300}, Shape{3, 2, 70000}}) {  // the second: more planes than grid.y
+    // The second has more planes than a grid's y dimension (the kernels loop over the rest).
+    for (const Shape& s : sanitized() ? std::vector<Shape>{{37, 29, 40}} : std::vector<Shape>{{37, 29, 300}, {3, 2, 70000}}) {
         const std::uint64_t seed = test_seed();
         SCOPED_TRACE(shape_name(s) + " seed " + std::to_string(seed));
         const Cube mask = random_binary(s.w, s.h, s.b, 0.45, seed);
@@ -220,27 +234,30 @@ TEST(LabelsGpu, ManyPlanes) {
 
 TEST(LabelsGpu, LargePlane2048) {
     REQUIRE_GPU();
-    for (double d : {0.41, 0.59}) {  // near the 8- and 4-connected percolation thresholds: huge, ragged components
+    const int n = sanitized() ? 600 : 2048;
+    for (double d : pick<double>({0.59, 0.41}, 1)) {  // near the 4- and 8-connected percolation thresholds
         const std::uint64_t seed = test_seed();
-        SCOPED_TRACE("2048x2048 density " + std::to_string(d) + " seed " + std::to_string(seed));
-        const Cube mask = random_binary(2048, 2048, 1, d, seed);
+        SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(n) + " density " + std::to_string(d) + " seed " + std::to_string(seed));
+        const Cube mask = random_binary(n, n, 1, d, seed);
         for (int c : {4, 8}) expect_backends_agree(gpu, mask, c, {3, 100000});
     }
 }
 
 TEST(LabelsGpu, WorstCaseShapes) {
     REQUIRE_GPU();
-    Cube ones(1024, 1024, 1, DType::U8);
+    const int n = sanitized() ? 160 : 1024;
+    Cube ones(n, n, 1, DType::U8);
     std::fill(ones.data<std::uint8_t>(), ones.data<std::uint8_t>() + ones.num_elements(), std::uint8_t(1));
     const std::vector<std::pair<std::string, Cube>> cases = [&] {
         std::vector<std::pair<std::string, Cube>> v;
-        v.emplace_back("all ones 1024x1024", ones.clone());
-        v.emplace_back("checkerboard 1001x999", checkerboard(1001, 999));
-        v.emplace_back("serpentine 1024x1023", serpentine(1024, 1023));
+        v.emplace_back("all ones", ones.clone());
+        v.emplace_back("checkerboard", checkerboard(n - 23, n - 25));
+        v.emplace_back("serpentine", serpentine(n, n - 1));
         v.emplace_back("serpentine 1x777", serpentine(1, 777));
         v.emplace_back("serpentine 777x1", serpentine(777, 1));
-        v.emplace_back("spiral 511", spiral(511));
+        v.emplace_back("spiral", spiral(n / 2 - 1));
         v.emplace_back("spiral 64", spiral(64));
+        v.emplace_back("all zero (no components)", Cube(70, 40, 3, DType::U8));
         return v;
     }();
     for (const auto& [name, mask] : cases) {
@@ -253,7 +270,7 @@ TEST(LabelsGpu, EdgeLikeStrokesMatchCpu) {
     REQUIRE_GPU();
     const std::uint64_t seed = test_seed();
     SCOPED_TRACE("seed " + std::to_string(seed));
-    const Cube maps = stroke_maps(1096, 715, 6, seed);
+    const Cube maps = stroke_maps(1096, 715, sanitized() ? 1 : 6, seed);
     for (int c : {4, 8}) expect_backends_agree(gpu, maps, c, {3, 10, 50});
 }
 
@@ -283,24 +300,10 @@ TEST(LabelsGpu, RepeatedCallsIgnoreStaleScratch) {
 // Masks from real scenes: a few bands of every shared scene thresholded at their median.
 TEST(LabelsGpu, RealSceneMasksMatchCpu) {
     REQUIRE_GPU();
-    struct Scene { std::string path; std::string var; };
-    const std::vector<Scene> scenes = {
-        {"envi/samson/samson_1.img", ""},          {"envi/jasper_ridge/jasperRidge2_R198.img", ""},
-        {"target_detection/Sandiego.mat", "data"}, {"target_detection/HYDICE.mat", "data"},
-        {"anomaly_abu/abu-airport-1.mat", "data"}, {"anomaly_abu/abu-airport-2.mat", "data"},
-        {"anomaly_abu/abu-airport-3.mat", "data"}, {"anomaly_abu/abu-airport-4.mat", "data"},
-        {"anomaly_abu/abu-beach-1.mat", "data"},   {"anomaly_abu/abu-beach-2.mat", "data"},
-        {"anomaly_abu/abu-beach-3.mat", "data"},   {"anomaly_abu/hydice.mat", "data"},
-        {"anomaly_abu/sandiego.mat", "data"}};
-    std::vector<std::filesystem::path> found = {testing::source_path("data/samson/samson_1.img")};
-    std::vector<std::string> vars = {""}, missing;
-    for (const Scene& s : scenes) {
-        if (auto p = testing::shared_data_path(s.path)) found.push_back(*p), vars.push_back(s.var);
-        else missing.push_back(s.path);
-    }
-    for (std::size_t i = 0; i < found.size(); ++i) {
-        SCOPED_TRACE(found[i].string());
-        const Cube scene = read_cube(found[i], {.var = vars[i]});
+    const auto scenes = testing::hyperspectral_scenes();
+    for (const testing::SceneFile& s : scenes) {
+        SCOPED_TRACE(s.path.string());
+        const Cube scene = read_cube(s.path, {.var = s.var});
         const int B = scene.bands();
         std::vector<int> bands = {0, B / 3, B / 2, B - 1};
         bands.erase(std::unique(bands.begin(), bands.end()), bands.end());
@@ -318,8 +321,7 @@ TEST(LabelsGpu, RealSceneMasksMatchCpu) {
         }
         for (int c : {4, 8}) expect_backends_agree(gpu, mask, c, {3, 10, 50});
     }
-    RecordProperty("scenes_compared", int(found.size()));
-    if (!missing.empty()) std::cerr << "note: " << missing.size() << " shared scenes absent (see shared/data/README.md)\n";
+    RecordProperty("scenes_compared", int(scenes.size()));
 }
 
 TEST(LabelsGpu, BadInputs) {
@@ -342,9 +344,10 @@ TEST(LabelsGpu, BadInputs) {
 TEST(LabelsGpu, PaviaSizedRemovalTime) {
     REQUIRE_GPU();
     const Cube one = stroke_maps(1096, 715, 4, 12345);
-    Cube maps(1096, 715, 102, DType::U8);
+    const int bands = sanitized() ? 4 : 102;
+    Cube maps(1096, 715, bands, DType::U8);
     const std::size_t plane = one.num_elements() / 4;
-    for (int b = 0; b < 102; ++b)
+    for (int b = 0; b < bands; ++b)
         std::copy_n(one.data<std::uint8_t>() + std::size_t(b % 4) * plane, plane, maps.data<std::uint8_t>() + std::size_t(b) * plane);
     const double density = double(std::count(maps.data<std::uint8_t>(), maps.data<std::uint8_t>() + maps.num_elements(), 1)) /
                            double(maps.num_elements());
@@ -352,10 +355,10 @@ TEST(LabelsGpu, PaviaSizedRemovalTime) {
     DeviceBuffer work(gpu, maps.num_bytes());
     d.upload(gpu, maps.bytes(), maps.num_bytes());
     double best_ms = 1e30;
-    for (int rep = 0; rep < 6; ++rep) {
+    for (int rep = 0; rep < (sanitized() ? 2 : 6); ++rep) {
         work.upload(gpu, maps.bytes(), maps.num_bytes());  // fresh maps each time (waits)
         const auto t0 = std::chrono::steady_clock::now();
-        detail::remove_small_components_device(gpu, static_cast<std::uint8_t*>(work.data()), 1096, 715, 102, 10, 8);
+        detail::remove_small_components_device(gpu, static_cast<std::uint8_t*>(work.data()), 1096, 715, bands, 10, 8);
         gpu.synchronize();
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (rep > 0) best_ms = std::min(best_ms, ms);  // the first call warms the pool up
@@ -363,7 +366,7 @@ TEST(LabelsGpu, PaviaSizedRemovalTime) {
     Cube out = maps.clone();
     work.download(gpu, out.bytes(), out.num_bytes());
     EXPECT_TRUE(cubes_identical(cpu_internal_removal(maps, 10, 8), out));
-    std::cout << "remove_small_components_device, 102x1096x715, " << std::lround(100 * density)
+    std::cout << "remove_small_components_device, " << bands << "x1096x715, " << std::lround(100 * density)
               << "% foreground, L=10, 8-conn: " << best_ms << " ms (host wall clock incl. launch)\n";
     RecordProperty("removal_ms", std::to_string(best_ms));
 }

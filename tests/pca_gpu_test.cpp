@@ -30,11 +30,6 @@ using pca_test::models_identical;
 using testing::cpu_context;
 using testing::cubes_identical;
 
-#define REQUIRE_GPU()                                                                         \
-    const Context* gpu_ptr = testing::cuda_context();                                          \
-    if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)";    \
-    const Context& gpu = *gpu_ptr
-
 // The device-resident path the edge detector uses: upload BSQ, pca_fit_device, and the scores
 // through pca_transform_device into an output poisoned with 0xFF bytes (so an unwritten sample shows).
 PcaResult gpu_device_path(const Context& gpu, const Cube& cube, int components) {
@@ -147,27 +142,12 @@ TEST(PcaGpu, BadArguments) {
 // Every hyperspectral cube of the shared data, plus the embedded scene.
 TEST(PcaGpu, RealScenesMatchCpuBitForBit) {
     REQUIRE_GPU();
-    struct Scene { std::string path; std::string var; };
-    const std::vector<Scene> scenes = {
-        {"envi/samson/samson_1.img", ""},          {"envi/jasper_ridge/jasperRidge2_R198.img", ""},
-        {"target_detection/Sandiego.mat", "data"}, {"target_detection/HYDICE.mat", "data"},
-        {"anomaly_abu/abu-airport-1.mat", "data"}, {"anomaly_abu/abu-airport-2.mat", "data"},
-        {"anomaly_abu/abu-airport-3.mat", "data"}, {"anomaly_abu/abu-airport-4.mat", "data"},
-        {"anomaly_abu/abu-beach-1.mat", "data"},   {"anomaly_abu/abu-beach-2.mat", "data"},
-        {"anomaly_abu/abu-beach-3.mat", "data"},   {"anomaly_abu/hydice.mat", "data"},
-        {"anomaly_abu/sandiego.mat", "data"}};
-    std::vector<std::filesystem::path> found = {testing::source_path("data/samson/samson_1.img")};
-    std::vector<std::string> vars = {""}, missing;
-    for (const Scene& s : scenes) {
-        if (auto p = testing::shared_data_path(s.path)) found.push_back(*p), vars.push_back(s.var);
-        else missing.push_back(s.path);
+    const auto scenes = testing::hyperspectral_scenes();
+    for (const testing::SceneFile& s : scenes) {
+        const Cube scene = read_cube(s.path, {.var = s.var});
+        expect_identical(gpu, scene, std::min(scene.bands(), 10), s.path.string());
     }
-    for (std::size_t i = 0; i < found.size(); ++i) {
-        const Cube scene = read_cube(found[i], {.var = vars[i]});
-        expect_identical(gpu, scene, std::min(scene.bands(), 10), found[i].string());
-    }
-    RecordProperty("scenes_compared", int(found.size()));
-    if (!missing.empty()) std::cerr << "note: " << missing.size() << " shared scenes absent (see shared/data/README.md)\n";
+    RecordProperty("scenes_compared", int(scenes.size()));
 }
 
 // Pavia Centre's size (1096×715×102 u8): identical to the CPU, and the device times (informative;

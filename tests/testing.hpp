@@ -11,6 +11,12 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 
+/// First line of a GPU test: `gpu` is the CUDA context; without a device the test skips, saying so.
+#define REQUIRE_GPU()                                                                      \
+    const ::cubekit::Context* gpu_ptr = ::cubekit::testing::cuda_context();                 \
+    if (!gpu_ptr) GTEST_SKIP() << "no CUDA device (this test runs in scripts/gpu-check)"; \
+    const ::cubekit::Context& gpu = *gpu_ptr
+
 namespace cubekit::testing {
 
 /// A fresh seed per call (printed by the caller's SCOPED_TRACE); CUBEKIT_TEST_SEED=N replays N.
