@@ -17,13 +17,22 @@
 #include "cubekit/error.hpp"
 #include "linalg/pca_internal.hpp"
 
-// LAPACK (Fortran ABI): all eigenvalues and eigenvectors of a symmetric matrix by MRRR. The
-// trailing arguments are gfortran's hidden lengths of the three CHARACTER arguments.
-extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a,
-                        const int* lda, const double* vl, const double* vu, const int* il, const int* iu,
-                        const double* abstol, int* m, double* w, double* z, const int* ldz, int* isuppz,
-                        double* work, const int* lwork, int* iwork, const int* liwork, int* info,
-                        std::size_t jobz_len, std::size_t range_len, std::size_t uplo_len);
+// LAPACK (Fortran ABI; the trailing arguments are gfortran's hidden lengths of the CHARACTER
+// arguments): tridiagonal reduction, all eigenvalues of the tridiagonal, a few of its eigenvectors
+// by MRRR, and their back-transformation. Only the k vectors the model keeps are computed: the back-
+// transformation of all B vectors would cost more than the reduction itself.
+extern "C" {
+void dsytrd_(const char* uplo, const int* n, double* a, const int* lda, double* d, double* e, double* tau, double* work,
+             const int* lwork, int* info, std::size_t uplo_len);
+void dsterf_(const int* n, double* d, double* e, int* info);
+void dstemr_(const char* jobz, const char* range, const int* n, double* d, double* e, const double* vl, const double* vu,
+             const int* il, const int* iu, int* m, double* w, double* z, const int* ldz, const int* nzc, int* isuppz,
+             int* tryrac, double* work, const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len,
+             std::size_t range_len);
+void dormtr_(const char* side, const char* uplo, const char* trans, const int* m, const int* n, const double* a,
+             const int* lda, const double* tau, double* c, const int* ldc, double* work, const int* lwork, int* info,
+             std::size_t side_len, std::size_t uplo_len, std::size_t trans_len);
+}
 
 namespace cubekit {
 namespace detail {
@@ -87,27 +96,54 @@ int ceil_log2(double v) {
     return f == 0.5 ? E - 1 : E;
 }
 
-// All eigenvalues (ascending) and eigenvectors (columns of `vectors`) of the symmetric n×n `a`.
-void symmetric_eigen(int n, std::vector<double> a, std::vector<double>& values, std::vector<double>& vectors) {
-    values.assign(std::size_t(n), 0.0);
-    vectors.assign(std::size_t(n) * std::size_t(n), 0.0);
-    std::vector<int> support(2 * std::size_t(n));
-    const double vl = 0, vu = 0, abstol = 0;  // abstol 0: LAPACK's default (full accuracy)
-    const int il = 1, iu = n;
-    int found = 0, info = 0, lwork = -1, liwork = -1, iwork_size = 0;
-    double work_size = 0;
-    dsyevr_("V", "A", "U", &n, a.data(), &n, &vl, &vu, &il, &iu, &abstol, &found, values.data(), vectors.data(), &n,
-            support.data(), &work_size, &lwork, &iwork_size, &liwork, &info, 1, 1, 1);
-    if (info != 0) throw InvalidInput("pca: LAPACK dsyevr workspace query failed (info = " + std::to_string(info) + ")");
-    lwork = int(work_size);
-    liwork = iwork_size;
-    std::vector<double> work(std::size_t(std::max(lwork, 1)));
-    std::vector<int> iwork(std::size_t(std::max(liwork, 1)));
-    dsyevr_("V", "A", "U", &n, a.data(), &n, &vl, &vu, &il, &iu, &abstol, &found, values.data(), vectors.data(), &n,
-            support.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1, 1);
-    if (info != 0 || found != n)
-        throw InvalidInput("pca: LAPACK dsyevr failed on the " + std::to_string(n) + "x" + std::to_string(n) +
-                           " covariance (info = " + std::to_string(info) + ")");
+// All eigenvalues of the symmetric n×n `a` (ascending) and the eigenvectors of the k largest
+// (columns of `vectors`, n×k, in ascending order of their eigenvalues).
+void symmetric_eigen(int n, int k, std::vector<double> a, std::vector<double>& values, std::vector<double>& vectors) {
+    auto fail = [n](const char* routine, int info) {
+        throw InvalidInput(std::string("pca: LAPACK ") + routine + " failed on the " + std::to_string(n) + "x" +
+                           std::to_string(n) + " covariance (info = " + std::to_string(info) + ")");
+    };
+    const std::size_t nn = std::size_t(n);
+    std::vector<double> d(nn), e(nn), tau(std::max<std::size_t>(nn, 1));
+    int info = 0, lwork = -1;
+    double query = 0;
+    dsytrd_("U", &n, a.data(), &n, d.data(), e.data(), tau.data(), &query, &lwork, &info, 1);
+    if (info != 0) fail("dsytrd", info);
+    std::vector<double> work(std::size_t(std::max(1, int(query))));
+    lwork = int(work.size());
+    dsytrd_("U", &n, a.data(), &n, d.data(), e.data(), tau.data(), work.data(), &lwork, &info, 1);
+    if (info != 0) fail("dsytrd", info);
+
+    values = d;  // dsterf overwrites its copies of the tridiagonal with the eigenvalues
+    std::vector<double> e_values = e;
+    dsterf_(&n, values.data(), e_values.data(), &info);
+    if (info != 0) fail("dsterf", info);
+
+    const int il = n - k + 1, iu = n, nzc = k;
+    const double vl = 0, vu = 0;
+    int found = 0, tryrac = 1, liwork = -1, iwork_query = 0;
+    std::vector<double> w(nn);
+    vectors.assign(nn * std::size_t(k), 0.0);
+    std::vector<int> support(2 * std::size_t(std::max(k, 1)));
+    lwork = -1;
+    dstemr_("V", "I", &n, d.data(), e.data(), &vl, &vu, &il, &iu, &found, w.data(), vectors.data(), &n, &nzc,
+            support.data(), &tryrac, &query, &lwork, &iwork_query, &liwork, &info, 1, 1);
+    if (info != 0) fail("dstemr", info);
+    work.assign(std::size_t(std::max(1, int(query))), 0.0);
+    std::vector<int> iwork(std::size_t(std::max(1, iwork_query)));
+    lwork = int(work.size());
+    liwork = int(iwork.size());
+    dstemr_("V", "I", &n, d.data(), e.data(), &vl, &vu, &il, &iu, &found, w.data(), vectors.data(), &n, &nzc,
+            support.data(), &tryrac, work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1);
+    if (info != 0 || found != k) fail("dstemr", info);
+
+    lwork = -1;
+    dormtr_("L", "U", "N", &n, &k, a.data(), &n, tau.data(), vectors.data(), &n, &query, &lwork, &info, 1, 1, 1);
+    if (info != 0) fail("dormtr", info);
+    work.assign(std::size_t(std::max(1, int(query))), 0.0);
+    lwork = int(work.size());
+    dormtr_("L", "U", "N", &n, &k, a.data(), &n, tau.data(), vectors.data(), &n, work.data(), &lwork, &info, 1, 1, 1);
+    if (info != 0) fail("dormtr", info);
 }
 
 // Sign rule of §3.9 on one eigenvector.
@@ -163,19 +199,16 @@ PcaModel pca_model_from_sums(const PcaSums& s, int components) {
             }
     }
     std::vector<double> values, vectors;
-    symmetric_eigen(B, m.covariance, values, vectors);
-    // Descending; LAPACK returns ascending values, so ties keep the reverse of LAPACK's order.
-    std::vector<int> order(nb);
-    std::iota(order.rbegin(), order.rend(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return values[std::size_t(a)] > values[std::size_t(b)]; });
-    m.eigenvalues.resize(nb);
+    symmetric_eigen(B, components, m.covariance, values, vectors);
+    // Descending: LAPACK's values and the k vectors come in ascending order.
+    m.eigenvalues.assign(values.rbegin(), values.rend());
     double total = 0;
-    for (std::size_t r = 0; r < nb; ++r) total += m.eigenvalues[r] = values[std::size_t(order[r])];
+    for (double v : m.eigenvalues) total += v;
     m.components.resize(std::size_t(components) * nb);
     m.explained_variance_ratio.resize(std::size_t(components));
     for (int j = 0; j < components; ++j) {
         double* v = m.components.data() + std::size_t(j) * nb;
-        std::copy_n(vectors.data() + std::size_t(order[std::size_t(j)]) * nb, nb, v);  // column order[j]
+        std::copy_n(vectors.data() + std::size_t(components - 1 - j) * nb, nb, v);  // the j-th largest
         fix_sign(v, B);
         m.explained_variance_ratio[std::size_t(j)] = total != 0 ? m.eigenvalues[std::size_t(j)] / total : 0.0;
     }
