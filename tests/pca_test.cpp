@@ -224,6 +224,40 @@ TEST(PcaEigen, DecompositionOfRandomCubesOfEveryType) {
         }
 }
 
+// A few components of many bands (the PCA fusions' case): only the kept eigenvectors are computed,
+// by bisection and inverse iteration, including on data with many ties and tightly clustered or
+// repeated eigenvalues (where the MRRR subset solver failed).
+TEST(PcaEigen, FewComponentsOfManyBands) {
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (DType t : kTypes)
+        for (int pattern = 0; pattern < 4; ++pattern) {
+            double lo = 0, hi = 0;
+            pca_test::type_range(t, lo, hi);
+            const Cube cube = pattern == 0   ? correlated_cube(47, 15, 200, t, seed)
+                              : pattern == 1 ? testing::random_levels_cube(47, 15, 200, t, seed, 3)
+                              : pattern == 2 ? testing::random_cube(12, 10, 200, t, seed, 0, 50)  // P < B: rank-deficient
+                                             : testing::random_cube(47, 15, 200, t, seed + 1, lo, hi);  // the type's range
+            SCOPED_TRACE(describe(cube) + " pattern " + std::to_string(pattern));
+            for (int k : {1, 3, 7, 200}) {
+                const PcaModel m = pca_fit(cpu_context(), cube, {.components = k});
+                ASSERT_EQ(m.eigenvalues.size(), 200u);
+                const double lmax = std::fabs(m.eigenvalues.front());
+                for (int j = 0; j < k; ++j) {
+                    const double* v = &m.components[std::size_t(j) * 200];
+                    double norm = 0;
+                    for (int b = 0; b < 200; ++b) norm += v[b] * v[b];
+                    EXPECT_NEAR(norm, 1.0, 1e-12);
+                    for (int i = 0; i < 200; i += 7) {
+                        double cv = 0;
+                        for (int b = 0; b < 200; ++b) cv += m.covariance[std::size_t(i) * 200 + std::size_t(b)] * v[b];
+                        ASSERT_NEAR(cv, m.eigenvalues[std::size_t(j)] * v[i], 1e-10 * lmax) << "row " << i << " of C·v_" << j;
+                    }
+                }
+            }
+        }
+}
+
 // Sign rule: a negative sum is flipped; a zero sum makes the largest entry (the first on ties) positive.
 TEST(PcaSignRule, NegativeSumAndZeroSumCases) {
     const Cube base = base_u8(16, 16, 3);

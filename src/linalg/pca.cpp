@@ -19,16 +19,18 @@
 
 // LAPACK (Fortran ABI; the trailing arguments are gfortran's hidden lengths of the CHARACTER
 // arguments): tridiagonal reduction, all eigenvalues of the tridiagonal, a few of its eigenvectors
-// by MRRR, and their back-transformation. Only the k vectors the model keeps are computed: the back-
+// by bisection and inverse iteration (what dsyevr itself does for part of the spectrum; MRRR, dstemr,
+// fails on some matrices when asked for a subset), and their back-transformation. Only the k vectors the model keeps are computed: the back-
 // transformation of all B vectors would cost more than the reduction itself.
 extern "C" {
 void dsytrd_(const char* uplo, const int* n, double* a, const int* lda, double* d, double* e, double* tau, double* work,
              const int* lwork, int* info, std::size_t uplo_len);
 void dsterf_(const int* n, double* d, double* e, int* info);
-void dstemr_(const char* jobz, const char* range, const int* n, double* d, double* e, const double* vl, const double* vu,
-             const int* il, const int* iu, int* m, double* w, double* z, const int* ldz, const int* nzc, int* isuppz,
-             int* tryrac, double* work, const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len,
-             std::size_t range_len);
+void dstebz_(const char* range, const char* order, const int* n, const double* vl, const double* vu, const int* il,
+             const int* iu, const double* abstol, const double* d, const double* e, int* m, int* nsplit, double* w,
+             int* iblock, int* isplit, double* work, int* iwork, int* info, std::size_t range_len, std::size_t order_len);
+void dstein_(const int* n, const double* d, const double* e, const int* m, const double* w, const int* iblock,
+             const int* isplit, double* z, const int* ldz, double* work, int* iwork, int* ifail, int* info);
 void dormtr_(const char* side, const char* uplo, const char* trans, const int* m, const int* n, const double* a,
              const int* lda, const double* tau, double* c, const int* ldc, double* work, const int* lwork, int* info,
              std::size_t side_len, std::size_t uplo_len, std::size_t trans_len);
@@ -119,23 +121,25 @@ void symmetric_eigen(int n, int k, std::vector<double> a, std::vector<double>& v
     dsterf_(&n, values.data(), e_values.data(), &info);
     if (info != 0) fail("dsterf", info);
 
-    const int il = n - k + 1, iu = n, nzc = k;
-    const double vl = 0, vu = 0;
-    int found = 0, tryrac = 1, liwork = -1, iwork_query = 0;
-    std::vector<double> w(nn);
-    vectors.assign(nn * std::size_t(k), 0.0);
-    std::vector<int> support(2 * std::size_t(std::max(k, 1)));
-    lwork = -1;
-    dstemr_("V", "I", &n, d.data(), e.data(), &vl, &vu, &il, &iu, &found, w.data(), vectors.data(), &n, &nzc,
-            support.data(), &tryrac, &query, &lwork, &iwork_query, &liwork, &info, 1, 1);
-    if (info != 0) fail("dstemr", info);
-    work.assign(std::size_t(std::max(1, int(query))), 0.0);
-    std::vector<int> iwork(std::size_t(std::max(1, iwork_query)));
-    lwork = int(work.size());
-    liwork = int(iwork.size());
-    dstemr_("V", "I", &n, d.data(), e.data(), &vl, &vu, &il, &iu, &found, w.data(), vectors.data(), &n, &nzc,
-            support.data(), &tryrac, work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1);
-    if (info != 0 || found != k) fail("dstemr", info);
+    const int il = n - k + 1, iu = n;
+    const double vl = 0, vu = 0, abstol = 0;  // abstol 0: LAPACK's default accuracy
+    int found = 0, nsplit = 0;
+    std::vector<double> w(nn), stebz_work(4 * nn), stein_work(5 * nn);
+    std::vector<int> iblock(nn), isplit(nn), iwork(3 * nn), ifail(static_cast<std::size_t>(k));
+    dstebz_("I", "B", &n, &vl, &vu, &il, &iu, &abstol, d.data(), e.data(), &found, &nsplit, w.data(), iblock.data(),
+            isplit.data(), stebz_work.data(), iwork.data(), &info, 1, 1);
+    if (info != 0 || found != k) fail("dstebz", info);
+    std::vector<double> z(nn * std::size_t(k));
+    dstein_(&n, d.data(), e.data(), &found, w.data(), iblock.data(), isplit.data(), z.data(), &n, stein_work.data(),
+            iwork.data(), ifail.data(), &info);
+    if (info != 0) fail("dstein", info);
+    // dstebz orders by split block; the model wants ascending values (stable, so ties keep LAPACK's order).
+    std::vector<int> order(static_cast<std::size_t>(k));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return w[std::size_t(x)] < w[std::size_t(y)]; });
+    vectors.resize(nn * std::size_t(k));
+    for (int j = 0; j < k; ++j)
+        std::copy_n(z.data() + std::size_t(order[std::size_t(j)]) * nn, nn, vectors.data() + std::size_t(j) * nn);
 
     lwork = -1;
     dormtr_("L", "U", "N", &n, &k, a.data(), &n, tau.data(), vectors.data(), &n, &query, &lwork, &info, 1, 1, 1);
