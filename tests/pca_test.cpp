@@ -258,6 +258,31 @@ TEST(PcaEigen, FewComponentsOfManyBands) {
         }
 }
 
+// Samples at the type's extremes (covariances near the top of f64's range for floats): a step of the
+// short eigen path (dstebz) fails there, and the full dsyevr must take over.
+TEST(PcaEigen, ExtremeValuesFallBackToTheFullSolver) {
+    for (DType t : kTypes) {
+        double lo = 0, hi = 0;
+        pca_test::type_range(t, lo, hi);
+        if (t == DType::F32) lo = -3e38, hi = 1e19;
+        if (t == DType::F64) lo = -1e150, hi = 1e150;
+        Cube c(157, 33, 6, t);
+        std::mt19937_64 rng(testing::test_seed());
+        for (int b = 0; b < 6; ++b)
+            for (int y = 0; y < 33; ++y)
+                for (int x = 0; x < 157; ++x) c.set_value(x, y, b, (rng() & 1) ? hi : lo);
+        SCOPED_TRACE(describe(c));
+        const PcaModel m = pca_fit(cpu_context(), c, {.components = 3});
+        const double lmax = std::fabs(m.eigenvalues.front());
+        for (int j = 0; j < 3; ++j)
+            for (int i = 0; i < 6; ++i) {
+                double cv = 0;
+                for (int b = 0; b < 6; ++b) cv += m.covariance[std::size_t(i) * 6 + std::size_t(b)] * m.components[std::size_t(j) * 6 + std::size_t(b)];
+                EXPECT_NEAR(cv, m.eigenvalues[std::size_t(j)] * m.components[std::size_t(j) * 6 + std::size_t(i)], 1e-10 * lmax);
+            }
+    }
+}
+
 // Sign rule: a negative sum is flipped; a zero sum makes the largest entry (the first on ties) positive.
 TEST(PcaSignRule, NegativeSumAndZeroSumCases) {
     const Cube base = base_u8(16, 16, 3);

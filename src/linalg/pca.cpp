@@ -20,9 +20,15 @@
 // LAPACK (Fortran ABI; the trailing arguments are gfortran's hidden lengths of the CHARACTER
 // arguments): tridiagonal reduction, all eigenvalues of the tridiagonal, a few of its eigenvectors
 // by bisection and inverse iteration (what dsyevr itself does for part of the spectrum; MRRR, dstemr,
-// fails on some matrices when asked for a subset), and their back-transformation. Only the k vectors the model keeps are computed: the back-
+// fails on some matrices when asked for a subset), and their back-transformation; dsyevr (all
+// eigenvectors) when all are kept or when a step of the short path fails (dstebz does on some
+// near-overflow covariances), as dsyevr itself falls back from one method to another. Only the k vectors the model keeps are computed: the back-
 // transformation of all B vectors would cost more than the reduction itself.
 extern "C" {
+void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a, const int* lda,
+             const double* vl, const double* vu, const int* il, const int* iu, const double* abstol, int* m, double* w,
+             double* z, const int* ldz, int* isuppz, double* work, const int* lwork, int* iwork, const int* liwork,
+             int* info, std::size_t jobz_len, std::size_t range_len, std::size_t uplo_len);
 void dsytrd_(const char* uplo, const int* n, double* a, const int* lda, double* d, double* e, double* tau, double* work,
              const int* lwork, int* info, std::size_t uplo_len);
 void dsterf_(const int* n, double* d, double* e, int* info);
@@ -98,28 +104,24 @@ int ceil_log2(double v) {
     return f == 0.5 ? E - 1 : E;
 }
 
-// All eigenvalues of the symmetric n×n `a` (ascending) and the eigenvectors of the k largest
-// (columns of `vectors`, n×k, in ascending order of their eigenvalues).
-void symmetric_eigen(int n, int k, std::vector<double> a, std::vector<double>& values, std::vector<double>& vectors) {
-    auto fail = [n](const char* routine, int info) {
-        throw InvalidInput(std::string("pca: LAPACK ") + routine + " failed on the " + std::to_string(n) + "x" +
-                           std::to_string(n) + " covariance (info = " + std::to_string(info) + ")");
-    };
+// The short path: all eigenvalues (ascending) and the eigenvectors of the k largest (columns of
+// `vectors`, n×k, ascending). False when a LAPACK step fails.
+bool top_eigen(int n, int k, std::vector<double> a, std::vector<double>& values, std::vector<double>& vectors) {
     const std::size_t nn = std::size_t(n);
     std::vector<double> d(nn), e(nn), tau(std::max<std::size_t>(nn, 1));
     int info = 0, lwork = -1;
     double query = 0;
     dsytrd_("U", &n, a.data(), &n, d.data(), e.data(), tau.data(), &query, &lwork, &info, 1);
-    if (info != 0) fail("dsytrd", info);
+    if (info != 0) return false;
     std::vector<double> work(std::size_t(std::max(1, int(query))));
     lwork = int(work.size());
     dsytrd_("U", &n, a.data(), &n, d.data(), e.data(), tau.data(), work.data(), &lwork, &info, 1);
-    if (info != 0) fail("dsytrd", info);
+    if (info != 0) return false;
 
     values = d;  // dsterf overwrites its copies of the tridiagonal with the eigenvalues
     std::vector<double> e_values = e;
     dsterf_(&n, values.data(), e_values.data(), &info);
-    if (info != 0) fail("dsterf", info);
+    if (info != 0) return false;
 
     const int il = n - k + 1, iu = n;
     const double vl = 0, vu = 0, abstol = 0;  // abstol 0: LAPACK's default accuracy
@@ -128,11 +130,11 @@ void symmetric_eigen(int n, int k, std::vector<double> a, std::vector<double>& v
     std::vector<int> iblock(nn), isplit(nn), iwork(3 * nn), ifail(static_cast<std::size_t>(k));
     dstebz_("I", "B", &n, &vl, &vu, &il, &iu, &abstol, d.data(), e.data(), &found, &nsplit, w.data(), iblock.data(),
             isplit.data(), stebz_work.data(), iwork.data(), &info, 1, 1);
-    if (info != 0 || found != k) fail("dstebz", info);
+    if (info != 0 || found != k) return false;
     std::vector<double> z(nn * std::size_t(k));
     dstein_(&n, d.data(), e.data(), &found, w.data(), iblock.data(), isplit.data(), z.data(), &n, stein_work.data(),
             iwork.data(), ifail.data(), &info);
-    if (info != 0) fail("dstein", info);
+    if (info != 0) return false;
     // dstebz orders by split block; the model wants ascending values (stable, so ties keep LAPACK's order).
     std::vector<int> order(static_cast<std::size_t>(k));
     std::iota(order.begin(), order.end(), 0);
@@ -143,11 +145,43 @@ void symmetric_eigen(int n, int k, std::vector<double> a, std::vector<double>& v
 
     lwork = -1;
     dormtr_("L", "U", "N", &n, &k, a.data(), &n, tau.data(), vectors.data(), &n, &query, &lwork, &info, 1, 1, 1);
-    if (info != 0) fail("dormtr", info);
+    if (info != 0) return false;
     work.assign(std::size_t(std::max(1, int(query))), 0.0);
     lwork = int(work.size());
     dormtr_("L", "U", "N", &n, &k, a.data(), &n, tau.data(), vectors.data(), &n, work.data(), &lwork, &info, 1, 1, 1);
-    if (info != 0) fail("dormtr", info);
+    if (info != 0) return false;
+    return true;
+}
+
+// All eigenvalues (ascending) and all eigenvectors (columns) by one dsyevr.
+void all_eigen(int n, std::vector<double> a, std::vector<double>& values, std::vector<double>& vectors) {
+    values.assign(std::size_t(n), 0.0);
+    vectors.assign(std::size_t(n) * std::size_t(n), 0.0);
+    std::vector<int> support(2 * std::size_t(n));
+    const double vl = 0, vu = 0, abstol = 0;  // abstol 0: LAPACK's default (full accuracy)
+    const int il = 1, iu = n;
+    int found = 0, info = 0, lwork = -1, liwork = -1, iwork_size = 0;
+    double work_size = 0;
+    dsyevr_("V", "A", "U", &n, a.data(), &n, &vl, &vu, &il, &iu, &abstol, &found, values.data(), vectors.data(), &n,
+            support.data(), &work_size, &lwork, &iwork_size, &liwork, &info, 1, 1, 1);
+    if (info != 0) throw InvalidInput("pca: LAPACK dsyevr workspace query failed (info = " + std::to_string(info) + ")");
+    lwork = int(work_size);
+    liwork = iwork_size;
+    std::vector<double> work(std::size_t(std::max(lwork, 1)));
+    std::vector<int> iwork(std::size_t(std::max(liwork, 1)));
+    dsyevr_("V", "A", "U", &n, a.data(), &n, &vl, &vu, &il, &iu, &abstol, &found, values.data(), vectors.data(), &n,
+            support.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1, 1);
+    if (info != 0 || found != n)
+        throw InvalidInput("pca: LAPACK dsyevr failed on the " + std::to_string(n) + "x" + std::to_string(n) +
+                           " covariance (info = " + std::to_string(info) + ")");
+}
+
+// All eigenvalues of the symmetric n×n `a` (ascending) and the eigenvectors of the k largest
+// (columns of `vectors`, n×k, in ascending order of their eigenvalues).
+void symmetric_eigen(int n, int k, const std::vector<double>& a, std::vector<double>& values, std::vector<double>& vectors) {
+    if (k < n && top_eigen(n, k, a, values, vectors)) return;
+    all_eigen(n, a, values, vectors);
+    vectors.erase(vectors.begin(), vectors.begin() + std::ptrdiff_t(std::size_t(n - k) * std::size_t(n)));
 }
 
 // Sign rule of §3.9 on one eigenvector.
