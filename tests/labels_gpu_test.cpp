@@ -22,11 +22,14 @@
 #include "cubekit/io.hpp"
 #include "cubekit/labels.hpp"
 #include "labels/labels_internal.hpp"
+#include "labels_test_helpers.hpp"
 #include "testing.hpp"
 
 namespace cubekit {
 namespace {
 
+using labels_test::random_binary;
+using labels_test::random_label_image;
 using testing::cpu_context;
 using testing::cubes_identical;
 using testing::test_seed;
@@ -48,27 +51,6 @@ std::vector<T> pick(std::vector<T> all, std::size_t quick) {
 }
 
 // ---- Inputs ---------------------------------------------------------------------------------------
-
-Cube random_binary(int W, int H, int B, double density, std::uint64_t seed) {
-    Cube c(W, H, B, DType::U8);
-    std::mt19937_64 rng(seed);
-    std::bernoulli_distribution fg(density);
-    std::uint8_t* p = c.data<std::uint8_t>();
-    for (std::size_t i = 0; i < c.num_elements(); ++i) p[i] = fg(rng) ? 1 : 0;
-    return c;
-}
-
-Cube random_label_image(int W, int H, int B, DType t, std::uint64_t seed) {
-    const bool is_signed = t == DType::I16 || t == DType::I32;
-    const std::vector<double> levels = is_signed ? std::vector<double>{0, -3, 5, 1000, 0} : std::vector<double>{0, 1, 2, 200, 0};
-    Cube c(W, H, B, t);
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<std::size_t> pick(0, levels.size() - 1);
-    for (int b = 0; b < B; ++b)
-        for (int y = 0; y < H; ++y)
-            for (int x = 0; x < W; ++x) c.set_value(x, y, b, levels[pick(rng)]);
-    return c;
-}
 
 // Edge-detector-like maps: the 2-pixel-wide boundaries of random discs (a pixel is on when its
 // 3×3 window is not uniform), plus isolated noise pixels and small clusters.

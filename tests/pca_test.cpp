@@ -262,15 +262,7 @@ TEST(PcaEigen, FewComponentsOfManyBands) {
 // short eigen path (dstebz) fails there, and the full dsyevr must take over.
 TEST(PcaEigen, ExtremeValuesFallBackToTheFullSolver) {
     for (DType t : kTypes) {
-        double lo = 0, hi = 0;
-        pca_test::type_range(t, lo, hi);
-        if (t == DType::F32) lo = -3e38, hi = 1e19;
-        if (t == DType::F64) lo = -1e150, hi = 1e150;
-        Cube c(157, 33, 6, t);
-        std::mt19937_64 rng(testing::test_seed());
-        for (int b = 0; b < 6; ++b)
-            for (int y = 0; y < 33; ++y)
-                for (int x = 0; x < 157; ++x) c.set_value(x, y, b, (rng() & 1) ? hi : lo);
+        const Cube c = pca_test::extreme_cube(t, testing::test_seed());
         SCOPED_TRACE(describe(c));
         const PcaModel m = pca_fit(cpu_context(), c, {.components = 3});
         const double lmax = std::fabs(m.eigenvalues.front());

@@ -54,6 +54,21 @@ inline Cube correlated_cube(int width, int height, int bands, DType dtype, std::
     return cube;
 }
 
+/// Every sample at one of the type's extremes (floats: near the largest finite values): the largest
+/// products and sums the bounds of the exact sums allow.
+inline Cube extreme_cube(DType t, std::uint64_t seed) {
+    double lo = 0, hi = 0;
+    type_range(t, lo, hi);
+    if (t == DType::F32) lo = -3e38, hi = 1e19;
+    if (t == DType::F64) lo = -1e150, hi = 1e150;
+    Cube c(157, 33, 6, t);
+    std::mt19937_64 rng(seed);
+    for (int b = 0; b < 6; ++b)
+        for (int y = 0; y < 33; ++y)
+            for (int x = 0; x < 157; ++x) c.set_value(x, y, b, (rng() & 1) ? hi : lo);
+    return c;
+}
+
 inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
