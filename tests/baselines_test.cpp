@@ -1,7 +1,6 @@
-// E6 baseline detectors and the §6 metrics, CPU reference (spec edges.md §3.10, §5, §6). Runs in CI.
-// Closed forms (steps, an isolated pixel, flat images), hand-computed automatic thresholds,
-// symmetries, monotonicity in the threshold, the metrics on hand-made maps and against brute
-// force, bad inputs, and the two subcommands.
+// E6 baseline detectors, CPU reference (spec edges.md §3.10, §5). Runs in CI. Closed forms (steps,
+// an isolated pixel, flat images), hand-computed automatic thresholds, symmetries, monotonicity in
+// the threshold, bad inputs, and the two subcommands. The metrics are in edge_score_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -391,135 +390,6 @@ TEST(BaselineEdges, BadOptionsAreRefused) {
     EXPECT_NO_THROW(baseline_edges(cpu_context(), img, with(BaselineMethod::Canny, 0.0)));
 }
 
-// ---- metrics ----------------------------------------------------------------------------------
-
-Cube map_of(int W, int H, const std::vector<std::pair<int, int>>& on) {
-    Cube c(W, H, 1, DType::U8);
-    for (auto [x, y] : on) c.at<std::uint8_t>(x, y, 0) = 1;
-    return c;
-}
-
-Cube vertical_line(int W, int H, int x) {
-    std::vector<std::pair<int, int>> on;
-    for (int y = 0; y < H; ++y) on.push_back({x, y});
-    return map_of(W, H, on);
-}
-
-TEST(BaselineScore, PerfectMatchScoresOne) {
-    const Cube m = vertical_line(10, 8, 4);
-    const EdgeScore s = score_edges(m, m, 0.0);
-    EXPECT_EQ(s.fom, 1.0);
-    EXPECT_EQ(s.precision, 1.0);
-    EXPECT_EQ(s.recall, 1.0);
-    EXPECT_EQ(s.f, 1.0);
-    EXPECT_EQ(s.predicted, 8);
-    EXPECT_EQ(s.reference, 8);
-}
-
-TEST(BaselineScore, ShiftedLineAndTolerance) {
-    const Cube ref = vertical_line(10, 8, 4), pred = vertical_line(10, 8, 5);
-    const EdgeScore strict = score_edges(pred, ref, 0.0);
-    EXPECT_EQ(strict.precision, 0.0);
-    EXPECT_EQ(strict.recall, 0.0);
-    EXPECT_EQ(strict.f, 0.0);
-    EXPECT_DOUBLE_EQ(strict.fom, 0.9);  // every d = 1: 1/(1 + 1/9)
-    const EdgeScore loose = score_edges(pred, ref, 1.0);
-    EXPECT_EQ(loose.precision, 1.0);
-    EXPECT_EQ(loose.recall, 1.0);
-    EXPECT_EQ(loose.f, 1.0);
-    EXPECT_DOUBLE_EQ(loose.fom, 0.9);
-}
-
-// ref = {(0,0)}, pred = {(0,0), (3,4)}: d = 0 and 5. FOM = (1 + 1/(1 + 25/9)) / 2 = (1 + 9/34)/2 =
-// 43/68. Tolerance 1: P = 1/2, R = 1, F = 2/3.
-TEST(BaselineScore, FomByHand) {
-    const EdgeScore s = score_edges(map_of(6, 6, {{0, 0}, {3, 4}}), map_of(6, 6, {{0, 0}}), 1.0);
-    EXPECT_DOUBLE_EQ(s.fom, 43.0 / 68.0);
-    EXPECT_DOUBLE_EQ(s.precision, 0.5);
-    EXPECT_DOUBLE_EQ(s.recall, 1.0);
-    EXPECT_DOUBLE_EQ(s.f, 2.0 / 3.0);
-    // N_I > N_D: the divisor is max(N_I, N_D).
-    const EdgeScore t = score_edges(map_of(6, 6, {{0, 0}}), map_of(6, 6, {{0, 0}, {5, 5}, {5, 0}}), 0.0);
-    EXPECT_DOUBLE_EQ(t.fom, 1.0 / 3.0);
-    EXPECT_DOUBLE_EQ(t.recall, 1.0 / 3.0);
-    // The diagonal neighbour is at sqrt(2): inside tolerance 1.5, outside 1.4.
-    const Cube a = map_of(5, 5, {{2, 2}}), b = map_of(5, 5, {{3, 3}});
-    EXPECT_EQ(score_edges(a, b, 1.5).f, 1.0);
-    EXPECT_EQ(score_edges(a, b, 1.4).f, 0.0);
-    EXPECT_EQ(score_edges(a, b, std::sqrt(2.0)).f, 1.0);
-}
-
-TEST(BaselineScore, EmptyMaps) {
-    const Cube empty(7, 5, 1, DType::U8), some = map_of(7, 5, {{1, 1}});
-    const EdgeScore both = score_edges(empty, empty);
-    EXPECT_EQ(both.fom, 1.0);
-    EXPECT_EQ(both.f, 1.0);
-    EXPECT_EQ(both.precision, 1.0);
-    EXPECT_EQ(both.recall, 1.0);
-    for (const EdgeScore& s : {score_edges(empty, some), score_edges(some, empty)}) {
-        EXPECT_EQ(s.fom, 0.0);
-        EXPECT_EQ(s.precision, 0.0);
-        EXPECT_EQ(s.recall, 0.0);
-        EXPECT_EQ(s.f, 0.0);
-    }
-    EXPECT_EQ(score_edges(empty, some).reference, 1);
-    EXPECT_EQ(score_edges(empty, some).predicted, 0);
-}
-
-// The exact distance transform against brute force, through the scores.
-TEST(BaselineScore, MatchesBruteForceOnRandomMaps) {
-    for (int trial = 0; trial < 6; ++trial) {
-        const std::uint64_t seed = testing::test_seed();
-        SCOPED_TRACE("seed " + std::to_string(seed));
-        std::mt19937_64 rng(seed);
-        // Trials 1 and 2 are a single row and a single column.
-        const int W = trial == 2 ? 1 : 5 + int(rng() % 40), H = trial == 1 ? 1 : 5 + int(rng() % 40);
-        const double density = trial == 0 ? 0.003 : trial < 3 ? 0.2 : 0.02 * (trial + 1);
-        std::bernoulli_distribution on(density);
-        std::vector<std::pair<int, int>> p, r;
-        for (int y = 0; y < H; ++y)
-            for (int x = 0; x < W; ++x) {
-                if (on(rng)) p.push_back({x, y});
-                if (on(rng)) r.push_back({x, y});
-            }
-        if (p.empty()) p.push_back({0, H - 1});
-        if (r.empty()) r.push_back({W - 1, 0});
-        const auto d2 = [](std::pair<int, int> a, const std::vector<std::pair<int, int>>& set) {
-            long best = -1;
-            for (auto b : set) {
-                const long d = long(a.first - b.first) * (a.first - b.first) + long(a.second - b.second) * (a.second - b.second);
-                if (best < 0 || d < best) best = d;
-            }
-            return double(best);
-        };
-        for (double tol : {0.0, 1.0, 2.5, 7.0}) {
-            double fom = 0;
-            int tp_p = 0, tp_r = 0;
-            for (auto a : p) fom += 1 / (1 + d2(a, r) / 9), tp_p += d2(a, r) <= tol * tol;
-            for (auto a : r) tp_r += d2(a, p) <= tol * tol;
-            const EdgeScore s = score_edges(map_of(W, H, p), map_of(W, H, r), tol);
-            EXPECT_NEAR(s.fom, fom / double(std::max(p.size(), r.size())), 1e-12);
-            EXPECT_DOUBLE_EQ(s.precision, double(tp_p) / double(p.size()));
-            EXPECT_DOUBLE_EQ(s.recall, double(tp_r) / double(r.size()));
-        }
-    }
-}
-
-TEST(BaselineScore, AnyTypeNonzeroIsEdgeAndBadInputs) {
-    Cube f(4, 3, 1, DType::F32);
-    f.at<float>(1, 1, 0) = -0.5f;        // nonzero: an edge
-    f.at<float>(2, 2, 0) = std::nanf("");  // NaN: not an edge
-    const EdgeScore s = score_edges(f, map_of(4, 3, {{1, 1}}), 0.0);
-    EXPECT_EQ(s.predicted, 1);
-    EXPECT_EQ(s.f, 1.0);
-    EXPECT_THROW(score_edges(map_of(4, 3, {}), map_of(3, 4, {})), InvalidInput);
-    EXPECT_THROW(score_edges(Cube(4, 3, 2, DType::U8), Cube(4, 3, 2, DType::U8)), InvalidInput);
-    EXPECT_THROW(score_edges(map_of(4, 3, {}), map_of(4, 3, {}), -1.0), InvalidInput);
-    EXPECT_THROW(score_edges(map_of(4, 3, {}), map_of(4, 3, {}), std::nan("")), InvalidInput);
-    EXPECT_THROW(score_edges(Cube(0, 0, 1, DType::U8), Cube(0, 0, 1, DType::U8)), InvalidInput);
-}
-
-
 // ---- the subcommands ------------------------------------------------------------------------------
 
 namespace fs = std::filesystem;
@@ -598,9 +468,9 @@ TEST(BaselineCli, RefusalsLeaveNothingBehind) {
 
 TEST(BaselineCli, ScorePrintsTheFourScoresFirst) {
     const fs::path dir = testing::temp_dir("baseline_cli_score");
-    Cube pred = map_of(12, 9, {{0, 0}, {3, 4}}), ref = map_of(12, 9, {{0, 0}});
-    Cube pred_png = pred.clone();
-    pred_png.data<std::uint8_t>()[0] = 255;
+    Cube ref(12, 9, 1, DType::U8), pred_png(12, 9, 1, DType::U8);  // edges at (0,0) and (3,4) against (0,0)
+    ref.at<std::uint8_t>(0, 0, 0) = 1;
+    pred_png.at<std::uint8_t>(0, 0, 0) = 255;
     pred_png.at<std::uint8_t>(3, 4, 0) = 255;
     write_cube(pred_png, dir / "pred.png");
     write_cube(ref, dir / "ref.npy");
@@ -611,7 +481,7 @@ TEST(BaselineCli, ScorePrintsTheFourScoresFirst) {
     ASSERT_NE(ff, std::string::npos) << r.out;
     EXPECT_TRUE(f < p && p < rc && rc < ff) << r.out;
     const nlohmann::json j = nlohmann::json::parse(r.out);
-    const EdgeScore s = score_edges(pred, ref, 1.0);
+    const EdgeScore s = score_edges(pred_png, ref, 1.0);  // nonzero = edge
     EXPECT_EQ(j["fom"].get<double>(), s.fom);
     EXPECT_EQ(j["precision"].get<double>(), 0.5);
     EXPECT_EQ(j["recall"].get<double>(), 1.0);
@@ -619,7 +489,7 @@ TEST(BaselineCli, ScorePrintsTheFourScoresFirst) {
     EXPECT_EQ(j["predicted"].get<int>(), 2);
     EXPECT_EQ(j["reference"].get<int>(), 1);
 
-    write_cube(map_of(11, 9, {}), dir / "small.png");
+    write_cube(Cube(11, 9, 1, DType::U8), dir / "small.png");
     auto bad = testing::run_cli("edges-score " + q(dir / "pred.png") + " " + q(dir / "small.png"));
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_NE(bad.err.find("pred.png"), std::string::npos) << bad.err;
