@@ -29,6 +29,7 @@ namespace cubekit {
 namespace {
 
 using labels_test::random_binary;
+using labels_test::same_components;
 using labels_test::random_label_image;
 using testing::cpu_context;
 using testing::cubes_identical;
@@ -114,25 +115,6 @@ Cube spiral(int n) {
 }
 
 // ---- Comparisons --------------------------------------------------------------------------------
-
-::testing::AssertionResult same_components(const Components& expected, const Components& actual) {
-    if (auto r = cubes_identical(expected.labels, actual.labels); !r) return r << " (labels)";
-    if (expected.per_band.size() != actual.per_band.size())
-        return ::testing::AssertionFailure() << actual.per_band.size() << " bands, expected " << expected.per_band.size();
-    for (std::size_t b = 0; b < expected.per_band.size(); ++b) {
-        const auto& e = expected.per_band[b];
-        const auto& a = actual.per_band[b];
-        if (e.size() != a.size())
-            return ::testing::AssertionFailure() << "band " << b << ": " << a.size() << " components, expected " << e.size();
-        for (std::size_t i = 0; i < e.size(); ++i)
-            if (e[i].size != a[i].size || e[i].x0 != a[i].x0 || e[i].y0 != a[i].y0 || e[i].x1 != a[i].x1 || e[i].y1 != a[i].y1)
-                return ::testing::AssertionFailure()
-                       << "band " << b << " label " << i + 1 << ": size " << a[i].size << " box (" << a[i].x0 << ","
-                       << a[i].y0 << ")-(" << a[i].x1 << "," << a[i].y1 << "), expected size " << e[i].size << " box ("
-                       << e[i].x0 << "," << e[i].y0 << ")-(" << e[i].x1 << "," << e[i].y1 << ")";
-    }
-    return ::testing::AssertionSuccess();
-}
 
 Cube cpu_internal_removal(const Cube& mask, std::int64_t min_size, int connectivity) {
     Cube out = mask.to_layout(Layout::BSQ);

@@ -19,6 +19,7 @@ namespace cubekit {
 namespace {
 
 using labels_test::random_binary;
+using labels_test::same_components;
 using labels_test::random_label_image;
 using testing::cpu_context;
 using testing::cubes_identical;
@@ -26,10 +27,8 @@ using testing::test_seed;
 
 // ---- Independent reference: breadth-first flood fill from each unlabelled pixel in raster order.
 
-struct Reference {
-    Cube labels;
-    std::vector<std::vector<ComponentInfo>> per_band;
-};
+/// The flood fill's result, in the library's own shape.
+using Reference = Components;
 
 Reference flood_fill(const Cube& image, int connectivity) {
     const int W = image.width(), H = image.height(), B = image.bands();
@@ -78,26 +77,6 @@ Cube reference_removal(const Cube& mask, std::int64_t min_size, int connectivity
                 if (l != 0 && ref.per_band[std::size_t(b)][std::size_t(l - 1)].size < min_size) out.at<std::uint8_t>(x, y, b) = 0;
             }
     return out;
-}
-
-::testing::AssertionResult same_components(const Reference& expected, const Components& actual) {
-    if (auto r = cubes_identical(expected.labels, actual.labels); !r) return r << " (labels)";
-    if (expected.per_band.size() != actual.per_band.size())
-        return ::testing::AssertionFailure() << "per_band has " << actual.per_band.size() << " bands, expected "
-                                             << expected.per_band.size();
-    for (std::size_t b = 0; b < expected.per_band.size(); ++b) {
-        const auto& e = expected.per_band[b];
-        const auto& a = actual.per_band[b];
-        if (e.size() != a.size())
-            return ::testing::AssertionFailure() << "band " << b << ": " << a.size() << " components, expected " << e.size();
-        for (std::size_t i = 0; i < e.size(); ++i)
-            if (e[i].size != a[i].size || e[i].x0 != a[i].x0 || e[i].y0 != a[i].y0 || e[i].x1 != a[i].x1 || e[i].y1 != a[i].y1)
-                return ::testing::AssertionFailure()
-                       << "band " << b << " label " << i + 1 << ": size " << a[i].size << " box (" << a[i].x0 << ","
-                       << a[i].y0 << ")-(" << a[i].x1 << "," << a[i].y1 << "), expected size " << e[i].size << " box ("
-                       << e[i].x0 << "," << e[i].y0 << ")-(" << e[i].x1 << "," << e[i].y1 << ")";
-    }
-    return ::testing::AssertionSuccess();
 }
 
 // ---- Inputs ---------------------------------------------------------------------------------------
