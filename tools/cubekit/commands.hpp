@@ -18,5 +18,7 @@ Action add_edges(CLI::App& root);
 Action add_edges_baseline(CLI::App& root);
 Action add_edges_score(CLI::App& root);
 Action add_pca(CLI::App& root);
+Action add_zernike(CLI::App& root);
+Action add_zernike_reconstruct(CLI::App& root);
 
 }  // namespace cubekit::cli

@@ -33,13 +33,15 @@ int main(int argc, char** argv) {
     add(cubekit::cli::add_edges_baseline);
     add(cubekit::cli::add_edges_score);
     add(cubekit::cli::add_pca);
+    add(cubekit::cli::add_zernike);
+    add(cubekit::cli::add_zernike_reconstruct);
     add(cubekit::cli::add_demo);
 
     if (argc > 1 && argv[1][0] != '-') {
         bool known = false;
         for (const auto& [sub, action] : actions) known |= sub->check_name(argv[1]);
         if (!known) {
-            std::cerr << "cubekit: unknown subcommand '" << argv[1] << "' (info, convert, rcmg, quantize, cluster, demo; see cubekit --help)\n";
+            std::cerr << "cubekit: unknown subcommand '" << argv[1] << "' (see cubekit --help for the list)\n";
             return 2;
         }
     }

@@ -1,0 +1,2 @@
+// placeholder
+#include "zernike/zernike_internal.hpp"
