@@ -513,7 +513,8 @@ TEST(CliDemo, WritesPngNpyJson) {
 }
 
 TEST(CliHelp, EverySubcommandHasAnExampleAndVersionWorks) {
-    for (const char* sub : {"info", "convert", "rcmg", "demo", "edges", "edges-baseline", "edges-score", "pca"}) {
+    for (const char* sub : {"info", "convert", "rcmg", "demo", "edges", "edges-baseline", "edges-score", "pca",
+                            "zernike", "zernike-reconstruct"}) {
         const auto r = run_cli(std::string(sub) + " --help");
         EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
         EXPECT_NE(r.out.find("Example"), std::string::npos) << sub << " --help:\n" << r.out;

@@ -2,6 +2,8 @@
 // Checks for CUDA runtime calls and kernel launches (CUDA translation units only).
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "cubekit/context.hpp"
@@ -32,6 +34,11 @@ inline void check_launch(const Context& ctx, const char* kernel, dim3 grid, dim3
 }
 
 inline cudaStream_t stream_of(const Context& ctx) { return static_cast<cudaStream_t>(ctx.cuda_stream()); }
+
+/// The stream-ordered pool returns memory to the driver at every synchronisation once it holds
+/// more than its release threshold (default 0); keeping a call's scratch size lets a caller that
+/// synchronises between calls (a benchmark, a loop over scenes) reuse it instead of re-mapping it.
+void keep_pool_memory(const Context& ctx, std::size_t bytes);
 
 }  // namespace cubekit::detail
 

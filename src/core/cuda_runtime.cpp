@@ -22,6 +22,17 @@ int cuda_device_count_impl() {
     return count;
 }
 
+void keep_pool_memory(const Context& ctx, std::size_t bytes) {
+    cudaMemPool_t pool = nullptr;
+    CUBEKIT_CUDA_CHECK(cudaDeviceGetMemPool(&pool, ctx.device()));
+    std::uint64_t threshold = 0, used = 0;
+    CUBEKIT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    CUBEKIT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    if (threshold >= used + bytes) return;
+    threshold = used + bytes;  // what others hold now, plus this call's scratch
+    CUBEKIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+}
+
 void* open_cuda_stream(int device, std::string& device_name) {
     CUBEKIT_CUDA_CHECK(cudaSetDevice(device));
     cudaDeviceProp prop{};

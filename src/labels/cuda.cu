@@ -500,20 +500,6 @@ number_roots_kernel(const unsigned long long* __restrict__ keys, long long n, co
 
 // ---- Host side ------------------------------------------------------------------------------------
 
-// The stream-ordered pool returns memory to the driver at every synchronisation once it holds
-// more than its release threshold (default 0); keeping our scratch size lets a caller that
-// synchronises between calls (a benchmark, the edge detector) reuse it instead of re-mapping it.
-void keep_pool_memory(const Context& ctx, std::size_t bytes) {
-    cudaMemPool_t pool = nullptr;
-    CUBEKIT_CUDA_CHECK(cudaDeviceGetMemPool(&pool, ctx.device()));
-    std::uint64_t threshold = 0, used = 0;
-    CUBEKIT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-    CUBEKIT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
-    if (threshold >= used + bytes) return;
-    threshold = used + bytes;  // what others hold now, plus our scratch
-    CUBEKIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-}
-
 // Owns the labelling scratch of one call (freed stream-ordered when it goes out of scope).
 // Memory: 8 bytes per pixel for parent and size (touched only at local roots), 4 per tile pixel
 // for local and the root lists, + 16 per pixel for boxes when labelling.

@@ -129,7 +129,8 @@ private:
 template <typename T>
 std::vector<std::complex<double>> sums(const Context& ctx, const Cube& images, const ZernikeDisk& disk,
                                        const Request& request) {
-    const Coefficients co = coefficients(request.max_order(), request.radial == ZernikeRadial::Explicit);
+    const Coefficients co = coefficients(request.max_order(), request.radial == ZernikeRadial::Explicit,
+                                         request.method == ZernikeMethod::QRecursive);
     const Evaluator<T> eval(request, co);
     const PointLayout L = point_layout(disk, request.symmetric);
     const int W = images.width(), H = images.height(), B = images.bands();
@@ -187,7 +188,7 @@ std::vector<std::complex<double>> sums_cpu(const Context& ctx, const Cube& image
 
 Cube reconstruct_cpu(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
                      const ZernikeDisk& disk) {
-    const Coefficients co = coefficients(K, false);
+    const Coefficients co = coefficients(K, false, false);
     const PointLayout L = point_layout(disk, false);  // every pixel inside the disk, row by row
     const int W = disk.width, H = disk.height;
     Cube out(W, H, images, DType::F64, Layout::BSQ);

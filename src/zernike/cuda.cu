@@ -1,2 +1,664 @@
-// placeholder
+// CUDA Zernike moments (spec zernike.md §4.7). Per batch of images:
+//   1. geometry: (X, Y, t) of every point of the layout (a representative on the 8-fold path, a
+//      pixel otherwise), shared by all images;
+//   2. fold: each image's values at every point, folded over the 8 mirrors (8 doubles per
+//      representative, 1 per pixel), converted to double on load;
+//   3. moments: one fused kernel for everything requested. Block (x, task, image): a grid-stride
+//      loop over the image's points; the task's ≤ kMaxSlots moments are generated on the fly
+//      (Kintner chains, explicit sums or the scaled q-recursion, with (X − jY)^m) and accumulated
+//      in registers; then a fixed-order block reduction writes one partial per block;
+//   4. finalise: the partials of each moment added in block order.
+// The per-point arithmetic is zernike_math.hpp, shared with the CPU reference; the block count
+// per image depends only on the point count, so results are deterministic and a batch gives each
+// image exactly what it gets alone.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "core/cuda_check.hpp"
 #include "zernike/zernike_internal.hpp"
+
+namespace cubekit::zernike {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kPointsPerThread = 16;  // grid-stride work per thread before another block is added
+constexpr int kMaxBlocksPerImage = 256;
+
+struct Geometry {  // structure of arrays, P entries each
+    double* X;
+    double* Y;
+    double* t;
+    int2* at;  // centred: (u, v); Custom: (x, y)
+};
+
+__device__ int row_of(const std::int64_t* offsets, int rows, std::int64_t p) {
+    int lo = 0, hi = rows - 1;  // offsets[lo] ≤ p < offsets[hi + 1]
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (offsets[mid] <= p) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+// The point of index p: its centred (u, v) or, for Custom, its (x, y), and (X, Y, t).
+__device__ int2 point_at(const PointRow* rows, const std::int64_t* offsets, int nrows, std::int64_t p, bool custom,
+                         const CentredGeometry& g, double cx, double cy, double rho, double& X, double& Y, double& t) {
+    const int r = row_of(offsets, nrows, p);
+    const PointRow row = rows[r];
+    const int j = int(p - offsets[r]);
+    if (custom) {
+        custom_point(cx, cy, rho, row.first + j, row.v, X, Y, t);
+        return make_int2(row.first + j, row.v);
+    }
+    centred_point(g, row.first + 2 * j, row.v, X, Y, t);
+    return make_int2(row.first + 2 * j, row.v);
+}
+
+// Folds every point of `chunk` images: folded[(b * 8 + k) * P + p] (symmetric) or
+// folded[b * P + p] (plain); with `geo_out`, also writes the geometry of every point.
+template <typename E, bool Sym>
+__global__ void fold_kernel(const E* images, int W, int H, const PointRow* rows, const std::int64_t* offsets, int nrows,
+                            bool custom, CentredGeometry g, double cx, double cy, double rho, std::int64_t P, int chunk,
+                            double* folded, bool write_geometry, Geometry geo) {
+    const std::size_t plane = std::size_t(W) * std::size_t(H);
+    for (std::int64_t q = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; q < P * chunk;
+         q += std::int64_t(gridDim.x) * blockDim.x) {
+        const int b = int(q / P);
+        const std::int64_t p = q - std::int64_t(b) * P;
+        double X, Y, t;
+        const int2 a = point_at(rows, offsets, nrows, p, custom, g, cx, cy, rho, X, Y, t);
+        if (write_geometry && b == 0) {
+            geo.X[p] = X;
+            geo.Y[p] = Y;
+            geo.t[p] = t;
+            geo.at[p] = a;
+        }
+        const E* img = images + std::size_t(b) * plane;
+        auto f = [&](int u, int v) {
+            return double(img[std::size_t((H - 1 - v) / 2) * std::size_t(W) + std::size_t((u + W - 1) / 2)]);
+        };
+        if constexpr (Sym) {
+            const Folded s = fold_representative(f, a.x, a.y);
+            double* o = folded + std::size_t(b) * 8 * std::size_t(P) + std::size_t(p);
+            const double v[8] = {s.sa0, s.sa2, s.da, s.ea, s.sb0, s.sb2, s.db, s.eb};
+#pragma unroll
+            for (int k = 0; k < 8; ++k) o[std::size_t(k) * std::size_t(P)] = v[k];
+        } else {
+            folded[std::size_t(b) * std::size_t(P) + std::size_t(p)] =
+                custom ? double(img[std::size_t(a.y) * std::size_t(W) + std::size_t(a.x)]) : f(a.x, a.y);
+        }
+    }
+}
+
+__global__ void geometry_kernel(const PointRow* rows, const std::int64_t* offsets, int nrows, std::int64_t P,
+                                bool custom, CentredGeometry g, double cx, double cy, double rho, Geometry out) {
+    for (std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; p < P;
+         p += std::int64_t(gridDim.x) * blockDim.x) {
+        double X, Y, t;
+        out.at[p] = point_at(rows, offsets, nrows, p, custom, g, cx, cy, rho, X, Y, t);
+        out.X[p] = X;
+        out.Y[p] = Y;
+        out.t[p] = t;
+    }
+}
+
+// A plan slot with the coefficients of its own recurrence step, so that the common case (one
+// step per slot: dense chains and orders) reads three doubles from shared memory.
+struct SlotInfo {
+    double a, b, c;  // Chain: R̃n = (a·t + b)·R̃(n−2) + c·R̃(n−4); QRec: S(m) = a·t²·S(m+4) + (b·t + c)·S(m+2)
+    int n, m;
+    int kind;  // kStep, kStart, or kSlow / kSlowStart: several steps from `from` with the global tables
+    int from;  // slow path: Chain: the order r1 holds (m after a start); QRec: the repetition s2 holds
+};
+enum SlotKind : int { kStep = 0, kStart = 1, kSlow = 2, kSlowStart = 3 };
+
+// Slot infos of every task (tasks × kMaxSlots), from the plan and the coefficient tables.
+std::vector<SlotInfo> slot_infos(const Plan& plan, const Coefficients& co) {
+    std::vector<SlotInfo> out(plan.slots.size(), SlotInfo{0, 0, 0, 0, 0, kStep, 0});
+    for (int t = 0; t < plan.tasks; ++t) {
+        int prev_n = 0, prev_m = 0;
+        for (int i = 0; i < plan.slot_count[std::size_t(t)]; ++i) {
+            const PlanSlot& s = plan.slots[std::size_t(t) * kMaxSlots + std::size_t(i)];
+            SlotInfo& o = out[std::size_t(t) * kMaxSlots + std::size_t(i)];
+            o.n = s.n;
+            o.m = s.m;
+            if (plan.kind == PlanKind::QRec) {
+                const bool first = i == 0;
+                const int from = first ? s.n : prev_m;  // the repetition s2 holds before this slot
+                if (first && s.m == s.n) o.kind = kStart;
+                else if (!first && s.m == from - 2) o.kind = kStep;
+                else o.kind = first ? kSlowStart : kSlow;
+                o.from = from;
+                if (o.kind == kStep) {
+                    if (s.m == s.n - 2) { o.a = 0.0; o.b = double(s.n); o.c = -double(s.n - 1); }  // S(n−2) = n·t − (n−1)
+                    else { const QRecCoef h = co.qrec[std::size_t(set_index(s.n, s.m))]; o.a = h.h1; o.b = h.h2; o.c = h.h3; }
+                }
+            } else {
+                const bool start = s.start != 0;
+                const int from = start ? s.m : prev_n;  // the order r1 holds before this slot's steps
+                if (plan.kind == PlanKind::Chain) {
+                    if (start && s.n == s.m) o.kind = kStart;
+                    else if (!start && s.n == from + 2) o.kind = kStep;
+                    else o.kind = start ? kSlowStart : kSlow;
+                    if (o.kind == kStep) {
+                        if (s.n == s.m + 2) { o.a = double(s.m + 2); o.b = -double(s.m + 1); o.c = 0.0; }  // R̃(m+2,m)
+                        else { const KintnerCoef k = co.kintner[std::size_t(set_index(s.n, s.m))]; o.a = k.a; o.b = k.b; o.c = k.c; }
+                    }
+                } else {
+                    o.kind = kStart;  // Explicit: every slot on its own
+                }
+                o.from = from;
+            }
+            prev_n = s.n;
+            prev_m = s.m;
+        }
+    }
+    return out;
+}
+
+struct Tables {  // device pointers into the uploaded blob
+    const SlotInfo* slots;
+    const int* slot_count;
+    const KintnerCoef* kintner;
+    const QRecCoef* qrec;
+    const double* beta;
+    const std::int32_t* beta_offset;
+};
+
+template <typename T>
+__device__ Cplx<double> to_double(Cplx<T> w) {
+    return {double(w.re), double(w.im)};
+}
+
+__device__ double warp_sum(double x) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+    return x;
+}
+
+template <bool Sym>
+__device__ Folded load_folded(const double* fimg, std::int64_t P, std::int64_t p) {
+    if constexpr (Sym)
+        return {fimg[p], fimg[P + p], fimg[2 * P + p], fimg[3 * P + p],
+                fimg[4 * P + p], fimg[5 * P + p], fimg[6 * P + p], fimg[7 * P + p]};
+    else
+        return plain_point(fimg[p]);
+}
+
+// Fixed-order block reduction of the slot accumulators (warps, then warp partials in warp
+// order) into this block's partial: partial[block][slot][re, im].
+__device__ void reduce_block(const double (&acc_re)[kMaxSlots], const double (&acc_im)[kMaxSlots], int nslots,
+                             double (&red)[kThreads / 32][kMaxSlots][2], double* partial) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < kMaxSlots; ++i) {
+        if (i < nslots) {
+            const double re = warp_sum(acc_re[i]), im = warp_sum(acc_im[i]);
+            if (lane == 0) {
+                red[warp][i][0] = re;
+                red[warp][i][1] = im;
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < 2 * nslots) {
+        const int i = threadIdx.x / 2, c = threadIdx.x % 2;
+        double s = 0.0;
+        for (int w = 0; w < kThreads / 32; ++w) s += red[w][i][c];
+        const std::size_t block = (std::size_t(blockIdx.z) * gridDim.y + std::size_t(blockIdx.y)) * gridDim.x + blockIdx.x;
+        partial[block * (2 * kMaxSlots) + std::size_t(threadIdx.x)] = s;
+    }
+}
+
+// Stages the task's slot infos in shared memory.
+__device__ void stage_slots(const SlotInfo* slots, double* slot_raw) {
+    for (int q = threadIdx.x; q < int(kMaxSlots * sizeof(SlotInfo) / sizeof(double)); q += blockDim.x)
+        slot_raw[q] = reinterpret_cast<const double*>(slots + std::size_t(blockIdx.y) * kMaxSlots)[q];
+    __syncthreads();
+}
+
+// Kintner chains (whole sets, Direct + Stable): the main path. Each thread takes kIlp points per
+// iteration (p, p + stride, ...) and advances their chains side by side, so that the dependent
+// recurrence steps of one point overlap those of the other; the points still reach each
+// accumulator in grid-stride order. The folded values are read only when a chain starts.
+// The double-precision chain kernel contracts its products into FMAs (explicit __fma_rn; the
+// build otherwise forbids contraction): about 40% fewer FP64 instructions on the main path. Its
+// per-point values then differ from the CPU reference's by rounding (the spec promises CPU = GPU
+// to e ≤ 1e-12, not bitwise); in float the kernel keeps the shared arithmetic exactly.
+__device__ Cplx<double> cmul_fma(Cplx<double> a, Cplx<double> b) {
+    return {__fma_rn(a.re, b.re, -(a.im * b.im)), __fma_rn(a.re, b.im, a.im * b.re)};
+}
+
+__device__ Cplx<double> cpow_fma(Cplx<double> w, int m) {
+    Cplx<double> result{1.0, 0.0};
+    Cplx<double> base = w;
+    while (m > 0) {
+        if (m & 1) result = cmul_fma(result, base);
+        m >>= 1;
+        if (m > 0) base = cmul_fma(base, base);
+    }
+    return result;
+}
+
+// angular_sum with FMAs: w·Sa + conj(w)·Sb.
+__device__ Cplx<double> angular_sum_fma(Cplx<double> wm, const Folded& f, int m) {
+    double ar, ai, br, bi;
+    switch (m & 3) {
+        case 0: ar = f.sa0; ai = 0.0; br = f.sb0; bi = 0.0; break;
+        case 1: ar = f.da; ai = f.ea; br = f.db; bi = f.eb; break;
+        case 2: ar = f.sa2; ai = 0.0; br = f.sb2; bi = 0.0; break;
+        default: ar = f.da; ai = -f.ea; br = f.db; bi = -f.eb; break;
+    }
+    const double sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;  // w·Sa + conj(w)·Sb
+    return {__fma_rn(wm.re, sr, -(wm.im * di)), __fma_rn(wm.re, si, wm.im * dr)};
+}
+
+template <typename T>
+__device__ Cplx<double> angular_of(Cplx<T> w, const Folded& f, int m) {
+    if constexpr (std::is_same_v<T, double>) return angular_sum_fma(cpow_fma(w, m), f, m);
+    else return angular_sum(to_double(cpow(w, m)), f, m);
+}
+
+template <typename T>
+__device__ T step_of(T a, T b, T c, T t, T r1, T r2) {
+    if constexpr (std::is_same_v<T, double>) return __fma_rn(__fma_rn(a, t, b), r1, c * r2);
+    else return (a * t + b) * r1 + c * r2;  // kintner_step
+}
+
+__device__ double accumulate(double acc, double r, double a) { return __fma_rn(r, a, acc); }
+
+template <typename T, bool Sym, int kIlp>
+__global__ void __launch_bounds__(kThreads, kIlp <= 2 ? 3 : 2) chain_kernel(Geometry geo, const double* folded, std::int64_t P,
+                                                             Tables tab, double* partial) {
+    __shared__ double slot_raw[kMaxSlots * sizeof(SlotInfo) / sizeof(double)];
+    __shared__ double red[kThreads / 32][kMaxSlots][2];
+    stage_slots(tab.slots, slot_raw);
+    // volatile: read per use; hoisted out of the point loop, 20 slots' coefficients would take
+    // 120 registers and spill.
+    const volatile SlotInfo* slot = reinterpret_cast<const volatile SlotInfo*>(slot_raw);
+    const int nslots = tab.slot_count[blockIdx.y];
+
+    double acc_re[kMaxSlots], acc_im[kMaxSlots];
+#pragma unroll
+    for (int i = 0; i < kMaxSlots; ++i) acc_re[i] = acc_im[i] = 0.0;
+
+    const double* fimg = folded + std::size_t(blockIdx.z) * (Sym ? 8 : 1) * std::size_t(P);
+    const std::int64_t stride = std::int64_t(gridDim.x) * kThreads;
+    for (std::int64_t p0 = blockIdx.x * std::int64_t(kThreads) + threadIdx.x; p0 < P; p0 += kIlp * stride) {
+        std::int64_t at[kIlp];
+        bool valid[kIlp];
+        T tt[kIlp], r1[kIlp], r2[kIlp];
+        Cplx<T> w[kIlp];
+        Cplx<double> A[kIlp];
+#pragma unroll
+        for (int q = 0; q < kIlp; ++q) {
+            valid[q] = p0 + q * stride < P;
+            at[q] = valid[q] ? p0 + q * stride : p0;  // a missing point contributes exactly 0 (A = 0)
+            tt[q] = T(geo.t[at[q]]);
+            w[q] = {T(geo.X[at[q]]), T(-geo.Y[at[q]])};  // X − jY
+            r1[q] = T(1);
+            r2[q] = T(0);
+            A[q] = {0.0, 0.0};
+        }
+        int m = 0;
+        // Every slot runs (unused ones are zero steps, padded by slot_infos): no bounds test.
+#pragma unroll
+        for (int i = 0; i < kMaxSlots; ++i) {
+            {
+                const int kind = slot[i].kind;
+                if (kind == kStep) {  // kintner_step with this slot's coefficients
+                    const T a = T(slot[i].a), b = T(slot[i].b), c = T(slot[i].c);
+#pragma unroll
+                    for (int q = 0; q < kIlp; ++q) {
+                        const T r = step_of(a, b, c, tt[q], r1[q], r2[q]);
+                        r2[q] = r1[q];
+                        r1[q] = r;
+                    }
+                } else {
+                    if (kind != kSlow) {  // a chain starts: R̃(m,m) = 1 and the angular factor of m
+                        m = slot[i].m;
+#pragma unroll
+                        for (int q = 0; q < kIlp; ++q) {
+                            r1[q] = T(1);
+                            r2[q] = T(0);
+                            const Folded f = load_folded<Sym>(fimg, P, at[q]);
+                            A[q] = valid[q] ? angular_of(w[q], f, m) : Cplx<double>{0.0, 0.0};
+                        }
+                    }
+                    for (int n = slot[i].from + 2; n <= slot[i].n; n += 2) {
+#pragma unroll
+                        for (int q = 0; q < kIlp; ++q) {
+                            const T r = n == m + 2 ? kintner_second(m, tt[q])
+                                                   : kintner_step(tab.kintner[set_index(n, m)], tt[q], r1[q], r2[q]);
+                            r2[q] = r1[q];
+                            r1[q] = r;
+                        }
+                    }
+                }
+#pragma unroll
+                for (int q = 0; q < kIlp; ++q) {
+                    if constexpr (std::is_same_v<T, double>) {
+                        acc_re[i] = accumulate(acc_re[i], r1[q], A[q].re);
+                        acc_im[i] = accumulate(acc_im[i], r1[q], A[q].im);
+                    } else {
+                        acc_re[i] += double(r1[q]) * A[q].re;
+                        acc_im[i] += double(r1[q]) * A[q].im;
+                    }
+                }
+            }
+        }
+    }
+    reduce_block(acc_re, acc_im, nslots, red, partial);
+}
+
+template <typename T, PlanKind Kind, bool Sym>
+__global__ void __launch_bounds__(kThreads, 3) moments_kernel(Geometry geo, const double* folded, std::int64_t P,
+                                                          Tables tab, double* partial) {
+    __shared__ double slot_raw[kMaxSlots * sizeof(SlotInfo) / sizeof(double)];
+    __shared__ double red[kThreads / 32][kMaxSlots][2];
+    stage_slots(tab.slots, slot_raw);
+    const volatile SlotInfo* slot = reinterpret_cast<const volatile SlotInfo*>(slot_raw);
+    const int task = blockIdx.y, image = blockIdx.z;
+    const int nslots = tab.slot_count[task];
+
+    double acc_re[kMaxSlots], acc_im[kMaxSlots];
+#pragma unroll
+    for (int i = 0; i < kMaxSlots; ++i) acc_re[i] = acc_im[i] = 0.0;
+
+    const double* fimg = folded + std::size_t(image) * (Sym ? 8 : 1) * std::size_t(P);
+    for (std::int64_t p = blockIdx.x * std::int64_t(kThreads) + threadIdx.x; p < P;
+         p += std::int64_t(gridDim.x) * kThreads) {
+        const T tt = T(geo.t[p]);
+        const Cplx<T> w{T(geo.X[p]), T(-geo.Y[p])};  // X − jY
+        const Folded f = load_folded<Sym>(fimg, P, p);
+        if constexpr (Kind == PlanKind::Explicit) {
+#pragma unroll
+            for (int i = 0; i < kMaxSlots; ++i) {
+                if (i < nslots) {
+                    const int sn = slot[i].n, sm = slot[i].m;
+                    const Cplx<double> A = angular_sum(to_double(cpow(w, sm)), f, sm);
+                    const double* beta = tab.beta + tab.beta_offset[set_index(sn, sm)];
+                    T r = T(beta[0]);
+                    for (int k = 1; k <= (sn - sm) / 2; ++k) r = r * tt + T(beta[k]);
+                    acc_re[i] += double(r) * A.re;
+                    acc_im[i] += double(r) * A.im;
+                }
+            }
+        } else {  // QRec: one order n, slots in descending m
+            const int n = slot[0].n;
+            const T tt2 = tt * tt;
+            T sv[kMaxSlots];
+            T s2 = T(1), s4 = T(0);  // S(cur), S(cur + 2)
+#pragma unroll
+            for (int i = 0; i < kMaxSlots; ++i) {
+                if (i < nslots) {
+                    const int kind = slot[i].kind;
+                    if (kind == kStep) {  // qrec_step with this slot's coefficients
+                        const T v = T(slot[i].a) * tt2 * s4 + (T(slot[i].b) * tt + T(slot[i].c)) * s2;
+                        s4 = s2;
+                        s2 = v;
+                    } else if (kind != kStart) {
+                        for (int mm = slot[i].from - 2; mm >= slot[i].m; mm -= 2) {
+                            const T v = mm == n - 2 ? qrec_second(n, tt)
+                                                    : qrec_step(tab.qrec[set_index(n, mm)], tt, s4, s2);
+                            s4 = s2;
+                            s2 = v;
+                        }
+                    }
+                    sv[i] = s2;
+                }
+            }
+            const Cplx<T> w2 = cmul(w, w);
+            Cplx<T> wm{T(1), T(0)};
+            int wm_m = -1;
+#pragma unroll
+            for (int i = kMaxSlots - 1; i >= 0; --i) {
+                if (i < nslots) {
+                    const int m = slot[i].m;
+                    wm = wm_m >= 0 && m == wm_m + 2 ? cmul(wm, w2) : cpow(w, m);
+                    wm_m = m;
+                    const Cplx<double> A = angular_sum(to_double(wm), f, m);
+                    acc_re[i] += double(sv[i]) * A.re;
+                    acc_im[i] += double(sv[i]) * A.im;
+                }
+            }
+        }
+    }
+
+    reduce_block(acc_re, acc_im, nslots, red, partial);
+}
+
+// out[(b * M + k) * 2 + c] = Σ over blocks of moment k's partials: one warp per value, each lane
+// adding every 32nd block in order, then a fixed shuffle tree (deterministic).
+__global__ void finalise_kernel(const double* partial, const int2* where, int M, int tasks, int blocks, int chunk,
+                                double* out) {
+    const int q = int((blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32), lane = threadIdx.x % 32;
+    if (q >= chunk * M * 2) return;
+    const int c = q % 2, k = (q / 2) % M, b = q / (2 * M);
+    const int2 ts = where[k];  // (task, slot)
+    const double* p = partial + ((std::size_t(b) * tasks + std::size_t(ts.x)) * blocks) * (2 * kMaxSlots) +
+                      std::size_t(ts.y) * 2 + std::size_t(c);
+    double s = 0.0;
+    for (int x = lane; x < blocks; x += 32) s += p[std::size_t(x) * (2 * kMaxSlots)];
+    s = warp_sum(s);
+    if (lane == 0) out[q] = s;
+}
+
+__global__ void reconstruct_kernel(Geometry geo, std::int64_t P, int W, int H, bool custom, const Cplx<double>* set,
+                                   std::size_t set_size, int K, const KintnerCoef* kintner, double* out) {
+    const int b = blockIdx.y;
+    for (std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; p < P;
+         p += std::int64_t(gridDim.x) * blockDim.x) {
+        const int2 a = geo.at[p];
+        const int x = custom ? a.x : (a.x + W - 1) / 2, y = custom ? a.y : (H - 1 - a.y) / 2;
+        out[(std::size_t(b) * H + std::size_t(y)) * W + std::size_t(x)] =
+            reconstruct_point(set + std::size_t(b) * set_size, K, kintner, geo.X[p], geo.Y[p], geo.t[p]);
+    }
+}
+
+// Several small host arrays uploaded with one copy; each section 16-byte aligned.
+class Blob {
+public:
+    template <typename T>
+    std::size_t add(const std::vector<T>& v) {
+        const std::size_t at = (bytes_.size() + 15) / 16 * 16;
+        bytes_.resize(at + v.size() * sizeof(T));
+        if (!v.empty()) std::memcpy(bytes_.data() + at, v.data(), v.size() * sizeof(T));
+        return at;
+    }
+    DeviceBuffer upload(const Context& ctx) const {
+        DeviceBuffer d(ctx, std::max<std::size_t>(bytes_.size(), 16));
+        // From pageable memory the copy is staged before cudaMemcpyAsync returns, so the blob
+        // may go away; no synchronisation needed.
+        if (!bytes_.empty())
+            CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(d.data(), bytes_.data(), bytes_.size(), cudaMemcpyHostToDevice,
+                                               detail::stream_of(ctx)));
+        return d;
+    }
+
+private:
+    std::vector<std::byte> bytes_;
+};
+
+template <typename T>
+const T* section(const DeviceBuffer& d, std::size_t at) {
+    return reinterpret_cast<const T*>(static_cast<const std::byte*>(d.data()) + at);
+}
+
+int grid_for(std::int64_t work) {
+    return int(std::clamp<std::int64_t>((work + 255) / 256, 1, 132 * 16));
+}
+
+struct DeviceGeometry {
+    DeviceBuffer X, Y, t, at;
+    Geometry view() {
+        return {static_cast<double*>(X.data()), static_cast<double*>(Y.data()), static_cast<double*>(t.data()),
+                static_cast<int2*>(at.data())};
+    }
+};
+
+// Geometry of every point of L on the device; `blob`/`rows_at`/`offsets_at` locate L's rows.
+DeviceGeometry make_geometry(const Context& ctx, const PointLayout& L, const DeviceBuffer& blob, std::size_t rows_at,
+                             std::size_t offsets_at) {
+    const std::int64_t P = L.points();
+    const std::size_t n = std::size_t(std::max<std::int64_t>(P, 1));
+    DeviceGeometry g{DeviceBuffer(ctx, n * 8), DeviceBuffer(ctx, n * 8), DeviceBuffer(ctx, n * 8),
+                     DeviceBuffer(ctx, n * sizeof(int2))};
+    if (P == 0) return g;
+    const int grid = grid_for(P);
+    geometry_kernel<<<grid, 256, 0, detail::stream_of(ctx)>>>(section<PointRow>(blob, rows_at),
+                                                              section<std::int64_t>(blob, offsets_at),
+                                                              int(L.rows.size()), P, L.custom, L.centred, L.cx, L.cy,
+                                                              L.rho, g.view());
+    CUBEKIT_CHECK_LAUNCH(ctx, "zernike geometry_kernel", dim3(grid), dim3(256));
+    return g;
+}
+
+template <typename T, PlanKind Kind, bool Sym>
+void launch_moments(const Context& ctx, dim3 grid, Geometry geo, const double* folded, std::int64_t P, Tables tab,
+                    double* partial) {
+    if constexpr (Kind == PlanKind::Chain) {
+        // Two points per thread iteration measured best (four: more registers, fewer warps).
+        chain_kernel<T, Sym, 2><<<grid, kThreads, 0, detail::stream_of(ctx)>>>(geo, folded, P, tab, partial);
+        CUBEKIT_CHECK_LAUNCH(ctx, "zernike chain_kernel", grid, dim3(kThreads));
+    } else {
+        moments_kernel<T, Kind, Sym><<<grid, kThreads, 0, detail::stream_of(ctx)>>>(geo, folded, P, tab, partial);
+        CUBEKIT_CHECK_LAUNCH(ctx, "zernike moments_kernel", grid, dim3(kThreads));
+    }
+}
+
+template <typename T, bool Sym>
+void launch_moments(const Context& ctx, PlanKind kind, dim3 grid, Geometry geo, const double* folded, std::int64_t P,
+                    Tables tab, double* partial) {
+    switch (kind) {
+        case PlanKind::Chain: launch_moments<T, PlanKind::Chain, Sym>(ctx, grid, geo, folded, P, tab, partial); break;
+        case PlanKind::Explicit: launch_moments<T, PlanKind::Explicit, Sym>(ctx, grid, geo, folded, P, tab, partial); break;
+        case PlanKind::QRec: launch_moments<T, PlanKind::QRec, Sym>(ctx, grid, geo, folded, P, tab, partial); break;
+    }
+}
+
+}  // namespace
+
+std::vector<std::complex<double>> sums_device(const Context& ctx, const DeviceCube& images, const ZernikeDisk& disk,
+                                              const Request& request) {
+    const CubeShape& shape = images.shape();
+    if (shape.layout != Layout::BSQ) throw InvalidInput("zernike: the device cube must be BSQ");
+    const PointLayout L = point_layout(disk, request.symmetric);
+    const Plan plan = make_plan(request);
+    const Coefficients co = coefficients(request.max_order(), plan.kind == PlanKind::Explicit,
+                                         plan.kind == PlanKind::QRec);
+    const int M = int(request.wanted.size()), B = shape.bands;
+    if (plan.tasks > 65535)
+        throw InvalidInput("zernike: " + std::to_string(M) + " moments need " + std::to_string(plan.tasks) +
+                           " blocks per image row of the CUDA grid (at most 65535); request fewer moments per call");
+    std::vector<int2> where(std::size_t(M), make_int2(0, 0));  // moment → (task, slot)
+    for (int t = 0; t < plan.tasks; ++t)
+        for (int i = 0; i < plan.slot_count[std::size_t(t)]; ++i)
+            where[std::size_t(plan.slots[std::size_t(t) * kMaxSlots + std::size_t(i)].out)] = make_int2(t, i);
+
+    Blob blob;
+    const std::size_t rows_at = blob.add(L.rows), offsets_at = blob.add(L.offsets);
+    const std::size_t slots_at = blob.add(slot_infos(plan, co)), count_at = blob.add(plan.slot_count);
+    const std::size_t kin_at = blob.add(co.kintner), qrec_at = blob.add(co.qrec);
+    const std::size_t beta_at = blob.add(co.beta), boff_at = blob.add(co.beta_offset);
+    const std::size_t where_at = blob.add(where);
+    const DeviceBuffer d_blob = blob.upload(ctx);
+    const Tables tab{section<SlotInfo>(d_blob, slots_at), section<int>(d_blob, count_at),
+                     section<KintnerCoef>(d_blob, kin_at), section<QRecCoef>(d_blob, qrec_at),
+                     section<double>(d_blob, beta_at), section<std::int32_t>(d_blob, boff_at)};
+
+    const std::int64_t P = L.points();
+    const int per_point = L.symmetric ? 8 : 1;
+    const int blocks = int(std::clamp<std::int64_t>((P + kThreads * kPointsPerThread - 1) / (kThreads * kPointsPerThread),
+                                                    1, kMaxBlocksPerImage));
+    // Images in chunks of at most ~512 MB of folded values (the result does not depend on it).
+    const std::size_t np = std::size_t(std::max<std::int64_t>(P, 1));
+    const std::size_t per_image = np * per_point * sizeof(double);
+    const int chunk = int(std::clamp<std::size_t>((std::size_t(512) << 20) / per_image, 1, std::size_t(std::min(B, 65535))));
+    // One scratch allocation: geometry (X, Y, t, at), folded values, block partials, sums.
+    const std::size_t geo_bytes = np * (3 * sizeof(double) + sizeof(int2));
+    const std::size_t folded_bytes = per_image * std::size_t(chunk);
+    const std::size_t partial_bytes = std::size_t(chunk) * plan.tasks * blocks * 2 * kMaxSlots * sizeof(double);
+    const std::size_t sums_bytes = std::size_t(B) * M * 2 * sizeof(double);
+    detail::keep_pool_memory(ctx, geo_bytes + folded_bytes + partial_bytes + sums_bytes + 1024);
+    DeviceBuffer scratch(ctx, geo_bytes + folded_bytes + partial_bytes + sums_bytes);
+    double* base = static_cast<double*>(scratch.data());
+    const Geometry geo{base, base + np, base + 2 * np, reinterpret_cast<int2*>(base + 3 * np)};
+    double* folded = base + geo_bytes / sizeof(double);
+    double* part = folded + folded_bytes / sizeof(double);
+    double* sums = part + partial_bytes / sizeof(double);
+    const std::size_t plane = shape.num_pixels();
+    for (int b0 = 0; b0 < B && P > 0; b0 += chunk) {
+        ctx.check_cancelled("zernike");
+        const int n = std::min(chunk, B - b0);
+        visit_dtype(shape.dtype, [&](auto tag) {
+            using E = decltype(tag);
+            const E* img = static_cast<const E*>(images.data()) + std::size_t(b0) * plane;
+            const int grid = grid_for(P * n);
+            auto fold = L.symmetric ? fold_kernel<E, true> : fold_kernel<E, false>;
+            fold<<<grid, 256, 0, detail::stream_of(ctx)>>>(img, shape.width, shape.height,
+                                                            section<PointRow>(d_blob, rows_at),
+                                                            section<std::int64_t>(d_blob, offsets_at),
+                                                            int(L.rows.size()), L.custom, L.centred, L.cx, L.cy, L.rho,
+                                                            P, n, folded, b0 == 0, geo);
+            CUBEKIT_CHECK_LAUNCH(ctx, "zernike fold_kernel", dim3(grid), dim3(256));
+        });
+        const dim3 grid(unsigned(blocks), unsigned(plan.tasks), unsigned(n));
+        if (request.precision == ZernikePrecision::Float) {
+            if (L.symmetric) launch_moments<float, true>(ctx, plan.kind, grid, geo, folded, P, tab, part);
+            else launch_moments<float, false>(ctx, plan.kind, grid, geo, folded, P, tab, part);
+        } else {
+            if (L.symmetric) launch_moments<double, true>(ctx, plan.kind, grid, geo, folded, P, tab, part);
+            else launch_moments<double, false>(ctx, plan.kind, grid, geo, folded, P, tab, part);
+        }
+        const int total = n * M * 2, fgrid = int((std::int64_t(total) * 32 + 255) / 256);
+        finalise_kernel<<<fgrid, 256, 0, detail::stream_of(ctx)>>>(
+            part, section<int2>(d_blob, where_at), M, plan.tasks, blocks, n,
+            sums + std::size_t(b0) * M * 2);
+        CUBEKIT_CHECK_LAUNCH(ctx, "zernike finalise_kernel", dim3(fgrid), dim3(256));
+        ctx.progress(std::size_t(b0 + n), std::size_t(B));
+    }
+    std::vector<std::complex<double>> out(std::size_t(B) * M, {0.0, 0.0});
+    if (P > 0) {
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(out.data(), sums, sums_bytes, cudaMemcpyDeviceToHost, detail::stream_of(ctx)));
+        ctx.synchronize();
+    }
+    return out;
+}
+
+std::vector<std::complex<double>> sums_cuda(const Context& ctx, const Cube& images, const ZernikeDisk& disk,
+                                            const Request& request) {
+    const DeviceCube d = DeviceCube::upload(ctx, images);
+    return sums_device(ctx, d, disk, request);
+}
+
+Cube reconstruct_cuda(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
+                      const ZernikeDisk& disk) {
+    const PointLayout L = point_layout(disk, false);
+    const Coefficients co = coefficients(K, false, false);
+    Blob blob;
+    const std::size_t rows_at = blob.add(L.rows), offsets_at = blob.add(L.offsets), kin_at = blob.add(co.kintner);
+    const std::size_t set_at = blob.add(set);
+    const DeviceBuffer d_blob = blob.upload(ctx);
+    DeviceGeometry geo = make_geometry(ctx, L, d_blob, rows_at, offsets_at);
+    const int W = disk.width, H = disk.height;
+    DeviceBuffer out(ctx, std::size_t(W) * H * std::size_t(images) * sizeof(double));
+    CUBEKIT_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.size(), detail::stream_of(ctx)));
+    const std::int64_t P = L.points();
+    if (P > 0 && images > 0) {
+        const dim3 grid(unsigned(grid_for(P)), unsigned(images));
+        reconstruct_kernel<<<grid, 256, 0, detail::stream_of(ctx)>>>(
+            geo.view(), P, W, H, L.custom, section<Cplx<double>>(d_blob, set_at), zernike_set_size(K), K,
+            section<KintnerCoef>(d_blob, kin_at), static_cast<double*>(out.data()));
+        CUBEKIT_CHECK_LAUNCH(ctx, "zernike reconstruct_kernel", grid, dim3(256));
+    }
+    Cube result(W, H, images, DType::F64, Layout::BSQ);
+    out.download(ctx, result.data<double>(), result.num_bytes());
+    return result;
+}
+
+}  // namespace cubekit::zernike

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <numbers>
 #include <string>
 
@@ -181,14 +182,39 @@ std::int64_t disk_pixel_count(const ZernikeDisk& disk) {
     return plain.points();
 }
 
-Coefficients coefficients(int nmax, bool explicit_beta) {
+// q-recursion H1..H3 (§3.7) for every (n, m), m ≤ n − 4, n ≤ nmax: exact rationals rounded once.
+// Rational arithmetic costs milliseconds at order 34, so the table is kept; smaller orders use
+// its prefix (the set order is n-major).
+std::vector<QRecCoef> qrec_coefficients(int nmax) {
+    using boost::multiprecision::cpp_rational;
+    static std::mutex mutex;
+    static std::vector<QRecCoef> table;
+    static int table_nmax = -1;
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (nmax > table_nmax) {
+        table.assign(zernike_set_size(nmax), {0, 0, 0});
+        for (int n = 4; n <= nmax; ++n)
+            for (int m = n % 2; m <= n - 4; m += 2) {
+                const cpp_rational H3 = cpp_rational(-4 * (m + 2) * (m + 1)) / ((n + m + 2) * (n - m));
+                const cpp_rational H2 = H3 * (n + m + 4) * (n - m - 2) / (4 * (m + 3)) + (m + 2);
+                const cpp_rational H1 =
+                    cpp_rational((m + 4) * (m + 3)) / 2 - (m + 4) * H2 + H3 * (n + m + 6) * (n - m - 4) / 8;
+                table[zernike_set_index(n, m)] = {H1.convert_to<double>(), H2.convert_to<double>(),
+                                                  H3.convert_to<double>()};
+            }
+        table_nmax = nmax;
+    }
+    return {table.begin(), table.begin() + std::ptrdiff_t(zernike_set_size(nmax))};
+}
+
+Coefficients coefficients(int nmax, bool explicit_beta, bool qrec) {
     using boost::multiprecision::cpp_int;
     using boost::multiprecision::cpp_rational;
     Coefficients c;
     c.nmax = nmax;
     const std::size_t size = nmax < 0 ? 0 : zernike_set_size(nmax);
     c.kintner.assign(size, {0, 0, 0});
-    c.qrec.assign(size, {0, 0, 0});
+    if (qrec) c.qrec = qrec_coefficients(nmax);
     if (explicit_beta) c.beta_offset.assign(size, 0);
     for (int n = 0; n <= nmax; ++n) {
         for (int m = n % 2; m <= n; m += 2) {
@@ -199,13 +225,6 @@ Coefficients coefficients(int nmax, bool explicit_beta) {
                 const double K3 = double(-std::int64_t(m) * m * (n - 1) - std::int64_t(n) * (n - 1) * (n - 2));
                 const double K4 = double(-std::int64_t(n) * (n + m - 2) * (n - m - 2) / 2);
                 c.kintner[i] = {K2 / K1, K3 / K1, K4 / K1};
-            }
-            if (m <= n - 4) {  // q-recursion H1..H3 (§3.7), exact rationals rounded once
-                const cpp_rational H3 = cpp_rational(-4 * (m + 2) * (m + 1)) / ((n + m + 2) * (n - m));
-                const cpp_rational H2 = H3 * (n + m + 4) * (n - m - 2) / (4 * (m + 3)) + (m + 2);
-                const cpp_rational H1 =
-                    cpp_rational((m + 4) * (m + 3)) / 2 - (m + 4) * H2 + H3 * (n + m + 6) * (n - m - 4) / 8;
-                c.qrec[i] = {H1.convert_to<double>(), H2.convert_to<double>(), H3.convert_to<double>()};
             }
             if (explicit_beta) {  // β(n,m,k), factorial-free recurrence (§3.3), exact integers
                 c.beta_offset[i] = std::int32_t(c.beta.size());

@@ -50,7 +50,7 @@ std::int64_t disk_pixel_count(const ZernikeDisk& disk);
 
 /// Recurrence coefficients for every (n, m) with n ≤ nmax, by zernike_set_index(n, m); each is an
 /// exact rational rounded once to double. kintner[i] is meaningful for n ≥ m + 4, qrec[i] for
-/// m ≤ n − 4. With explicit_beta, beta[beta_offset[i] + k] = β(n, m, k), k = 0..(n − m)/2.
+/// m ≤ n − 4 (computed only with qrec). With explicit_beta, beta[beta_offset[i] + k] = β(n, m, k), k = 0..(n − m)/2.
 struct Coefficients {
     int nmax = -1;
     std::vector<KintnerCoef> kintner;
@@ -58,7 +58,7 @@ struct Coefficients {
     std::vector<double> beta;
     std::vector<std::int32_t> beta_offset;
 };
-Coefficients coefficients(int nmax, bool explicit_beta);
+Coefficients coefficients(int nmax, bool explicit_beta, bool qrec = true);
 
 /// Σ f·V*(n, m) over the disk for every wanted moment of every band (not yet scaled by
 /// (n + 1)·disk.scale): result[image * wanted.size() + k]. `images` is BSQ, any element type.
