@@ -135,9 +135,10 @@ TEST(RcmgGpu, ManyTiesAndNaN) {
                 const RcmgOptions o{.connectivity = c, .reject = r, .partition = part};
                 EXPECT_TRUE(cubes_identical(rcmg(cpu_context(), ties, o), gpu_rcmg(gpu, ties, o)))
                     << "ties c=" << c << " r=" << r << " " << partition_name(part);
-                if (part != RcmgPartition::Spatial)
+                if (part != RcmgPartition::Spatial) {
                     EXPECT_TRUE(cubes_identical(rcmg(cpu_context(), nan, o), gpu_rcmg(gpu, nan, o)))
                         << "NaN c=" << c << " r=" << r << " " << partition_name(part);
+                }
             }
 }
 

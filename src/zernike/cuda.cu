@@ -25,7 +25,9 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kPointsPerThread = 16;  // grid-stride work per thread before another block is added
-constexpr int kMaxBlocksPerImage = 256;
+constexpr int kMinPointsPerThread = 8;
+constexpr int kFillBlocks = 1600;  // ≈ 4 waves of 3 blocks on 132 SMs
+constexpr int kMaxBlocksPerImage = 1024;
 
 struct Geometry {  // structure of arrays, P entries each
     double* X;
@@ -489,6 +491,17 @@ const T* section(const DeviceBuffer& d, std::size_t at) {
     return reinterpret_cast<const T*>(static_cast<const std::byte*>(d.data()) + at);
 }
 
+// Blocks per image: one per kThreads·kPointsPerThread points, but more when there are few tasks
+// (a single order or moment) so that one image still fills the GPU, keeping ≥ kMinPointsPerThread
+// points per thread. It depends on the image and the request only, never on the batch size, so a
+// batch gives each image exactly its single-image result.
+int blocks_per_image(std::int64_t P, int tasks) {
+    const auto up = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+    const std::int64_t base = up(P, kThreads * kPointsPerThread);
+    const std::int64_t fill = std::min(up(P, kThreads * kMinPointsPerThread), up(kFillBlocks, tasks));
+    return int(std::clamp<std::int64_t>(std::max(base, fill), 1, kMaxBlocksPerImage));
+}
+
 int grid_for(std::int64_t work) {
     return int(std::clamp<std::int64_t>((work + 255) / 256, 1, 132 * 16));
 }
@@ -573,8 +586,7 @@ std::vector<std::complex<double>> sums_device(const Context& ctx, const DeviceCu
 
     const std::int64_t P = L.points();
     const int per_point = L.symmetric ? 8 : 1;
-    const int blocks = int(std::clamp<std::int64_t>((P + kThreads * kPointsPerThread - 1) / (kThreads * kPointsPerThread),
-                                                    1, kMaxBlocksPerImage));
+    const int blocks = blocks_per_image(P, plan.tasks);
     // Images in chunks of at most ~512 MB of folded values (the result does not depend on it).
     const std::size_t np = std::size_t(std::max<std::int64_t>(P, 1));
     const std::size_t per_image = np * per_point * sizeof(double);
