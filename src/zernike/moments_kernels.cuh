@@ -102,33 +102,18 @@ __device__ Cplx<double> cmul_fma(Cplx<double> a, Cplx<double> b) {
     return {__fma_rn(a.re, b.re, -(a.im * b.im)), __fma_rn(a.re, b.im, a.im * b.re)};
 }
 
-__device__ Cplx<double> cpow_fma(Cplx<double> w, int m) {
-    Cplx<double> result{1.0, 0.0};
-    Cplx<double> base = w;
-    while (m > 0) {
-        if (m & 1) result = cmul_fma(result, base);
-        m >>= 1;
-        if (m > 0) base = cmul_fma(base, base);
-    }
-    return result;
-}
-
 // angular_sum with FMAs: w·Sa + conj(w)·Sb.
 __device__ Cplx<double> angular_sum_fma(Cplx<double> wm, const Folded& f, int m) {
     double ar, ai, br, bi;
-    switch (m & 3) {
-        case 0: ar = f.sa0; ai = 0.0; br = f.sb0; bi = 0.0; break;
-        case 1: ar = f.da; ai = f.ea; br = f.db; bi = f.eb; break;
-        case 2: ar = f.sa2; ai = 0.0; br = f.sb2; bi = 0.0; break;
-        default: ar = f.da; ai = -f.ea; br = f.db; bi = -f.eb; break;
-    }
+    folded_sums(f, m, ar, ai, br, bi);
     const double sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;  // w·Sa + conj(w)·Sb
     return {__fma_rn(wm.re, sr, -(wm.im * di)), __fma_rn(wm.re, si, wm.im * dr)};
 }
 
 template <typename T>
 __device__ Cplx<double> angular_of(Cplx<T> w, const Folded& f, int m) {
-    if constexpr (std::is_same_v<T, double>) return angular_sum_fma(cpow_fma(w, m), f, m);
+    if constexpr (std::is_same_v<T, double>)
+        return angular_sum_fma(cpow(w, m, [](Cplx<double> a, Cplx<double> b) { return cmul_fma(a, b); }), f, m);
     else return angular_sum(to_double(cpow(w, m)), f, m);
 }
 

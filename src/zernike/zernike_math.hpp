@@ -18,17 +18,23 @@ CUBEKIT_HD Cplx<T> cmul(Cplx<T> a, Cplx<T> b) {
     return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
 }
 
-/// w^m by binary powering (⌈log2 m⌉ squarings): relative error ~ log2(m)·ε, |w| ≤ 1.
-template <typename T>
-CUBEKIT_HD Cplx<T> cpow(Cplx<T> w, int m) {
+/// w^m by binary powering (⌈log2 m⌉ squarings): relative error ~ log2(m)·ε, |w| ≤ 1. `mul` is the
+/// complex product (cmul; the CUDA chain kernel passes an FMA version).
+template <typename T, typename Mul>
+CUBEKIT_HD Cplx<T> cpow(Cplx<T> w, int m, Mul mul) {
     Cplx<T> result{T(1), T(0)};
     Cplx<T> base = w;
     while (m > 0) {
-        if (m & 1) result = cmul(result, base);
+        if (m & 1) result = mul(result, base);
         m >>= 1;
-        if (m > 0) base = cmul(base, base);
+        if (m > 0) base = mul(base, base);
     }
     return result;
+}
+
+template <typename T>
+CUBEKIT_HD Cplx<T> cpow(Cplx<T> w, int m) {
+    return cpow(w, m, [](Cplx<T> a, Cplx<T> b) { return cmul(a, b); });
 }
 
 /// Kintner step coefficients of R̃(n,m) (n ≥ m + 4): R̃n = (a·t + b)·R̃(n−2) + c·R̃(n−4).
@@ -95,16 +101,21 @@ CUBEKIT_HD std::int64_t set_index(int n, int m) {
     return a * a / 4 + (m - n % 2) / 2;
 }
 
-/// P = w^m·Sa(m mod 4) + conj(w^m)·Sb(m mod 4): the angular factor of a representative, to be
-/// multiplied by R̃(n, m) for every n of repetition m.
-CUBEKIT_HD Cplx<double> angular_sum(Cplx<double> wm, const Folded& f, int m) {
-    double ar, ai, br, bi;
+/// Sa(m mod 4) = ar + j·ai and Sb(m mod 4) = br + j·bi of a folded point.
+CUBEKIT_HD void folded_sums(const Folded& f, int m, double& ar, double& ai, double& br, double& bi) {
     switch (m & 3) {
         case 0: ar = f.sa0; ai = 0.0; br = f.sb0; bi = 0.0; break;
         case 1: ar = f.da; ai = f.ea; br = f.db; bi = f.eb; break;
         case 2: ar = f.sa2; ai = 0.0; br = f.sb2; bi = 0.0; break;
         default: ar = f.da; ai = -f.ea; br = f.db; bi = -f.eb; break;
     }
+}
+
+/// P = w^m·Sa(m mod 4) + conj(w^m)·Sb(m mod 4): the angular factor of a representative, to be
+/// multiplied by R̃(n, m) for every n of repetition m.
+CUBEKIT_HD Cplx<double> angular_sum(Cplx<double> wm, const Folded& f, int m) {
+    double ar, ai, br, bi;
+    folded_sums(f, m, ar, ai, br, bi);
     // w·Sa + conj(w)·Sb
     return {(wm.re * ar - wm.im * ai) + (wm.re * br + wm.im * bi),
             (wm.re * ai + wm.im * ar) + (wm.re * bi - wm.im * br)};
