@@ -58,20 +58,24 @@ __device__ Folded load_folded(const double* fimg, std::int64_t P, std::int64_t p
         return plain_point(fimg[p]);
 }
 
-// Fixed-order block reduction of the slot accumulators (warps, then warp partials in warp
-// order) into this block's partial: partial[block][slot][re, im].
+// Fixed-order block reduction of the slot accumulators into this block's partial:
+// partial[block][slot][re, im]. Each warp transposes its accumulators through shared memory and
+// lane v adds value v over the 32 lanes in lane order (about a quarter of the instructions of a
+// shuffle tree per value), then the warp partials are added in warp order.
 __device__ void reduce_block(const double (&acc_re)[kMaxSlots], const double (&acc_im)[kMaxSlots], int nslots,
                              double (&red)[kThreads / 32][kMaxSlots][2], double* partial) {
+    __shared__ double lanes[kThreads / 32][2 * kMaxSlots][33];  // 33: no bank conflicts on the column reads
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
     for (int i = 0; i < kMaxSlots; ++i) {
-        if (i < nslots) {
-            const double re = warp_sum(acc_re[i]), im = warp_sum(acc_im[i]);
-            if (lane == 0) {
-                red[warp][i][0] = re;
-                red[warp][i][1] = im;
-            }
-        }
+        lanes[warp][2 * i][lane] = acc_re[i];
+        lanes[warp][2 * i + 1][lane] = acc_im[i];
+    }
+    __syncwarp();
+    for (int v = lane; v < 2 * nslots; v += 32) {
+        double s = 0.0;
+        for (int j = 0; j < 32; ++j) s += lanes[warp][v][j];
+        red[warp][v / 2][v % 2] = s;
     }
     __syncthreads();
     if (threadIdx.x < 2 * nslots) {
@@ -125,8 +129,10 @@ __device__ T step_of(T a, T b, T c, T t, T r1, T r2) {
 
 __device__ double accumulate(double acc, double r, double a) { return __fma_rn(r, a, acc); }
 
+// Occupancy measured on the H100: 3 blocks per SM (≤ 170 registers) is best in double, 4 (≤ 128
+// registers, a few spills) in float.
 template <typename T, bool Sym, int kIlp>
-__global__ void __launch_bounds__(kThreads, kIlp <= 2 ? 3 : 2) chain_kernel(Geometry geo, const double* folded, std::int64_t P,
+__global__ void __launch_bounds__(kThreads, std::is_same_v<T, double> ? 3 : 4) chain_kernel(Geometry geo, const double* folded, std::int64_t P,
                                                              Tables tab, double* partial) {
     __shared__ double slot_raw[kMaxSlots * sizeof(SlotInfo) / sizeof(double)];
     __shared__ double red[kThreads / 32][kMaxSlots][2];
@@ -159,13 +165,22 @@ __global__ void __launch_bounds__(kThreads, kIlp <= 2 ? 3 : 2) chain_kernel(Geom
             A[q] = {0.0, 0.0};
         }
         int m = 0;
-        // Every slot runs (unused ones are zero steps, padded by slot_infos): no bounds test.
+        // Every slot runs (unused ones are zero steps, padded by slot_infos): no bounds test. The
+        // next slot's kind and coefficients are read one slot ahead, hiding the shared-memory latency.
+        int next_kind = slot[0].kind;
+        T next_a = T(slot[0].a), next_b = T(slot[0].b), next_c = T(slot[0].c);
 #pragma unroll
         for (int i = 0; i < kMaxSlots; ++i) {
             {
-                const int kind = slot[i].kind;
+                const int kind = next_kind;
+                const T a = next_a, b = next_b, c = next_c;
+                if (i + 1 < kMaxSlots) {
+                    next_kind = slot[i + 1].kind;
+                    next_a = T(slot[i + 1].a);
+                    next_b = T(slot[i + 1].b);
+                    next_c = T(slot[i + 1].c);
+                }
                 if (kind == kStep) {  // kintner_step with this slot's coefficients
-                    const T a = T(slot[i].a), b = T(slot[i].b), c = T(slot[i].c);
 #pragma unroll
                     for (int q = 0; q < kIlp; ++q) {
                         const T r = step_of(a, b, c, tt[q], r1[q], r2[q]);
