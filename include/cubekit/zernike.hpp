@@ -144,7 +144,8 @@ Cube zernike_reconstruct(const Context& ctx, const ZernikeMoments& moments, cons
 /// The same on the moments' own disk.
 Cube zernike_reconstruct(const Context& ctx, const ZernikeMoments& moments, int max_order = -1);
 
-/// ‖f̂ − f‖₂ / ‖f‖₂ over the pixels inside `disk`, per band (0 when f is 0 there and f̂ too).
+/// ‖f̂ − f‖₂ / ‖f‖₂ over the pixels inside `disk`, per band (0 when both are 0 there, infinity
+/// when only f is).
 std::vector<double> zernike_reconstruction_error(const Cube& original, const Cube& reconstruction,
                                                  const ZernikeDisk& disk);
 

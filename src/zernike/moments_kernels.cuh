@@ -94,10 +94,6 @@ __device__ void stage_slots(const SlotInfo* slots, double* slot_raw) {
     __syncthreads();
 }
 
-// Kintner chains (whole sets, Direct + Stable): the main path. Each thread takes kIlp points per
-// iteration (p, p + stride, ...) and advances their chains side by side, so that the dependent
-// recurrence steps of one point overlap those of the other; the points still reach each
-// accumulator in grid-stride order. The folded values are read only when a chain starts.
 // The double-precision chain kernel contracts its products into FMAs (explicit __fma_rn; the
 // build otherwise forbids contraction): about 40% fewer FP64 instructions on the main path. Its
 // per-point values then differ from the CPU reference's by rounding (the spec promises CPU = GPU
@@ -129,11 +125,15 @@ __device__ T step_of(T a, T b, T c, T t, T r1, T r2) {
 
 __device__ double accumulate(double acc, double r, double a) { return __fma_rn(r, a, acc); }
 
+// Kintner chains (whole sets, Direct + Stable): the main path. Each thread takes kIlp points per
+// iteration (p, p + stride, ...) and advances their chains side by side, so that the dependent
+// recurrence steps of one point overlap those of the other; the points still reach each
+// accumulator in grid-stride order. The folded values are read only when a chain starts.
 // Occupancy measured on the H100: 3 blocks per SM (≤ 170 registers) is best in double, 4 (≤ 128
 // registers, a few spills) in float.
 template <typename T, bool Sym, int kIlp>
-__global__ void __launch_bounds__(kThreads, std::is_same_v<T, double> ? 3 : 4) chain_kernel(Geometry geo, const double* folded, std::int64_t P,
-                                                             Tables tab, double* partial) {
+__global__ void __launch_bounds__(kThreads, std::is_same_v<T, double> ? 3 : 4)
+    chain_kernel(Geometry geo, const double* folded, std::int64_t P, Tables tab, double* partial) {
     __shared__ double slot_raw[kMaxSlots * sizeof(SlotInfo) / sizeof(double)];
     __shared__ double red[kThreads / 32][kMaxSlots][2];
     stage_slots(tab.slots, slot_raw);
