@@ -131,6 +131,8 @@ __device__ double accumulate(double acc, double r, double a) { return __fma_rn(r
 // accumulator in grid-stride order. The folded values are read only when a chain starts.
 // Occupancy measured on the H100: 3 blocks per SM (≤ 170 registers) is best in double, 4 (≤ 128
 // registers, a few spills) in float.
+__device__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+
 template <typename T, bool Sym, int kIlp>
 __global__ void __launch_bounds__(kThreads, std::is_same_v<T, double> ? 3 : 4)
     chain_kernel(Geometry geo, const double* folded, std::int64_t P, Tables tab, double* partial) {
@@ -149,6 +151,19 @@ __global__ void __launch_bounds__(kThreads, std::is_same_v<T, double> ? 3 : 4)
     const double* fimg = folded + std::size_t(blockIdx.z) * (Sym ? 8 : 1) * std::size_t(P);
     const std::int64_t stride = std::int64_t(gridDim.x) * kThreads;
     for (std::int64_t p0 = blockIdx.x * std::int64_t(kThreads) + threadIdx.x; p0 < P; p0 += kIlp * stride) {
+        // The next iteration's points into L1 while this one computes (measured: −10% on the plain
+        // path, neutral on the 8-fold one).
+#pragma unroll
+        for (int q = 0; q < kIlp; ++q) {
+            const std::int64_t pn = p0 + (kIlp + q) * stride;
+            if (pn < P) {
+                prefetch_l1(geo.t + pn);
+                prefetch_l1(geo.X + pn);
+                prefetch_l1(geo.Y + pn);
+#pragma unroll
+                for (int k = 0; k < (Sym ? 8 : 1); ++k) prefetch_l1(fimg + k * P + pn);
+            }
+        }
         std::int64_t at[kIlp];
         bool valid[kIlp];
         T tt[kIlp], r1[kIlp], r2[kIlp];
