@@ -35,10 +35,10 @@ import argparse
 import json
 import os
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from peer_timing import median_min, times_ms
 
 CANNY_LO, CANNY_HI, MIN_SIZE = 50, 150, 5
 
@@ -70,31 +70,13 @@ def cpu_name():
 
 
 def time_cpu(fn, runs, warmup=1):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times)), float(np.min(times))
+    return median_min(times_ms(fn, runs, warmup))
 
 
 def time_torch(torch, fn, runs, warmup=3):
     if not torch.cuda.is_available():
         return time_cpu(fn, runs, warmup)
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return float(np.median(times)), float(np.min(times))
+    return median_min(times_ms(fn, runs, warmup, torch))
 
 
 def r4(x):

@@ -24,10 +24,10 @@ Runs on the CPU (slowly, wall-clock timing) when there is no CUDA device.
 import argparse
 import json
 import sys
-import time
 
 import numpy as np
 import torch
+from peer_timing import median_min, times_ms
 
 
 def load_pixels(path):
@@ -79,24 +79,7 @@ def kmeans_cdist(x, c0, iters):
 
 # ---- timing and inertia ------------------------------------------------------------------------
 def time_ms(fn, device, runs, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        for _ in range(runs):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e))
-    else:
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times)), float(np.min(times))
+    return median_min(times_ms(fn, runs, warmup, torch if device.type == "cuda" else None))
 
 
 def inertia(x, c, labels):

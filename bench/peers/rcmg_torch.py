@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import torch
 import torch.nn.functional as F
+from peer_timing import times_ms
 
 CROSS = [(-1, 0), (0, -1), (0, 0), (0, 1), (1, 0)]
 SQUARE = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
@@ -52,18 +53,7 @@ def rcmg_torch_pairs(cube, offsets):
 
 
 def time_ms(fn, runs=20, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return float(np.median(times))
+    return float(np.median(times_ms(fn, runs, warmup, torch)))
 
 
 def main():

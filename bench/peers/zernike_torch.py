@@ -42,7 +42,6 @@ import argparse
 import json
 import math
 import sys
-import time
 
 QUOTED_A_MS = 299.0  # the figure for (a), float64, H100
 
@@ -111,26 +110,8 @@ def zernike_direct_fullgrid(f, wanted, dtype):
 
 def timed(fn, repeat, warmup=2):
     if torch.cuda.is_available() and not ARGS.cpu:
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(repeat):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e))
-    else:
-        for _ in range(min(warmup, 1)):
-            fn()
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times)), float(np.min(times))
+        return median_min(times_ms(fn, repeat, warmup, torch))
+    return median_min(times_ms(fn, repeat, min(warmup, 1)))
 
 
 def report(rec):
@@ -243,6 +224,7 @@ if __name__ == "__main__":
     try:
         import numpy as np
         import torch
+        from peer_timing import median_min, times_ms
     except ImportError as ex:
         print(f"zernike_torch: {ex.name} not installed; skipped", file=INFO)
         if ARGS.json:
