@@ -1,5 +1,7 @@
 // E6 baselines: CUDA backend against the CPU reference (spec edges.md §5.3). Built everywhere; every
-// test skips (and says so) where no CUDA device exists.
+// test skips (and says so) where no CUDA device exists. The GPU side is the device-resident call,
+// baseline_edges_into, on the cube uploaded to the device (or a window or strided view of a device
+// cube), writing into a device output poisoned with 0xFF, so an unwritten pixel fails.
 //
 // The spec lets the maps differ only at pixels whose value lies within 1e-5 relative of a threshold.
 // Such pixels are found with the CPU itself: a pixel is near a threshold when the CPU's map of its
@@ -12,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cubekit/buffer.hpp"
 #include "cubekit/edge_baselines.hpp"
 #include "cubekit/io.hpp"
 #include "testing.hpp"
@@ -45,15 +49,26 @@ struct Tally {
 std::string describe(const Cube& c, const BaselineOptions& o) {
     return c.shape().describe() + " " + std::string(baseline_name(o.method)) + " sigma " + std::to_string(o.sigma) +
            " threshold " + std::to_string(o.threshold) + " low_ratio " + std::to_string(o.low_ratio) +
-           (o.thin ? "" : " nothinning");
+           (o.thinning ? "" : " nothinning");
 }
 
-/// CPU against GPU for one cube and options; EXPECT failures name the first bad pixel.
-Tally compare(const Context& gpu, const Cube& cube, const BaselineOptions& o) {
-    SCOPED_TRACE(describe(cube, o));
+/// The GPU's baseline_edges_into on `view` (device or host) into a poisoned W×H×B u8 BSQ device cube.
+BaselineResult gpu_into(const Context& gpu, const CubeView& view, const BaselineOptions& o) {
+    DeviceCube d_edges(gpu, {view.width(), view.height(), view.bands(), DType::U8, Layout::BSQ});
+    d_edges.buffer().fill_bytes(gpu, 0xFF);
+    BaselineResult r;
+    r.thresholds = baseline_edges_into(gpu, view, d_edges, o);
+    r.edges = d_edges.download(gpu);
+    return r;
+}
+
+/// The CPU on `cube` against the GPU on `view`, a view of the same samples (by default the cube
+/// uploaded); EXPECT failures name the first bad pixel.
+Tally compare_view(const Context& gpu, const Cube& cube, const CubeView& view, const BaselineOptions& o) {
+    SCOPED_TRACE(describe(cube, o) + " against the GPU on " + view.describe());
     Tally t;
     const BaselineResult cpu = baseline_edges_with_thresholds(cpu_context(), cube, o);
-    const BaselineResult dev = baseline_edges_with_thresholds(gpu, cube, o);
+    const BaselineResult dev = gpu_into(gpu, view, o);
     EXPECT_EQ(dev.edges.shape().describe(), cpu.edges.shape().describe());
     if (dev.edges.shape().describe() != cpu.edges.shape().describe()) return t;
     const std::size_t N = cpu.edges.shape().num_pixels();
@@ -100,6 +115,11 @@ Tally compare(const Context& gpu, const Cube& cube, const BaselineOptions& o) {
     return t;
 }
 
+Tally compare(const Context& gpu, const Cube& cube, const BaselineOptions& o) {
+    const DeviceCube d_cube = DeviceCube::upload(gpu, cube);
+    return compare_view(gpu, cube, d_cube.view(), o);
+}
+
 /// The option sets every input runs through: defaults, then variants per method.
 std::vector<BaselineOptions> option_sets(BaselineMethod m, bool variants) {
     std::vector<BaselineOptions> v;
@@ -112,7 +132,7 @@ std::vector<BaselineOptions> option_sets(BaselineMethod m, bool variants) {
         case BaselineMethod::Prewitt:
         case BaselineMethod::Roberts: {
             BaselineOptions n = o;
-            n.thin = false;
+            n.thinning = false;
             v.push_back(n);
             BaselineOptions t = o;
             t.threshold = 0.05;
@@ -303,6 +323,100 @@ TEST(BaselineGpu, HyperspectralBandsMatchCpu) {
     RecordProperty("scenes", std::to_string(found.size()));
     report(total);
     EXPECT_EQ(total.other, 0);
+}
+
+// ---- Views and outputs of the device-resident call ---------------------------------------------------
+
+// A window of a device cube is read where it is: the CPU's maps of the cropped cube.
+TEST(BaselineGpu, WindowOfADeviceCubeMatchesCpu) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Tally total;
+    for (DType t : {DType::U8, DType::F32}) {
+        const Cube whole = testing::random_cube(90, 70, 3, t, seed, 0, 255);
+        const DeviceCube d_whole = DeviceCube::upload(gpu, whole);
+        for (const auto& [x, y, w, h] : {std::array{5, 7, 61, 43}, std::array{0, 69, 90, 1}, std::array{89, 0, 1, 70}}) {
+            const Cube crop = whole.crop(x, y, w, h);
+            for (BaselineMethod m : kAll)
+                for (const BaselineOptions& o : option_sets(m, false))
+                    total.add(compare_view(gpu, crop, d_whole.view().window(x, y, w, h), o));
+        }
+    }
+    report(total);
+    EXPECT_EQ(total.other, 0);
+}
+
+// A BIP device cube (x stride = bands) and one band of it are read where they are.
+TEST(BaselineGpu, BipDeviceCubeAndOneOfItsBandsMatchCpu) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Tally total;
+    for (DType t : {DType::U8, DType::I16, DType::F64}) {
+        const Cube bsq = testing::random_cube(67, 41, 4, t, seed, 0, 200);
+        const DeviceCube d_bip = DeviceCube::upload(gpu, bsq.to_layout(Layout::BIP));
+        for (BaselineMethod m : kAll) {
+            BaselineOptions o;
+            o.method = m;
+            total.add(compare_view(gpu, bsq, d_bip.view(), o));
+            total.add(compare_view(gpu, bsq.select_bands({2}), d_bip.view().band_range(2, 1), o));
+        }
+    }
+    report(total);
+    EXPECT_EQ(total.other, 0);
+}
+
+// Outputs that are not dense BSQ (a BIP cube, a window of a larger poisoned cube) get the same
+// maps; the rest of the larger cube stays poisoned. The host call equals the device-resident one.
+TEST(BaselineGpu, StridedOutputsAndTheHostCallGiveTheSameMaps) {
+    REQUIRE_GPU();
+    const Cube cube = testing::random_cube(58, 45, 3, DType::F32, testing::test_seed(), -5.0, 5.0);
+    const DeviceCube d_cube = DeviceCube::upload(gpu, cube);
+    for (BaselineMethod m : kAll) {
+        BaselineOptions o;
+        o.method = m;
+        SCOPED_TRACE(describe(cube, o));
+        const BaselineResult want = gpu_into(gpu, d_cube, o);
+        const BaselineResult host = baseline_edges_with_thresholds(gpu, cube, o);
+        EXPECT_TRUE(testing::cubes_identical(want.edges, host.edges)) << "host call";
+        DeviceCube bip(gpu, {58, 45, 3, DType::U8, Layout::BIP});
+        bip.buffer().fill_bytes(gpu, 0xFF);
+        const std::vector<BaselineThreshold> t = baseline_edges_into(gpu, d_cube, bip, o);
+        EXPECT_TRUE(testing::cubes_identical(want.edges, bip.download(gpu).to_layout(Layout::BSQ))) << "BIP output";
+        DeviceCube big(gpu, {64, 50, 3, DType::U8, Layout::BSQ});
+        big.buffer().fill_bytes(gpu, 0xFF);
+        baseline_edges_into(gpu, d_cube, big.mutable_view().window(4, 3, 58, 45), o);
+        const Cube all = big.download(gpu);
+        EXPECT_TRUE(testing::cubes_identical(want.edges, all.crop(4, 3, 58, 45))) << "window output";
+        long outside_written = 0;
+        for (int b = 0; b < 3; ++b)
+            for (int y = 0; y < 50; ++y)
+                for (int x = 0; x < 64; ++x)
+                    if (!(x >= 4 && x < 62 && y >= 3 && y < 48)) outside_written += all.at<std::uint8_t>(x, y, b) != 0xFF;
+        EXPECT_EQ(outside_written, 0) << "pixels outside the output window were written";
+        for (std::size_t b = 0; b < want.thresholds.size(); ++b) {
+            EXPECT_EQ(t[b].high, want.thresholds[b].high);
+            EXPECT_EQ(host.thresholds[b].high, want.thresholds[b].high);
+        }
+    }
+}
+
+// A device cube makes no host copy: no host buffer is allocated by the device-resident call.
+TEST(BaselineGpu, DeviceInputMakesNoHostCopy) {
+    REQUIRE_GPU();
+    const Cube cube = testing::random_cube(300, 200, 6, DType::F32, testing::test_seed(), 0.0, 1.0);
+    const DeviceCube d_cube = DeviceCube::upload(gpu, cube);
+    DeviceCube d_edges(gpu, {300, 200, 6, DType::U8, Layout::BSQ});
+    for (BaselineMethod m : kAll) {
+        BaselineOptions o;
+        o.method = m;
+        const MemoryCounters before = memory_counters();
+        baseline_edges_into(gpu, d_cube.view().window(1, 1, 298, 198), d_edges.mutable_view().window(1, 1, 298, 198), o);
+        const MemoryCounters after = memory_counters();
+        EXPECT_EQ(after.host_allocations, before.host_allocations) << baseline_name(m);
+        EXPECT_EQ(after.pinned_allocations, before.pinned_allocations) << baseline_name(m);
+    }
 }
 
 }  // namespace

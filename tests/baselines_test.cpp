@@ -225,7 +225,7 @@ TEST(BaselineEdges, SobelThresholdsByHand) {
     const std::vector<std::pair<int, int>> plus = {{1, 0}, {0, 1}, {2, 1}, {1, 2}};
     EXPECT_EQ(edge_pixels(given.edges), plus);
     BaselineOptions no_thin = with(BaselineMethod::Sobel, 0.2);
-    no_thin.thin = false;
+    no_thin.thinning = false;
     EXPECT_EQ(edge_pixels(baseline_edges(cpu_context(), img, no_thin)), plus);
     // Just above 510/2040 = 0.25 nothing passes; just below, the four again.
     EXPECT_EQ(count_edges(baseline_edges(cpu_context(), img, with(BaselineMethod::Sobel, 0.25))), 0);

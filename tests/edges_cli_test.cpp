@@ -102,7 +102,7 @@ TEST(EdgesCli, NoneWithSeveralBandsWritesNpyOrPerBandPngs) {
     const Cube npy = read_cube(dir / "all.npy");
     EXPECT_EQ(npy.bands(), 3);
     const Cube cube = read_cube(samson()).select_bands({5, 7, 9});
-    const Cube want = entropy_edges(testing::cpu_context(), cube).edges;
+    const Cube want = entropy_edges(testing::cpu_context(), cube, {.fusion = EdgeFusion::None}).edges;
     EXPECT_TRUE(testing::cubes_identical(want, npy.to_layout(Layout::BSQ)));
     const auto r = run_cli("edges " + q(samson()) + " --fusion none --bands 5,7,9 --per-band-out " + q(dir / "maps") + " --quiet");
     ASSERT_EQ(r.exit_code, 0) << r.err;

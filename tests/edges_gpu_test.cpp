@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "cubekit/buffer.hpp"
 #include "cubekit/edges.hpp"
 #include "cubekit/io.hpp"
+#include "edges_views_test_helpers.hpp"
 #include "testing.hpp"
 
 namespace cubekit {
@@ -165,6 +167,134 @@ TEST(EdgesGpu, RealPhotos) {
         }
     RecordProperty("photos_compared", compared);
     if (compared == 0) std::cerr << "note: no shared photos (see shared/data/README.md)\n";
+}
+
+// ---- The device-resident call (issue 12): entropy_edges_into with poisoned device outputs ---------
+
+// Every output of entropy_edges_into on the device, each poisoned (0xFF) before the call.
+struct DeviceRun {
+    EntropyEdgeSummary summary;
+    Cube edges, band_edges, binary, vote_count;
+};
+DeviceRun device_run(const Context& gpu, const CubeView& d_cube, const EntropyEdgeOptions& o) {
+    const int W = d_cube.width(), H = d_cube.height();
+    const EntropyEdgeBands n = entropy_edges_bands(d_cube.bands(), o);
+    DeviceCube edges = edges_views::poisoned(gpu, {W, H, n.edges, DType::U8, Layout::BSQ});
+    DeviceCube band_edges, binary, count;
+    EntropyEdgeExtras extras;
+    if (n.band_edges) extras.band_edges = band_edges = edges_views::poisoned(gpu, {W, H, n.band_edges, DType::U8, Layout::BSQ});
+    if (n.binary) extras.binary = binary = edges_views::poisoned(gpu, {W, H, n.binary, DType::U8, Layout::BSQ});
+    if (n.vote_count) extras.vote_count = count = edges_views::poisoned(gpu, {W, H, 1, DType::U16, Layout::BSQ});
+    DeviceRun r;
+    r.summary = entropy_edges_into(gpu, d_cube, edges, o, extras);
+    r.edges = edges.download(gpu);
+    if (n.band_edges) r.band_edges = band_edges.download(gpu);
+    if (n.binary) r.binary = binary.download(gpu);
+    if (n.vote_count) r.vote_count = count.download(gpu);
+    return r;
+}
+
+// The CPU reference with every output kept.
+EntropyEdgeResult cpu_run(const Cube& cube, EntropyEdgeOptions o) {
+    o.keep_band_edges = true;
+    o.keep_binary = true;
+    return entropy_edges(cpu_context(), cube, o);
+}
+
+void expect_same(const EntropyEdgeResult& c, const DeviceRun& g) {
+    EXPECT_EQ(c.band_thresholds, g.summary.band_thresholds);
+    ASSERT_EQ(c.derived_thresholds.size(), g.summary.derived_thresholds.size());
+    for (std::size_t i = 0; i < c.derived_thresholds.size(); ++i)
+        EXPECT_EQ(c.derived_thresholds[i].thresholds, g.summary.derived_thresholds[i].thresholds) << c.derived_thresholds[i].name;
+    EXPECT_TRUE(cubes_identical(c.edges, g.edges)) << "edges";
+    EXPECT_TRUE(cubes_identical(c.band_edges, g.band_edges)) << "band edges";
+    EXPECT_TRUE(cubes_identical(c.binary, g.binary)) << "binary";
+    EXPECT_TRUE(cubes_identical(c.vote_count, g.vote_count)) << "vote count";
+    EXPECT_EQ(c.votes_needed, g.summary.votes_needed);
+    EXPECT_EQ(c.pca_components_used, g.summary.pca_components_used);
+    EXPECT_EQ(c.explained_variance_ratio, g.summary.explained_variance_ratio);
+}
+
+TEST(EdgesGpu, IntoPoisonedDeviceOutputsOnAwkwardShapes) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    struct Shape { int w, h, b; };
+    const Shape shapes[] = {{1, 1, 1}, {1, 17, 3}, {17, 1, 3}, {2, 3, 2}, {31, 9, 2}, {61, 37, 5}, {113, 67, 7}};
+    for (const Shape& s : shapes)
+        for (DType t : {DType::U8, DType::U16, DType::F32}) {
+            const Cube cube = testing::random_levels_cube(s.w, s.h, s.b, t, seed, 11);
+            const DeviceCube d_cube = DeviceCube::upload(gpu, cube);
+            for (EdgeFusion f : kAllFusions) {
+                SCOPED_TRACE(cube.shape().describe() + " " + std::string(fusion_name(f)));
+                EntropyEdgeOptions o;
+                o.fusion = f;
+                o.min_component = 3;
+                o.pca_components = 2;
+                o.filter_each_band = f == EdgeFusion::EdgeVote;
+                expect_same(cpu_run(cube, o), device_run(gpu, d_cube, o));
+            }
+        }
+}
+
+// A window of a device BSQ cube (its margins hold other values) and a device BIP cube (strided:
+// reordered once on the device) give the owned cube's CPU results; so do outputs that are one
+// band of a BIP device cube (written through one device copy).
+TEST(EdgesGpu, DeviceWindowBipCubeAndStridedOutputs) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (DType t : {DType::U8, DType::I16, DType::F64}) {
+        const Cube owned = testing::random_levels_cube(45, 38, 6, t, seed, 13);
+        const edges_views::DeviceWindow window = edges_views::device_window(gpu, owned, Layout::BSQ, seed, 0, 200);
+        const DeviceCube bip = DeviceCube::from_view(gpu, owned, Layout::BIP);
+        for (EdgeFusion f : kAllFusions) {
+            SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::string(fusion_name(f)));
+            EntropyEdgeOptions o;
+            o.fusion = f;
+            o.min_component = 4;
+            const EntropyEdgeResult expected = cpu_run(owned, o);
+            expect_same(expected, device_run(gpu, window.view, o));
+            expect_same(expected, device_run(gpu, bip, o));
+            const EntropyEdgeBands n = entropy_edges_bands(6, o);
+            DeviceCube strided = edges_views::poisoned(gpu, {45, 38, n.edges + 1, DType::U8, Layout::BIP});
+            (void)entropy_edges_into(gpu, window.view, strided.mutable_view().band_range(1, n.edges), o);
+            const Cube got = strided.download(gpu);
+            EXPECT_TRUE(cubes_identical(expected.edges, Cube::from_view(got.view().band_range(1, n.edges), Layout::BSQ)));
+        }
+        EXPECT_EQ(entropy_band_thresholds(gpu, window.view), entropy_band_thresholds(cpu_context(), owned));
+        EXPECT_EQ(entropy_band_thresholds(gpu, bip, {.q = 2.0}), entropy_band_thresholds(cpu_context(), owned, {.q = 2.0}));
+        for (Quantize q : {Quantize::PerBand, Quantize::Global}) {
+            const Cube expected = quantize_to_u8(cpu_context(), owned, q);
+            for (const CubeView& in : {window.view, bip.view()}) {
+                DeviceCube out = edges_views::poisoned(gpu, {45, 38, 6, DType::U8, Layout::BSQ});
+                quantize_to_u8_into(gpu, in, out, q);
+                EXPECT_TRUE(cubes_identical(expected, out.download(gpu)));
+            }
+            DeviceCube bip_out = edges_views::poisoned(gpu, {45, 38, 6, DType::U8, Layout::BIP});
+            quantize_to_u8_into(gpu, window.view, bip_out, q);
+            EXPECT_TRUE(cubes_identical(expected, bip_out.download(gpu).to_layout(Layout::BSQ)));
+        }
+    }
+}
+
+// A dense BSQ u8 device cube is its own E1: the per-band detector into a dense output allocates
+// nothing of the cube's size on the device (only histograms and thresholds).
+TEST(EdgesGpu, DenseU8DeviceCubeIsReadInPlace) {
+    REQUIRE_GPU();
+    const Cube cube = testing::random_levels_cube(211, 97, 9, DType::U8, testing::test_seed(), 20);
+    const DeviceCube d_cube = DeviceCube::upload(gpu, cube);
+    DeviceCube maps = edges_views::poisoned(gpu, {211, 97, 9, DType::U8, Layout::BSQ});
+    const EntropyEdgeOptions none{.fusion = EdgeFusion::None};
+    const MemoryCounters before = memory_counters();
+    const EntropyEdgeSummary s = entropy_edges_into(gpu, d_cube, maps, none);
+    EXPECT_LT(memory_counters().device_bytes - before.device_bytes, cube.num_bytes() / 4);
+    EXPECT_EQ(memory_counters().host_allocations, before.host_allocations);
+    const EntropyEdgeResult c = entropy_edges(cpu_context(), cube, none);
+    EXPECT_EQ(c.band_thresholds, s.band_thresholds);
+    EXPECT_TRUE(cubes_identical(c.edges, maps.download(gpu)));
+    Cube host_out(211, 97, 9, DType::U8);
+    EXPECT_THROW(entropy_edges_into(gpu, d_cube, host_out, none), InvalidInput);  // host output, CUDA context
 }
 
 }  // namespace

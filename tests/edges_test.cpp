@@ -232,7 +232,7 @@ TEST(EdgesImages, IsolatedPixelLineAndCheckerboard) {
 TEST(EdgesImages, SmallerThanThreeByThreeGivesNoEdges) {
     for (auto [W, H] : {std::pair{1, 1}, {2, 5}, {5, 2}, {1, 9}, {2, 2}}) {
         const Cube c = testing::random_cube(W, H, 2, DType::U8, 5, 0, 255);
-        const Cube e = edges_of(c);
+        const Cube e = edges_of(c, {.fusion = EdgeFusion::None});
         EXPECT_EQ(e.bands(), 2);
         for (std::size_t i = 0; i < e.num_elements(); ++i) ASSERT_EQ(e.data<std::uint8_t>()[i], 0) << W << "x" << H;
     }
@@ -300,13 +300,14 @@ TEST(EdgesInvariance, Geometry) {
 
 TEST(EdgesInvariance, BandsAreIndependent) {
     const Cube c = testing::random_cube(31, 19, 5, DType::U16, testing::test_seed(), 0, 4000);
-    const EntropyEdgeResult all = entropy_edges(cpu_context(), c);
+    const EntropyEdgeOptions per_band{.fusion = EdgeFusion::None};
+    const EntropyEdgeResult all = entropy_edges(cpu_context(), c, per_band);
     for (int b = 0; b < 5; ++b) {
         const EntropyEdgeResult one = entropy_edges(cpu_context(), c.select_bands({b}));
         EXPECT_EQ(one.band_thresholds[0], all.band_thresholds[std::size_t(b)]);
         EXPECT_TRUE(testing::cubes_identical(one.edges, all.edges.select_bands({b}))) << "band " << b;
     }
-    const EntropyEdgeResult reordered = entropy_edges(cpu_context(), c.select_bands({4, 2, 0}));
+    const EntropyEdgeResult reordered = entropy_edges(cpu_context(), c.select_bands({4, 2, 0}), per_band);
     EXPECT_TRUE(testing::cubes_identical(all.edges.select_bands({4, 2, 0}), reordered.edges));
 }
 
@@ -344,11 +345,11 @@ TEST(EdgesOptions, BadOptionsNameTheParameter) {
         return std::string("no error");
     };
     EXPECT_NE(message({.q = 0}).find("q ="), std::string::npos);
-    EXPECT_NE(message({.min_component = -1}).find("min-component"), std::string::npos);
+    EXPECT_NE(message({.min_component = -1}).find("min_component"), std::string::npos);
     EXPECT_NE(message({.connectivity = 6}).find("connectivity"), std::string::npos);
-    EXPECT_NE(message({.vote_percent = 100}).find("vote-percent"), std::string::npos);
-    EXPECT_NE(message({.vote_percent = -1}).find("vote-percent"), std::string::npos);
-    EXPECT_NE(message({.pca_components = 0}).find("pca-components"), std::string::npos);
+    EXPECT_NE(message({.vote_percent = 100}).find("vote_percent"), std::string::npos);
+    EXPECT_NE(message({.vote_percent = -1}).find("vote_percent"), std::string::npos);
+    EXPECT_NE(message({.pca_components = 0}).find("pca_components"), std::string::npos);
     EXPECT_THROW(parse_fusion("votes"), InvalidInput);
     EXPECT_EQ(parse_fusion("pca-vote-binary"), EdgeFusion::PcaBinaryVote);
     EXPECT_THROW(entropy_edges(cpu_context(), Cube()), InvalidInput);

@@ -355,8 +355,8 @@ TEST(Rcmg, RejectsBadArguments) {
     expect_invalid(cube, {.connectivity = 4, .reject = 2}, "reject = 2");
     expect_invalid(cube, {.connectivity = 8, .reject = 4}, "reject = 4");
     expect_invalid(cube, {.reject = -1}, "reject = -1");
-    expect_invalid(cube, {.precision = Precision::F32, .out_type = DType::F64}, "out-type = f64");
-    expect_invalid(cube, {.out_type = DType::U8}, "out-type = u8");
+    expect_invalid(cube, {.precision = Precision::F32, .out_type = DType::F64}, "out_type = f64");
+    expect_invalid(cube, {.out_type = DType::U8}, "out_type = u8");
     expect_invalid(Cube(0, 4, 2, DType::F32), {}, "0x4x2");
     expect_invalid(Cube(4, 4, 0, DType::F32), {}, "4x4x0");
 }

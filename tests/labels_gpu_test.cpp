@@ -21,6 +21,7 @@
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/labels.hpp"
+#include "edges_views_test_helpers.hpp"
 #include "labels/labels_internal.hpp"
 #include "labels_test_helpers.hpp"
 #include "testing.hpp"
@@ -333,6 +334,88 @@ TEST(LabelsGpu, PaviaSizedRemovalTime) {
     std::cout << "remove_small_components_device, " << bands << "x1096x715, " << std::lround(100 * density)
               << "% foreground, L=10, 8-conn: " << best_ms << " ms (host wall clock incl. launch)\n";
     RecordProperty("removal_ms", std::to_string(best_ms));
+}
+
+// ---- The device-resident calls (issue 12): poisoned device outputs, windows, BIP, strides --------
+
+// label_components_into on the device into a poisoned output; labels downloaded.
+Components device_labels(const Context& gpu, const CubeView& d_image, int connectivity) {
+    DeviceCube labels = edges_views::poisoned(gpu, {d_image.width(), d_image.height(), d_image.bands(), DType::I32, Layout::BSQ});
+    Components c;
+    c.per_band = label_components_into(gpu, d_image, labels, connectivity);
+    c.labels = labels.download(gpu);
+    return c;
+}
+Cube device_removal(const Context& gpu, const CubeView& d_mask, std::int64_t L, int connectivity) {
+    DeviceCube out = edges_views::poisoned(gpu, {d_mask.width(), d_mask.height(), d_mask.bands(), DType::U8, Layout::BSQ});
+    remove_small_components_into(gpu, d_mask, out, L, connectivity);
+    return out.download(gpu);
+}
+
+TEST(LabelsGpu, IntoPoisonedOutputsOnAwkwardShapes) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (const Shape& s : pick<Shape>({{1, 1, 1}, {1, 17, 3}, {17, 1, 2}, {31, 33, 2}, {65, 63, 3}, {97, 70, 2}}, 4))
+        for (int c : {4, 8}) {
+            SCOPED_TRACE(shape_name(s) + " c=" + std::to_string(c));
+            const Cube mask = random_binary(s.w, s.h, s.b, 0.5, seed);
+            const Cube image = random_label_image(s.w, s.h, s.b, DType::I16, seed);
+            const Cube several = random_label_image(s.w, s.h, s.b, DType::U8, seed + 1);  // equal-value rule
+            const DeviceCube d_mask = DeviceCube::upload(gpu, mask), d_image = DeviceCube::upload(gpu, image);
+            const DeviceCube d_several = DeviceCube::upload(gpu, several);
+            EXPECT_TRUE(same_components(label_components(cpu_context(), image, c), device_labels(gpu, d_image, c)));
+            EXPECT_TRUE(same_components(label_components(cpu_context(), mask, c), device_labels(gpu, d_mask, c)));
+            for (std::int64_t L : {1, 3, 8}) {
+                EXPECT_TRUE(cubes_identical(remove_small_components(cpu_context(), mask, L, c), device_removal(gpu, d_mask, L, c)));
+                EXPECT_TRUE(cubes_identical(remove_small_components(cpu_context(), several, L, c),
+                                            device_removal(gpu, d_several, L, c)));
+            }
+        }
+}
+
+// A window of a device BSQ cube (read in place with its pitch), a device BIP cube (reordered once),
+// outputs into a window of a larger device cube (written in place with its pitch) and into a band
+// range of a BIP device cube (through one copy), and removal in place in a window.
+TEST(LabelsGpu, DeviceWindowBipCubeAndStridedOutputs) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Cube image = random_label_image(70, 45, 3, DType::U8, seed);
+    const Cube mask = random_binary(70, 45, 3, 0.45, seed + 2);
+    const edges_views::DeviceWindow w_image = edges_views::device_window(gpu, image, Layout::BSQ, seed, 0, 3);
+    const edges_views::DeviceWindow w_mask = edges_views::device_window(gpu, mask, Layout::BSQ, seed, 0, 1);
+    const DeviceCube bip_image = DeviceCube::from_view(gpu, image, Layout::BIP);
+    for (int c : {4, 8}) {
+        SCOPED_TRACE("c=" + std::to_string(c));
+        const Components expected = label_components(cpu_context(), image, c);
+        EXPECT_TRUE(same_components(expected, device_labels(gpu, w_image.view, c)));
+        EXPECT_TRUE(same_components(expected, device_labels(gpu, bip_image, c)));
+        // Into a window of a larger poisoned i32 cube, and into bands 1..3 of a 4-band BIP cube.
+        DeviceCube big = edges_views::poisoned(gpu, {80, 50, 3, DType::I32, Layout::BSQ});
+        const ComponentStats s1 = label_components_into(gpu, w_image.view, big.mutable_view().window(4, 2, 70, 45), c);
+        const Cube big_host = big.download(gpu);
+        EXPECT_TRUE(same_components(expected, Components{Cube::from_view(big_host.view().window(4, 2, 70, 45), Layout::BSQ), s1}));
+        EXPECT_EQ(big_host.at<std::int32_t>(0, 0, 1), -1);  // outside the window: untouched
+        DeviceCube bip_out = edges_views::poisoned(gpu, {70, 45, 4, DType::I32, Layout::BIP});
+        const ComponentStats s2 = label_components_into(gpu, bip_image, bip_out.mutable_view().band_range(1, 3), c);
+        const Cube bip_host = bip_out.download(gpu);
+        EXPECT_TRUE(same_components(expected, Components{Cube::from_view(bip_host.view().band_range(1, 3), Layout::BSQ), s2}));
+
+        const Cube clean = remove_small_components(cpu_context(), mask, 5, c);
+        EXPECT_TRUE(cubes_identical(clean, device_removal(gpu, w_mask.view, 5, c)));
+        edges_views::DeviceWindow in_place = edges_views::device_window(gpu, mask, Layout::BSQ, seed, 0, 1);
+        const MutableCubeView target = in_place.whole.mutable_view().window(edges_views::kMargin, edges_views::kMargin, 70, 45);
+        remove_small_components_into(gpu, target, target, 5, c);
+        const Cube whole = in_place.whole.download(gpu);
+        EXPECT_TRUE(cubes_identical(clean, Cube::from_view(whole.view().window(edges_views::kMargin, edges_views::kMargin, 70, 45),
+                                                           Layout::BSQ)));
+        DeviceCube bip_clean = edges_views::poisoned(gpu, {70, 45, 3, DType::U8, Layout::BIP});
+        remove_small_components_into(gpu, w_mask.view, bip_clean, 5, c);
+        EXPECT_TRUE(cubes_identical(clean, bip_clean.download(gpu).to_layout(Layout::BSQ)));
+    }
+    Cube host_labels(70, 45, 3, DType::I32);
+    EXPECT_THROW(label_components_into(gpu, w_image.view, host_labels), InvalidInput);  // host output, CUDA context
 }
 
 }  // namespace

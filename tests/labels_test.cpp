@@ -11,6 +11,7 @@
 
 #include "cubekit/error.hpp"
 #include "cubekit/labels.hpp"
+#include "edges_views_test_helpers.hpp"
 #include "labels/labels_internal.hpp"
 #include "labels_test_helpers.hpp"
 #include "testing.hpp"
@@ -18,6 +19,7 @@
 namespace cubekit {
 namespace {
 
+using edges_views::invalid_input_message;
 using labels_test::random_binary;
 using labels_test::same_components;
 using labels_test::random_label_image;
@@ -322,16 +324,6 @@ TEST(LabelsCpu, ThreadCountDoesNotChangeResults) {
 }
 
 // ---- Bad inputs -------------------------------------------------------------------------------------
-
-template <typename F>
-std::string invalid_input_message(F&& f) {
-    try {
-        f();
-    } catch (const InvalidInput& e) {
-        return e.what();
-    }
-    return "(no InvalidInput thrown)";
-}
 
 TEST(LabelsCpu, BadInputsNameTheParameter) {
     const Cube mask = random_binary(9, 9, 1, 0.5, 7);

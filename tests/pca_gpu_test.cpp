@@ -17,6 +17,7 @@
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/linalg.hpp"
+#include "edges_views_test_helpers.hpp"
 #include "linalg/pca_internal.hpp"
 #include "pca_test_helpers.hpp"
 #include "testing.hpp"
@@ -44,7 +45,22 @@ PcaResult gpu_device_path(const Context& gpu, const Cube& cube, int components) 
     return r;
 }
 
-// CPU (pca) against both GPU paths (pca on a CUDA context, and the device-resident one).
+// The public device-resident calls on a device cube `d_cube`: pca_into (fit + scores), then
+// pca_fit and pca_transform_into again, every output poisoned first.
+PcaResult gpu_public_into(const Context& gpu, const CubeView& d_cube, int components, PcaModel& refit) {
+    const CubeShape shape{d_cube.width(), d_cube.height(), components, DType::F64, Layout::BSQ};
+    DeviceCube d_scores = edges_views::poisoned(gpu, shape), d_again = edges_views::poisoned(gpu, shape);
+    PcaResult r;
+    r.model = pca_into(gpu, d_cube, d_scores, {.components = components});
+    refit = pca_fit(gpu, d_cube, {.components = components});
+    pca_transform_into(gpu, d_cube, refit, d_again);
+    r.scores = d_scores.download(gpu);
+    EXPECT_TRUE(cubes_identical(r.scores, d_again.download(gpu))) << "pca_transform_into";
+    return r;
+}
+
+// CPU (pca) against the GPU paths (pca on a CUDA context, the internal device path, the public
+// device-resident calls).
 void expect_identical(const Context& gpu, const Cube& cube, int components, const std::string& what) {
     SCOPED_TRACE(what + " " + cube.shape().describe() + " k=" + std::to_string(components));
     const PcaResult cpu = pca(cpu_context(), cube, {.components = components});
@@ -54,6 +70,12 @@ void expect_identical(const Context& gpu, const Cube& cube, int components, cons
     const PcaResult d = gpu_device_path(gpu, cube, components);
     EXPECT_TRUE(models_identical(cpu.model, d.model)) << "device path";
     EXPECT_TRUE(cubes_identical(cpu.scores, d.scores)) << "device path";
+    const DeviceCube d_cube = DeviceCube::from_view(gpu, cube, Layout::BSQ);
+    PcaModel refit;
+    const PcaResult p = gpu_public_into(gpu, d_cube, components, refit);
+    EXPECT_TRUE(models_identical(cpu.model, p.model)) << "pca_into";
+    EXPECT_TRUE(models_identical(cpu.model, refit)) << "pca_fit of a device cube";
+    EXPECT_TRUE(cubes_identical(cpu.scores, p.scores)) << "pca_into";
 }
 
 struct Shape { int w, h, b; };
@@ -169,6 +191,44 @@ TEST(PcaGpu, PaviaSizedU8CubeTimings) {
     Cube scores(cube.width(), cube.height(), 3, DType::F64);
     d_out.download(gpu, scores.bytes(), scores.num_bytes());
     EXPECT_TRUE(cubes_identical(cpu.scores, scores));
+}
+
+// A window of a device BSQ cube and a device BIP cube (each reordered once on the device), scores
+// into a window of a larger device cube and into a band range of a BIP device cube (written
+// through one device copy): the CPU's model and scores of the owned cube, bit for bit.
+TEST(PcaGpu, DeviceWindowBipCubeAndStridedScores) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (DType t : {DType::U8, DType::I32, DType::F32}) {
+        SCOPED_TRACE(std::string(dtype_name(t)));
+        const Cube owned = correlated_cube(53, 29, 6, t, seed);
+        const PcaResult expected = pca(cpu_context(), owned, {.components = 3});
+        double lo = 0, hi = 0;
+        pca_test::type_range(t, lo, hi);
+        const edges_views::DeviceWindow window = edges_views::device_window(gpu, owned, Layout::BSQ, seed, lo, hi);
+        const DeviceCube bip = DeviceCube::from_view(gpu, owned, Layout::BIP);
+        for (const CubeView& in : {window.view, bip.view()}) {
+            PcaModel refit;
+            const PcaResult r = gpu_public_into(gpu, in, 3, refit);
+            EXPECT_TRUE(models_identical(expected.model, r.model));
+            EXPECT_TRUE(models_identical(expected.model, refit));
+            EXPECT_TRUE(cubes_identical(expected.scores, r.scores));
+            EXPECT_TRUE(cubes_identical(expected.scores, pca_transform(gpu, in, expected.model)));
+        }
+        DeviceCube big = edges_views::poisoned(gpu, {60, 33, 3, DType::F64, Layout::BSQ});
+        pca_transform_into(gpu, window.view, expected.model, big.mutable_view().window(2, 1, 53, 29));
+        const Cube big_host = big.download(gpu);
+        EXPECT_TRUE(cubes_identical(expected.scores, Cube::from_view(big_host.view().window(2, 1, 53, 29), Layout::BSQ)));
+        EXPECT_TRUE(std::isnan(big_host.at<double>(0, 0, 0)));  // outside the window: untouched
+        DeviceCube bip_scores = edges_views::poisoned(gpu, {53, 29, 4, DType::F64, Layout::BIP});
+        (void)pca_into(gpu, bip, bip_scores.mutable_view().band_range(1, 3), {.components = 3});
+        const Cube bip_host = bip_scores.download(gpu);
+        EXPECT_TRUE(cubes_identical(expected.scores, Cube::from_view(bip_host.view().band_range(1, 3), Layout::BSQ)));
+    }
+    Cube host_scores(53, 29, 3, DType::F64);
+    const DeviceCube d = DeviceCube::upload(gpu, correlated_cube(53, 29, 6, DType::U8, seed));
+    EXPECT_THROW(pca_into(gpu, d, host_scores, {.components = 3}), InvalidInput);  // host output, CUDA context
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Zernike moments: CUDA against the CPU reference (spec zernike.md §5.3), on synthetic images:
 // every method, radial evaluation, symmetry setting, precision, request kind, element type,
-// layout and mapping. Exactness, reconstruction, real data, NaN and the large image are in
-// zernike_gpu2_test.cpp. Built everywhere; every test skips (and says so) without a CUDA device.
+// layout and mapping. Exactness and reconstruction are in zernike_gpu_exact_test.cpp; real data,
+// NaN and the large image in zernike_gpu_data_test.cpp; the device-resident calls and views in
+// zernike_gpu_into_test.cpp. Built everywhere; every test skips (and says so) without a CUDA device.
 //
 // Tolerances: zernike_gpu_test_helpers.hpp. The largest e seen per test is recorded as the test
 // property max_normalised_error.
@@ -41,7 +42,7 @@ std::string describe(const ZernikeOptions& o) {
     s += " " + std::string(zernike_mapping_name(o.mapping));
     if (o.mapping == ZernikeMapping::Custom) {
         std::ostringstream c;
-        c << "(" << o.center_x << "," << o.center_y << ",r=" << o.radius << ")";
+        c << "(" << o.center[0] << "," << o.center[1] << ",r=" << o.radius << ")";
         s += c.str();
     }
     if (o.normalization != ZernikeNormalization::Default) s += " " + std::string(zernike_normalization_name(o.normalization));
@@ -78,13 +79,6 @@ constexpr Variant kVariants[] = {{ZernikeMethod::Auto, ZernikeRadial::Stable, 1 
                                  {ZernikeMethod::QRecursive, ZernikeRadial::Stable, 1 << 20},
                                  {ZernikeMethod::Kintner, ZernikeRadial::Stable, 1 << 20}};
 constexpr ZernikePrecision kPrecisions[] = {ZernikePrecision::Double, ZernikePrecision::Float};
-
-struct Size {
-    int w, h;
-};
-
-// The Table IV single moments of the seed (spec §4.4).
-const std::vector<ZernikeIndex> kTableIV = {{0, 0}, {6, 2}, {12, 0}, {25, 13}, {34, 0}, {34, 18}, {34, 34}};
 
 std::vector<ZernikeIndex> up_to(const std::vector<ZernikeIndex>& list, int nmax) {
     std::vector<ZernikeIndex> out;
@@ -209,8 +203,8 @@ TEST(ZernikeGpu, ArbitraryMomentLists) {
     }
 }
 
-// Every element type, BSQ/BIL/BIP input, 3 bands. The front door hands the device a BSQ cube,
-// so the layout must not change a single bit of the GPU result.
+// Every element type, BSQ/BIL/BIP input, 3 bands. The device reads every layout through its
+// strides with the same arithmetic, so the layout must not change a single bit of the GPU result.
 TEST(ZernikeGpu, EveryElementTypeAndLayout) {
     REQUIRE_GPU();
     const std::uint64_t seed = testing::test_seed();
@@ -276,8 +270,7 @@ TEST(ZernikeGpu, EveryMappingAndNormalization) {
                 for (ZernikePrecision p : kPrecisions) {
                     ZernikeOptions o = options(ZernikeMethod::Auto, ZernikeRadial::Stable, sym, p);
                     o.mapping = k.mapping;
-                    o.center_x = k.cx;
-                    o.center_y = k.cy;
+                    o.center = {k.cx, k.cy};
                     o.radius = k.r;
                     o.normalization = norm;
                     const std::string what = describe(o);

@@ -17,6 +17,8 @@
 #include <cmath>
 #include <complex>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +33,28 @@ constexpr double kTolFloatQRec = 1e-6;
 inline double tolerance_for(const ZernikeMoments& g) {
     return g.precision == ZernikePrecision::Float && g.method == ZernikeMethod::QRecursive ? kTolFloatQRec : kTol;
 }
+
+// The Table IV single moments of the seed (spec §4.4).
+inline const std::vector<ZernikeIndex> kTableIV = {{0, 0}, {6, 2}, {12, 0}, {25, 13}, {34, 0}, {34, 18}, {34, 34}};
+
+struct Size {
+    int w, h;
+};
+
+inline ZernikeOptions with(ZernikeMethod method, bool symmetry = true, ZernikePrecision p = ZernikePrecision::Double) {
+    ZernikeOptions o;
+    o.method = method;
+    o.symmetry = symmetry;
+    o.precision = p;
+    return o;
+}
+
+/// One request, run on a context and an image; and the same with a name for traces.
+using ImageRun = std::function<ZernikeMoments(const Context&, const Cube&)>;
+struct NamedRun {
+    std::string name;
+    ImageRun run;
+};
 
 // Under compute-sanitizer (NV_SANITIZER_INJECTION_* set) or CUBEKIT_TEST_QUICK=1 the same paths
 // run on fewer and smaller inputs.
@@ -108,5 +132,15 @@ inline ::testing::AssertionResult agree(const ZernikeMoments& c, const ZernikeMo
                   << z.m << "): cpu " << c.values[wi] << ", gpu " << g.values[wi];
 }
 
+// Every value bit for bit (memcmp: signed zeros and NaN payloads included).
+inline ::testing::AssertionResult identical(const ZernikeMoments& a, const ZernikeMoments& b) {
+    if (a.indices != b.indices || a.values.size() != b.values.size()) return ::testing::AssertionFailure() << "shapes differ";
+    std::size_t bad = 0, first = 0;
+    for (std::size_t i = 0; i < a.values.size(); ++i)
+        if (std::memcmp(&a.values[i], &b.values[i], sizeof(std::complex<double>)) != 0 && bad++ == 0) first = i;
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << bad << " of " << a.values.size() << " values differ; first " << first << ": "
+                                         << a.values[first] << " vs " << b.values[first];
+}
 
 }  // namespace cubekit::zernike_gpu_test

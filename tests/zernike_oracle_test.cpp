@@ -473,13 +473,13 @@ TEST(ZernikeBadInput, InvalidRequestsThrowNamingTheProblem) {
     for (double radius : {0.0, -3.0, std::nan("")}) {
         ZernikeOptions o;
         o.mapping = ZernikeMapping::Custom;
-        o.center_x = o.center_y = 3.5;
+        o.center = {3.5, 3.5};
         o.radius = radius;
         expect_invalid([&] { zernike_set(ctx, img, 4, o); }, "radius");
     }
     ZernikeOptions far;
     far.mapping = ZernikeMapping::Custom;
-    far.center_x = far.center_y = -100;
+    far.center = {-100, -100};
     far.radius = 5;
     expect_invalid([&] { zernike_set(ctx, img, 4, far); }, "no pixel");
 }

@@ -561,7 +561,7 @@ TEST(ZernikeMappings, CustomDiskInsideAndStickingOut) {
     o.mapping = ZernikeMapping::Custom;
     o.radius = 8;
     // Inside: centre (12.5, 15.5) is the inscribed disk of the 16×16 crop at (5, 8) → PixelCount.
-    o.center_x = 12.5, o.center_y = 15.5;
+    o.center = {12.5, 15.5};
     const ref::ExactMoments inner(16, 16, samples(img.crop(5, 8, 16, 16)), 40);
     // Sticking out: centre (2.5, 3.5) is the crop at (−5, −4); outside the image counts as 0 → Area.
     std::vector<std::int64_t> padded(256, 0);
@@ -576,14 +576,14 @@ TEST(ZernikeMappings, CustomDiskInsideAndStickingOut) {
     const ref::ExactMoments outer(16, 16, padded, 40);
     for (const Path& p : kStablePaths) {
         ZernikeOptions po = p.options();
-        po.mapping = o.mapping, po.radius = o.radius, po.center_x = 12.5, po.center_y = 15.5;
+        po.mapping = o.mapping, po.radius = o.radius, po.center = {12.5, 15.5};
         const ZernikeMoments zi = zernike_set(cpu_context(), img, 40, po);
         EXPECT_EQ(zi.disk.normalization, ZernikeNormalization::PixelCount);
         EXPECT_EQ(zi.disk.pixel_count, 208);
         EXPECT_FALSE(zi.symmetric);
         Worst w = error_vs_reference(zi, 0, inner);
         EXPECT_LE(w.e, 1e-12) << "custom inside " << p.name << ": " << w.str();
-        po.center_x = 2.5, po.center_y = 3.5;
+        po.center = {2.5, 3.5};
         const ZernikeMoments zo = zernike_set(cpu_context(), img, 40, po);
         EXPECT_EQ(zo.disk.normalization, ZernikeNormalization::Area);
         EXPECT_EQ(zo.disk.pixel_count, on_image);

@@ -8,8 +8,11 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+
+#include "cubekit/options.hpp"
 
 namespace cubekit {
 
@@ -17,8 +20,11 @@ namespace cubekit {
 /// CUDA and such a device exists, else the CPU. Cuda never falls back to the CPU.
 enum class Backend { Auto, Cpu, Cuda };
 
-std::string_view backend_name(Backend b);                            ///< "auto", "cpu", "cuda"
-Backend parse_backend(std::string_view name, std::string_view what = "--backend");
+template <>
+struct EnumNames<Backend> {
+    static constexpr EnumName<Backend> names[] = {{Backend::Auto, "auto"}, {Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}};
+    static constexpr EnumName<Backend> aliases[] = {{Backend::Cuda, "gpu"}};
+};
 
 struct ContextOptions {
     /// Which implementation runs.
@@ -28,13 +34,31 @@ struct ContextOptions {
     int device = -1;
     /// OpenMP threads of the CPU backend; 0 = OpenMP's default.
     int threads = 0;
-    /// Called with (done, total) as long work advances; may be empty.
+    /// Called with (done, total) as long work advances; may be empty. Called from one thread at a
+    /// time (Context::progress serialises the calls), not necessarily the caller's; cubekit's own
+    /// loops report from one thread and end with done == total. It must not call back into the
+    /// same Context's progress. It may set the cancellation flag (or throw: the work stops and the
+    /// exception reaches the caller).
     std::function<void(std::size_t done, std::size_t total)> progress;
     /// Checked between work items; when it becomes true the work throws Cancelled.
     const std::atomic<bool>* cancel = nullptr;
     /// Receives one-line diagnostics ("rcmg: cuda backend, ..."); may be empty.
     std::function<void(std::string_view)> log;
+    /// A caller's cudaStream_t (e.g. CuPy's or PyTorch's current stream) on `device`: work is
+    /// queued on it, and the context neither creates nor destroys a stream. nullptr = the
+    /// context creates its own non-blocking stream. Ignored by the CPU backend.
+    void* stream = nullptr;
 };
+
+/// The declarations of ContextOptions' fields (options.hpp); the callbacks and the stream are no flags.
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, ContextOptions>
+void visit_fields(O& o, V&& visit) {
+    visit(o.backend, Field{.name = "backend", .doc = "auto (CUDA device if any, else CPU), cpu, or cuda (never falls back)"});
+    visit(o.device, Field{.name = "device", .doc = "CUDA device index (naming one requires it)", .min = 0,
+                          .automatic = -1});
+    visit(o.threads, Field{.name = "threads", .doc = "CPU threads (0 = all cores)", .min = 0, .max = 4096});
+}
 
 class Context {
 public:
@@ -64,9 +88,16 @@ public:
     bool debug_sync() const { return debug_sync_; }
 
     void log(std::string_view message) const;
+    /// Calls ContextOptions::progress, one call at a time (under a mutex) whatever the thread.
     void progress(std::size_t done, std::size_t total) const;
-    /// Throws Cancelled("<where>: cancelled") when the cancellation flag is set.
+    /// Throws Cancelled("<where>: cancelled") when the cancellation flag is set. Never call it
+    /// inside an OpenMP parallel region (an exception leaving one ends the program): loops use
+    /// detail::parallel_for (src/core/parallel.hpp), which checks cancel_requested() instead.
     void check_cancelled(std::string_view where) const;
+    /// True when the cancellation flag is set; never throws.
+    bool cancel_requested() const noexcept {
+        return options_.cancel && options_.cancel->load(std::memory_order_relaxed);
+    }
 
     /// Number of CUDA devices visible (0 when built without CUDA or without a driver).
     static int cuda_device_count();
@@ -81,6 +112,8 @@ private:
     bool debug_sync_ = false;
     std::string device_name_;
     void* stream_ = nullptr;
+    bool owns_stream_ = false;
+    mutable std::mutex progress_mutex_;  // serialises progress callbacks; each Context has its own (not moved)
 };
 
 }  // namespace cubekit

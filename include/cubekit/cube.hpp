@@ -5,6 +5,10 @@
 ///     Cube c(95, 95, 156, DType::I16, Layout::BSQ);   // zero-filled
 ///     c.at<std::int16_t>(x, y, b) = 7;                 // x column, y row (row 0 on top), b band
 ///     Cube bip = c.to_layout(Layout::BIP);             // conversions are explicit
+///     CubeView w = c.view().window(8, 8, 16, 16);      // views never copy (view.hpp)
+///
+/// Both own their samples, or borrow them from a caller (Cube::borrow, DeviceCube::borrow): a
+/// borrowed cube frees nothing, and its memory must outlive it.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -14,17 +18,17 @@
 
 #include "cubekit/buffer.hpp"
 #include "cubekit/dtype.hpp"
+#include "cubekit/view.hpp"
 
 namespace cubekit {
 
-/// Sample order in memory.
-/// BSQ: band-major, each band a contiguous row-major image ([b][y][x]).
-/// BIL: line-interleaved ([y][b][x]).
-/// BIP: pixel-major, each spectrum contiguous ([y][x][b]).
-enum class Layout { BSQ, BIL, BIP };
-
-std::string_view layout_name(Layout l);                  ///< "bsq", "bil", "bip"
-Layout parse_layout(std::string_view name, std::string_view what = "layout");  ///< throws InvalidInput
+/// Layout names: "bsq", "bil", "bip" (parsed ignoring case: ENVI headers write "BSQ").
+template <>
+struct EnumNames<Layout> {
+    static constexpr EnumName<Layout> names[] = {{Layout::BSQ, "bsq"}, {Layout::BIL, "bil"}, {Layout::BIP, "bip"}};
+    static constexpr bool case_insensitive = true;
+};
+inline std::string_view layout_name(Layout l) { return enum_name(l); }  ///< "bsq", "bil", "bip"
 
 /// Optional metadata carried through reads, conversions and writes.
 struct Metadata {
@@ -75,6 +79,22 @@ public:
     Cube(Cube&&) noexcept = default;
     Cube& operator=(Cube&&) noexcept = default;
     Cube clone() const;
+    /// A dense copy of any host view, in `layout` (metadata empty). Throws InvalidInput for a
+    /// device view (use download()).
+    static Cube from_view(const CubeView& view, Layout layout);
+    /// A cube over a caller's dense host memory (no copy, nothing freed). Throws InvalidInput when
+    /// the view is on a device or not dense in any layout.
+    static Cube borrow(const MutableCubeView& view);
+    /// Read-only borrowing: the caller promises not to write through the returned cube.
+    static Cube borrow_const(const CubeView& view);
+    /// True when the samples belong to someone else.
+    bool borrowed() const { return buffer_.borrowed(); }
+
+    /// Views of the samples (no copy).
+    CubeView view() const;
+    MutableCubeView mutable_view();
+    operator CubeView() const { return view(); }
+    operator MutableCubeView() { return mutable_view(); }
 
     const CubeShape& shape() const { return shape_; }
     int width() const { return shape_.width; }
@@ -113,6 +133,7 @@ public:
     Cube crop(int x0, int y0, int w, int h) const;
 
 private:
+    friend class CubeInLayout;
     void check_type(DType t) const;
     CubeShape shape_;
     HostBuffer buffer_;
@@ -125,10 +146,23 @@ public:
     DeviceCube() = default;
     /// Allocates an uninitialised device cube on the context's device.
     DeviceCube(const Context& ctx, const CubeShape& shape);
-    /// Uploads a host cube, keeping its type and layout.
+    /// Uploads a host cube, keeping its type and layout; waits for the copy.
     static DeviceCube upload(const Context& ctx, const Cube& cube);
+    /// A dense device copy of any view (host or device, any strides) in `layout`, on the context's
+    /// device; waits for the copy.
+    static DeviceCube from_view(const Context& ctx, const CubeView& view, Layout layout);
+    /// A cube over a caller's dense device memory (no copy, nothing freed). Throws InvalidInput
+    /// when the view is in host memory or not dense in any layout.
+    static DeviceCube borrow(const MutableCubeView& view);
+    static DeviceCube borrow_const(const CubeView& view);
+    bool borrowed() const { return buffer_.borrowed(); }
     /// Downloads into a new host cube.
     Cube download(const Context& ctx) const;
+
+    CubeView view() const;
+    MutableCubeView mutable_view();
+    operator CubeView() const { return view(); }
+    operator MutableCubeView() { return mutable_view(); }
 
     const CubeShape& shape() const { return shape_; }
     void* data() { return buffer_.data(); }
@@ -136,8 +170,42 @@ public:
     DeviceBuffer& buffer() { return buffer_; }
 
 private:
+    friend class CubeInLayout;
     CubeShape shape_;
     DeviceBuffer buffer_;
+};
+
+/// The shape of a view: its layout is the one it is dense in, else the nearest (describe() tells).
+CubeShape shape_of(const CubeView& view);
+
+/// Copies every sample of `src` into `dst`: same width, height, bands and element type; any
+/// strides; host or device on either side (device memory on ctx's device). Copies that touch a
+/// device run on ctx's stream and are complete on return. Throws InvalidInput on a mismatch.
+void copy_cube(const Context& ctx, const CubeView& src, const MutableCubeView& dst);
+
+/// What a backend asks of its input: dense in one layout, in host or device memory.
+/// Holds `input` itself when it already is so (no copy), else an owned converted copy; the
+/// view, host() and device() stay valid as long as this object and the input do.
+///
+///     const CubeInLayout in(ctx, view, Layout::BSQ, ctx.is_cuda() ? Memory::Device : Memory::Host);
+///     detail::rcmg_cpu(ctx, in.host(), out, options);     // in.copied(): was a copy needed?
+class CubeInLayout {
+public:
+    CubeInLayout(const Context& ctx, const CubeView& input, Layout layout, Memory memory);
+    const CubeView& view() const { return view_; }
+    /// True when the input had to be converted or moved.
+    bool copied() const { return copied_; }
+    /// The dense host cube (memory = Host): borrowed from the input or owned.
+    const Cube& host() const { return host_; }
+    /// The dense device cube (memory = Device).
+    const DeviceCube& device() const { return device_; }
+    const CubeShape& shape() const;
+
+private:
+    Cube host_;
+    DeviceCube device_;
+    CubeView view_;
+    bool copied_ = false;
 };
 
 /// Parses a band list: 0-based, comma-separated, inclusive ranges ("0-9,20"). Throws

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cubekit/error.hpp"
+#include "cubekit/options.hpp"
 
 namespace cubekit {
 
@@ -27,12 +28,25 @@ constexpr std::size_t dtype_size(DType t) {
     return 0;
 }
 
-/// Short name: "u8", "u16", "i16", "u32", "i32", "f32", "f64".
-std::string_view dtype_name(DType t);
+/// Names: "u8", "u16", "i16", "u32", "i32", "f32", "f64"; NumPy's "uint8", "int16", "float32", ... also parse.
+template <>
+struct EnumNames<DType> {
+    static constexpr EnumName<DType> names[] = {{DType::U8, "u8"},   {DType::U16, "u16"}, {DType::I16, "i16"},
+                                                {DType::U32, "u32"}, {DType::I32, "i32"}, {DType::F32, "f32"},
+                                                {DType::F64, "f64"}};
+    static constexpr EnumName<DType> aliases[] = {{DType::U8, "uint8"},   {DType::U16, "uint16"},
+                                                  {DType::I16, "int16"},  {DType::U32, "uint32"},
+                                                  {DType::I32, "int32"},  {DType::F32, "float32"},
+                                                  {DType::F64, "float64"}};
+};
 
-/// Parses a short name (also accepts numpy-like "uint8", "int16", "float32", "float64").
-/// Throws InvalidInput naming `what` (e.g. "--out-type") when the name is unknown.
-DType parse_dtype(std::string_view name, std::string_view what = "element type");
+/// Short name: "u8", "u16", "i16", "u32", "i32", "f32", "f64".
+inline std::string_view dtype_name(DType t) { return enum_name(t); }
+
+/// Parses a short or NumPy name; throws InvalidInput naming `what` when the name is unknown.
+inline DType parse_dtype(std::string_view name, std::string_view what = "element type") {
+    return parse_enum<DType>(name, what);
+}
 
 constexpr bool dtype_is_float(DType t) { return t == DType::F32 || t == DType::F64; }
 

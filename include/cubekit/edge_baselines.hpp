@@ -23,25 +23,38 @@
 /// and reduce in the same fixed order, so they are meant to agree exactly (the spec allows them to
 /// differ only at pixels whose value lies within 1e-5 relative of a threshold).
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/options.hpp"
 
 namespace cubekit {
 
 enum class BaselineMethod { Sobel, Prewitt, Roberts, LoG, Canny };
-std::string_view baseline_name(BaselineMethod m);  ///< "sobel", "prewitt", "roberts", "log", "canny"
-/// Throws InvalidInput naming `what` and the accepted names.
-BaselineMethod parse_baseline(std::string_view name, std::string_view what = "--method");
+template <>
+struct EnumNames<BaselineMethod> {
+    static constexpr EnumName<BaselineMethod> names[] = {{BaselineMethod::Canny, "canny"},
+                                                         {BaselineMethod::Sobel, "sobel"},
+                                                         {BaselineMethod::Prewitt, "prewitt"},
+                                                         {BaselineMethod::Roberts, "roberts"},
+                                                         {BaselineMethod::LoG, "log"}};
+};
+inline std::string_view baseline_name(BaselineMethod m) { return enum_name(m); }  ///< "sobel", "log", ...
+inline BaselineMethod parse_baseline(std::string_view name, std::string_view what = "method") {
+    return parse_enum<BaselineMethod>(name, what);
+}
 
+/// Options of baseline_edges(); defaults are MATLAB R2016 edge()'s.
 struct BaselineOptions {
+    /// The detector.
     BaselineMethod method = BaselineMethod::Canny;
     /// Gaussian σ of log and canny; 0 = MATLAB's default (log 2, canny √2). Must be 0 for the mask
     /// methods. At most kMaxBaselineSigma.
     double sigma = 0;
-    /// < 0: MATLAB's automatic rule. Otherwise MATLAB's `thresh` argument: sobel/prewitt/roberts a
+    /// −1: MATLAB's automatic rule. Otherwise (≥ 0) MATLAB's `thresh` argument: sobel/prewitt/roberts a
     /// cutoff on the gradient magnitude of the [0,1] image (masks scaled by 1/8, 1/6, 1/2); log the
     /// minimum jump of a zero crossing; canny the high threshold on the normalised magnitude (< 1).
     double threshold = -1;
@@ -49,11 +62,30 @@ struct BaselineOptions {
     double low_ratio = 0.4;
     /// Sobel/Prewitt/Roberts: MATLAB's thinning (false = 'nothinning': every pixel above the cutoff).
     /// Ignored by log and canny.
-    bool thin = true;
+    bool thinning = true;
 };
 
 /// Largest σ accepted (the LoG kernel is (6σ+1)² taps).
 inline constexpr double kMaxBaselineSigma = 64.0;
+
+/// The declarations of BaselineOptions' fields (options.hpp).
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, BaselineOptions>
+void visit_fields(O& o, V&& visit) {
+    visit(o.method, Field{.name = "method", .doc = "canny, sobel, prewitt, roberts or log"});
+    visit(o.sigma, Field{.name = "sigma", .doc = "Gaussian sigma of log and canny (default: log 2, canny sqrt(2))",
+                         .min = 0, .max = kMaxBaselineSigma, .automatic = 0});
+    visit(o.threshold, Field{.name = "threshold", .doc = "MATLAB's thresh, >= 0 (default: MATLAB's automatic rule)",
+                             .min = 0, .automatic = -1});
+    visit(o.low_ratio, Field{.name = "low_ratio", .doc = "canny: low threshold = ratio * high, 0..1", .min = 0,
+                             .max = 1});
+    visit(o.thinning, Field{.name = "thinning", .doc = "sobel/prewitt/roberts: MATLAB's thinning of the edges",
+                            .negation = "sobel/prewitt/roberts: every pixel above the cutoff (MATLAB 'nothinning')"});
+}
+
+/// The σ `options.method` runs with: options.sigma, or MATLAB's default when it is 0 (log 2,
+/// canny √2); nullopt for the mask methods, which have none.
+std::optional<double> baseline_sigma(const BaselineOptions& options);
 
 /// The thresholds a band was cut at, on MATLAB's scale (what `[~, thresh] = edge(...)` returns).
 struct BaselineThreshold {
@@ -68,15 +100,33 @@ struct BaselineResult {
     std::vector<BaselineThreshold> thresholds; ///< one per band
 };
 
-/// Throws InvalidInput naming the option when the options are invalid (done by the detector itself).
+/// Throws InvalidInput naming the field when the options are invalid (done by the detector itself).
 void check_baseline_options(const BaselineOptions& options);
 
-/// The detector on the context's backend. Throws InvalidInput for an empty cube, a σ or threshold
-/// out of range (NaN, σ < 0, σ > kMaxBaselineSigma, σ ≠ 0 for a mask method, canny threshold ≥ 1),
-/// low_ratio outside [0, 1], or a band of more than 2^40 pixels.
-BaselineResult baseline_edges_with_thresholds(const Context& ctx, const Cube& cube, const BaselineOptions& options = {});
+/// The detector on the context's backend, for any cube view: host or device memory, any element
+/// type, layout, window or strides (a Cube or DeviceCube converts to its view). The CPU reads host
+/// samples where they are (one band at a time); CUDA reads samples on the context's device where
+/// they are and uploads host samples once. Returns the edges on the host (W×H×B u8 BSQ) and the
+/// thresholds. Throws InvalidInput for an empty cube, a σ or threshold out of range (NaN, σ < 0,
+/// σ > kMaxBaselineSigma, σ ≠ 0 for a mask method, canny threshold ≥ 1), low_ratio outside
+/// [0, 1], or a band of more than 2^40 pixels.
+///
+///     BaselineResult r = cubekit::baseline_edges_with_thresholds(ctx, cube.view().band_range(40, 1));
+BaselineResult baseline_edges_with_thresholds(const Context& ctx, const CubeView& cube, const BaselineOptions& options = {});
 /// The same, edges only.
-Cube baseline_edges(const Context& ctx, const Cube& cube, const BaselineOptions& options = {});
+Cube baseline_edges(const Context& ctx, const CubeView& cube, const BaselineOptions& options = {});
+
+/// The detector into a caller's W×H×B u8 {0,1} output in the context's memory: device memory for a
+/// CUDA context (the device-resident call), host memory for a CPU context; any strides (a dense
+/// BSQ output is written in place, any other through a staging band). Returns the thresholds of
+/// every band (the only data that crosses to the host on the CUDA path); `edges` is complete on
+/// return. `cube` is read as by baseline_edges_with_thresholds. Throws InvalidInput as it, and
+/// naming `edges` when its shape, type or memory does not fit.
+///
+///     cubekit::DeviceCube d_edges(gpu, {W, H, B, cubekit::DType::U8, cubekit::Layout::BSQ});
+///     std::vector<BaselineThreshold> t = cubekit::baseline_edges_into(gpu, d_cube, d_edges, {.method = BaselineMethod::Sobel});
+std::vector<BaselineThreshold> baseline_edges_into(const Context& ctx, const CubeView& cube, const MutableCubeView& edges,
+                                                   const BaselineOptions& options = {});
 
 /// Comparison of a predicted edge map with a reference map (spec §6). d(p) is the exact Euclidean
 /// distance from p to the nearest edge pixel of the other map.
@@ -90,8 +140,11 @@ struct EdgeScore {
     std::int64_t predicted = 0, reference = 0;  ///< N_pred, N_ref
 };
 
-/// Both maps one band (any element type; nonzero and not NaN = edge) of the same W×H, else
-/// InvalidInput naming both shapes; tolerance finite and ≥ 0 (pixels), else InvalidInput.
-EdgeScore score_edges(const Cube& predicted, const Cube& reference, double tolerance = 1.0);
+/// Both maps one band in host memory (any element type, layout or strides; nonzero and not NaN =
+/// edge) of the same W×H, else InvalidInput naming both shapes; tolerance finite and ≥ 0 (pixels),
+/// else InvalidInput.
+///
+///     EdgeScore s = cubekit::score_edges(edges.view().band_range(3, 1), reference, 1.0);
+EdgeScore score_edges(const CubeView& predicted, const CubeView& reference, double tolerance = 1.0);
 
 }  // namespace cubekit

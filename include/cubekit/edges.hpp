@@ -22,6 +22,7 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/options.hpp"
 
 namespace cubekit {
 
@@ -29,11 +30,15 @@ namespace cubekit {
 /// max over the whole cube. NaN and ±Inf are excluded from min/max and map to 0; a constant band
 /// (or cube) maps to 0.
 enum class Quantize { PerBand, Global };
-std::string_view quantize_name(Quantize q);                                    ///< "per-band", "global"
-Quantize parse_quantize(std::string_view name, std::string_view what = "--quantize");
+template <>
+struct EnumNames<Quantize> {
+    static constexpr EnumName<Quantize> names[] = {{Quantize::PerBand, "per-band"}, {Quantize::Global, "global"}};
+};
+inline std::string_view quantize_name(Quantize q) { return enum_name(q); }  ///< "per-band", "global"
 
 /// E4 fusion strategies; names as the CLI spells them.
 enum class EdgeFusion {
+    Auto,           ///< "auto" (default): None for one band, EdgeVote for more (resolved_fusion)
     None,           ///< "none": one edge map per band
     BandMean,       ///< "mean": E2 on the rounded band mean
     PcaMean,        ///< "pca": E2 on the rounded mean of the first x quantised principal components
@@ -43,8 +48,30 @@ enum class EdgeFusion {
     PcaEdgeVote,    ///< "pca-vote-edges": vote over the edge maps of the first x components
     PcaBinaryVote,  ///< "pca-vote-binary": vote over the binary images of the first x components
 };
-std::string_view fusion_name(EdgeFusion f);
-EdgeFusion parse_fusion(std::string_view name, std::string_view what = "--fusion");
+template <>
+struct EnumNames<EdgeFusion> {
+    static constexpr EnumName<EdgeFusion> names[] = {
+        {EdgeFusion::Auto, "auto"},
+        {EdgeFusion::None, "none"},
+        {EdgeFusion::BandMean, "mean"},
+        {EdgeFusion::PcaMean, "pca"},
+        {EdgeFusion::EdgeVote, "vote-edges"},
+        {EdgeFusion::BinaryVote, "vote-binary"},
+        {EdgeFusion::ThresholdMean, "threshold-mean"},
+        {EdgeFusion::PcaEdgeVote, "pca-vote-edges"},
+        {EdgeFusion::PcaBinaryVote, "pca-vote-binary"},
+    };
+};
+inline std::string_view fusion_name(EdgeFusion f) { return enum_name(f); }
+inline EdgeFusion parse_fusion(std::string_view name, std::string_view what = "fusion") {
+    return parse_enum<EdgeFusion>(name, what);
+}
+/// The fusion that runs on a cube of `bands` bands: Auto is None for one band and EdgeVote for
+/// more; any other value is itself.
+constexpr EdgeFusion resolved_fusion(EdgeFusion fusion, int bands) {
+    if (fusion != EdgeFusion::Auto) return fusion;
+    return bands > 1 ? EdgeFusion::EdgeVote : EdgeFusion::None;
+}
 bool fusion_uses_pca(EdgeFusion f);
 bool fusion_is_vote(EdgeFusion f);
 
@@ -62,6 +89,7 @@ struct DerivedThresholds {
     std::vector<EdgeThresholds> thresholds;
 };
 
+/// Options of entropy_edges(); defaults are the spec's (edges.md).
 struct EntropyEdgeOptions {
     /// Tsallis index q of T2/T3: 0.5 = the seed's sqrt form (default); |q − 1| < 1e-9 = Shannon.
     double q = 0.5;
@@ -69,8 +97,10 @@ struct EntropyEdgeOptions {
     std::int64_t min_component = 0;
     /// Connectivity of E3: 8 (default) or 4.
     int connectivity = 8;
+    /// E1 scaling of non-u8 input.
     Quantize quantize = Quantize::PerBand;
-    EdgeFusion fusion = EdgeFusion::None;
+    /// E4 fusion; Auto: none for one band, vote-edges for more (resolved_fusion).
+    EdgeFusion fusion = EdgeFusion::Auto;
     /// Vote rule: a pixel is set iff 100·count > x·K (exact), 0 ≤ x < 100.
     double vote_percent = 15.0;
     /// Principal components x of the PCA fusions, 1..B (clamped to B; see pca_components_used).
@@ -83,17 +113,32 @@ struct EntropyEdgeOptions {
     bool keep_binary = false;
 };
 
-struct EntropyEdgeResult {
-    /// None: W×H×B u8 {0,1} (one map per band, each filtered by E3); a fusion: W×H×1 u8 {0,1}.
-    Cube edges;
-    /// keep_band_edges with a fusion: the E2 edge maps that were or could be voted (input bands, or the
-    /// PCA components for the PCA modes), filtered when filter_each_band; else empty.
-    Cube band_edges;
-    /// keep_binary: the binary images f (input bands; band mean for mean/threshold-mean; PCA
-    /// components for the PCA modes; the voted F for the binary votes); else empty.
-    Cube binary;
-    /// Vote fusions: the vote count per pixel, W×H×1 u16 (0..K), a soft edge strength; else empty.
-    Cube vote_count;
+/// The declarations of EntropyEdgeOptions' fields (options.hpp); keep_band_edges and keep_binary
+/// are switches a front end sets from the outputs it writes.
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, EntropyEdgeOptions>
+void visit_fields(O& o, V&& visit) {
+    visit(o.fusion, Field{.name = "fusion",
+                          .doc = "auto (none for one band, vote-edges for more), none, mean, pca, vote-edges, "
+                                 "vote-binary, threshold-mean, pca-vote-edges or pca-vote-binary"});
+    visit(o.vote_percent, Field{.name = "vote_percent", .doc = "vote: a pixel is set when 100*count > X*K (0 <= X < 100)",
+                                .min = 0, .max = 100, .max_exclusive = true});
+    visit(o.pca_components, Field{.name = "pca_components",
+                                  .doc = "principal components of the PCA fusions (clamped to the bands)", .min = 1});
+    visit(o.q, Field{.name = "q", .doc = "Tsallis index of T2/T3 (0.5 = the seed's; 1 = Shannon)", .min = 0,
+                     .min_exclusive = true});
+    visit(o.min_component, Field{.name = "min_component", .doc = "remove edge components of fewer pixels (0 = off)",
+                                 .min = 0});
+    visit(o.connectivity, Field{.name = "connectivity", .doc = "components: 8 or 4", .one_of = {4, 8}});
+    visit(o.filter_each_band, Field{.name = "filter_each_band",
+                                    .doc = "also remove small components from every band's map before a vote"});
+    visit(o.quantize, Field{.name = "quantize", .doc = "scaling of non-8-bit input: per-band or global"});
+    visit(o.keep_band_edges, Field{.name = "keep_band_edges", .doc = "also return the per-band edge maps", .flag = false});
+    visit(o.keep_binary, Field{.name = "keep_binary", .doc = "also return the binary images f", .flag = false});
+}
+
+/// The small results of a run (host memory), whatever the outputs: what entropy_edges_into returns.
+struct EntropyEdgeSummary {
     /// The thresholds of every input band, whatever the fusion.
     std::vector<EdgeThresholds> band_thresholds;
     /// Thresholds of derived images, by name: "band_mean" (the band-mean image: mean and
@@ -107,13 +152,84 @@ struct EntropyEdgeResult {
     int votes_needed = 0;
 };
 
-/// The whole detector on the context's backend. Throws InvalidInput naming the option: q ≤ 0,
-/// vote_percent outside [0, 100), pca_components < 1, connectivity not 4/8, min_component < 0,
-/// an empty cube.
-EntropyEdgeResult entropy_edges(const Context& ctx, const Cube& cube, const EntropyEdgeOptions& options = {});
+/// Everything entropy_edges() returns: the summary and the output cubes (host, BSQ).
+struct EntropyEdgeResult : EntropyEdgeSummary {
+    /// None: W×H×B u8 {0,1} (one map per band, each filtered by E3); a fusion: W×H×1 u8 {0,1}.
+    Cube edges;
+    /// keep_band_edges with a fusion: the E2 edge maps that were or could be voted (input bands, or the
+    /// PCA components for the PCA modes), filtered when filter_each_band; else empty.
+    Cube band_edges;
+    /// keep_binary: the binary images f (input bands; band mean for mean/threshold-mean; PCA
+    /// components for the PCA modes; the voted F for the binary votes); else empty.
+    Cube binary;
+    /// Vote fusions: the vote count per pixel, W×H×1 u16 (0..K), a soft edge strength; else empty.
+    Cube vote_count;
+};
 
-/// E1 alone: W×H×B u8, BSQ.
-Cube quantize_to_u8(const Context& ctx, const Cube& cube, Quantize mode = Quantize::PerBand);
+/// The band counts of the outputs of a run on a cube of `bands` bands (0: the fusion has no such
+/// output), to size the views of entropy_edges_into. band_edges and binary are the sizes they have
+/// when asked for (keep_band_edges, keep_binary, or a view passed).
+///
+///     EntropyEdgeBands n = entropy_edges_bands(103, {.fusion = EdgeFusion::PcaEdgeVote});
+///     // n.edges = 1, n.band_edges = 3 (the components), n.binary = 3, n.vote_count = 1
+struct EntropyEdgeBands {
+    int edges = 0, band_edges = 0, binary = 0, vote_count = 0;
+};
+EntropyEdgeBands entropy_edges_bands(int bands, const EntropyEdgeOptions& options);
+
+/// Optional outputs of entropy_edges_into: views (any strides) in the context's memory, each
+/// W×H×(the count entropy_edges_bands gives); an empty view, the default, is not produced.
+struct EntropyEdgeExtras {
+    /// u8 {0,1}: the E2 edge maps that were or could be voted (fusions with band_edges > 0).
+    MutableCubeView band_edges;
+    /// u8 {0,1}: the binary images f (as EntropyEdgeResult::binary).
+    MutableCubeView binary;
+    /// u16: the vote count per pixel (vote fusions).
+    MutableCubeView vote_count;
+};
+
+/// The whole detector on the context's backend; returns host cubes (a thin wrapper over
+/// entropy_edges_into). cube: any element type; host or device memory, any layout, a window or any
+/// strides (a Cube or DeviceCube converts to its view). Throws InvalidInput naming the field:
+/// q ≤ 0, vote_percent outside [0, 100), pca_components < 1, connectivity not 4/8,
+/// min_component < 0, an empty cube.
+EntropyEdgeResult entropy_edges(const Context& ctx, const CubeView& cube, const EntropyEdgeOptions& options = {});
+
+/// The detector into a caller's views in the context's memory (device memory for a CUDA context:
+/// the device-resident call; host memory for a CPU one). edges: W×H×entropy_edges_bands().edges
+/// u8, any strides; extras: the optional outputs (options.keep_band_edges and keep_binary are not
+/// read: the views given decide). The CPU reads any host view where it is; CUDA reads a dense BSQ
+/// cube on the context's device where it is (a u8 one is used as its own E1) and otherwise
+/// uploads or reorders it once; nothing of the image crosses to the host. Outputs that are dense
+/// BSQ are written in place, others through one copy. Returns the summary once the work is done
+/// (its thresholds come back from the device in one small copy at the end).
+///
+///     cubekit::DeviceCube d_edges(gpu, {W, H, 1, cubekit::DType::U8});
+///     cubekit::DeviceCube d_count(gpu, {W, H, 1, cubekit::DType::U16});
+///     auto s = cubekit::entropy_edges_into(gpu, d_cube, d_edges, {.fusion = cubekit::EdgeFusion::EdgeVote},
+///                                          {.vote_count = d_count});
+///     // s.band_thresholds[b].t1 ...; d_edges and d_count hold the fused map and the votes
+/// Throws InvalidInput as entropy_edges, and naming the output whose memory, size or type is wrong.
+EntropyEdgeSummary entropy_edges_into(const Context& ctx, const CubeView& cube, const MutableCubeView& edges,
+                                      const EntropyEdgeOptions& options = {}, const EntropyEdgeExtras& extras = {});
+
+/// E2 thresholds of every band of a cube (E1, 256-bin histograms, the threshold search), on the
+/// context's backend; reads options.q and options.quantize only. The cube is read as by
+/// entropy_edges (a device cube stays on the device: only the B thresholds come back).
+///
+///     std::vector<cubekit::EdgeThresholds> t = cubekit::entropy_band_thresholds(gpu, d_cube);   // t[b].t1, t2, t3
+std::vector<EdgeThresholds> entropy_band_thresholds(const Context& ctx, const CubeView& cube,
+                                                    const EntropyEdgeOptions& options = {});
+
+/// E1 alone: W×H×B u8, BSQ, on the host. cube: any element type, host or device, any strides.
+Cube quantize_to_u8(const Context& ctx, const CubeView& cube, Quantize mode = Quantize::PerBand);
+
+/// E1 into a caller's W×H×B u8 view (any strides) in the context's memory. Queued on the
+/// context's stream (ctx.synchronize() before reading `out` from the host).
+///
+///     cubekit::quantize_to_u8_into(gpu, d_cube, d_bytes);
+void quantize_to_u8_into(const Context& ctx, const CubeView& cube, const MutableCubeView& out,
+                         Quantize mode = Quantize::PerBand);
 
 /// E2 thresholds of one 256-bin histogram (counts of grey levels 0..255; at least one nonzero).
 EdgeThresholds entropy_thresholds(const std::uint32_t* histogram, double q = 0.5);

@@ -26,7 +26,17 @@ namespace cubekit {
 
 enum class FileFormat { Auto, Envi, Npy, Mat, Png, Pnm, Jpeg, Gdal };
 
-std::string_view format_name(FileFormat f);   ///< "auto", "envi", "npy", "mat", "png", "pnm", "jpeg", "gdal"
+/// Names "auto", "envi", "npy", "mat", "png", "pnm", "jpeg", "gdal" ("jpg" too; case and blanks ignored).
+template <>
+struct EnumNames<FileFormat> {
+    static constexpr EnumName<FileFormat> names[] = {
+        {FileFormat::Auto, "auto"}, {FileFormat::Envi, "envi"}, {FileFormat::Npy, "npy"},   {FileFormat::Mat, "mat"},
+        {FileFormat::Png, "png"},   {FileFormat::Pnm, "pnm"},   {FileFormat::Jpeg, "jpeg"}, {FileFormat::Gdal, "gdal"}};
+    static constexpr EnumName<FileFormat> aliases[] = {{FileFormat::Jpeg, "jpg"}};
+    static constexpr bool case_insensitive = true;
+};
+inline std::string_view format_name(FileFormat f) { return enum_name(f); }
+/// parse_enum<FileFormat> with this module's message: "parse_format: <what> = 'x'; expected one of auto, envi, ...".
 FileFormat parse_format(std::string_view name, std::string_view what = "--format");
 
 /// Format of an existing file, from its first bytes (magic numbers) and then its extension.
@@ -64,6 +74,10 @@ struct WriteOptions {
 /// else (H, W, B), little-endian, C order. PNG/PNM accept u8 and u16 cubes of 1, 2 (PNG), 3 or 4
 /// (PNG) bands; other types throw InvalidInput (convert with to_display_u8 first).
 void write_cube(const Cube& cube, const std::filesystem::path& path, const WriteOptions& options = {});
+
+/// Writes `text` to `path` atomically, like write_cube: a temporary in the target folder renamed
+/// over the target when complete; on failure neither is left. Throws IoError naming the path.
+void write_text_file(const std::filesystem::path& path, std::string_view text);
 
 /// Names and shapes of the numeric variables of a .mat file ("data: 100x100x224 int16").
 std::vector<std::string> list_mat_variables(const std::filesystem::path& path);

@@ -12,7 +12,7 @@
 /// quantized image and iteration counts from the same seed. The inertia differs between backends
 /// by at most 1e-9 relative (f64 sums in different orders).
 ///
-/// Throws InvalidInput naming the parameter and value (spec §3.12): k < 1 or k > N valid pixels,
+/// Throws InvalidInput naming the field and value (spec §3.12): k < 1 or k > N valid pixels,
 /// zero bands, explicit centroids not k×m, mask size ≠ W×H, max_iter < 0, tol < 0 or not finite,
 /// n_init < 1, init_sample < 0, legacy with anything but u8 input with 3 bands, no valid pixel.
 #include <cstdint>
@@ -22,6 +22,7 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/options.hpp"
 
 namespace cubekit {
 
@@ -29,18 +30,43 @@ namespace cubekit {
 /// seeded subsample; Random: k distinct sample pixels; BoxDiagonal: evenly spaced on the diagonal of
 /// the per-band min/max box (Spectral Python's default); Explicit: KmeansOptions::init_centroids.
 enum class KmeansInit { KmeansPlusPlus, Random, BoxDiagonal, Explicit };
-std::string_view kmeans_init_name(KmeansInit init);  ///< "kmeans++", "random", "box-diagonal", "explicit"
-KmeansInit parse_kmeans_init(std::string_view name, std::string_view what = "--init");
+template <>
+struct EnumNames<KmeansInit> {
+    static constexpr EnumName<KmeansInit> names[] = {{KmeansInit::KmeansPlusPlus, "kmeans++"},
+                                                     {KmeansInit::Random, "random"},
+                                                     {KmeansInit::BoxDiagonal, "box-diagonal"},
+                                                     {KmeansInit::Explicit, "explicit"}};
+    static constexpr EnumName<KmeansInit> aliases[] = {{KmeansInit::KmeansPlusPlus, "k-means++"}};
+};
+inline std::string_view kmeans_init_name(KmeansInit init) { return enum_name(init); }
+/// Kept for callers of the former parser; `what` defaults to the CLI's spelling it had.
+inline KmeansInit parse_kmeans_init(std::string_view name, std::string_view what = "--init") {
+    return parse_enum<KmeansInit>(name, what);
+}
 
 /// What happens to a cluster that received no pixel (spec §3.7). Relocate: it takes the pixel
 /// farthest from its centroid; Keep: it keeps its centroid; LegacyZero: it becomes the zero vector.
 enum class EmptyPolicy { Relocate, Keep, LegacyZero };
-std::string_view empty_policy_name(EmptyPolicy p);  ///< "relocate", "keep", "legacy-zero"
-EmptyPolicy parse_empty_policy(std::string_view name, std::string_view what = "--empty");
+template <>
+struct EnumNames<EmptyPolicy> {
+    static constexpr EnumName<EmptyPolicy> names[] = {
+        {EmptyPolicy::Relocate, "relocate"}, {EmptyPolicy::Keep, "keep"}, {EmptyPolicy::LegacyZero, "legacy-zero"}};
+};
+inline std::string_view empty_policy_name(EmptyPolicy p) { return enum_name(p); }
+/// Kept for callers of the former parser; `what` defaults to the CLI's spelling it had.
+inline EmptyPolicy parse_empty_policy(std::string_view name, std::string_view what = "--empty") {
+    return parse_enum<EmptyPolicy>(name, what);
+}
+
+/// The spec's default k for classifying spectra (kmeans.md §2.2 item 9: 16 for quantization, 10 for
+/// classification); KmeansOptions::k holds the quantization default.
+inline constexpr int kClusterDefaultK = 10;
 
 /// Options of kmeans(); defaults are the spec's (§2.2) with k = 16 (quantize).
 struct KmeansOptions {
+    /// Number of clusters, 1 ≤ k ≤ valid pixels.
     int k = 16;
+    /// How the first k centroids are chosen.
     KmeansInit init = KmeansInit::KmeansPlusPlus;
     /// Key of the Philox4x32-10 generator; restart r uses seed + r.
     std::uint64_t seed = 0;
@@ -50,6 +76,7 @@ struct KmeansOptions {
     int max_iter = 100;
     /// Stop when Σ_j ||c'_j − c_j||² ≤ tol · mean band variance; 0 = only when no centroid moved.
     double tol = 1e-4;
+    /// What happens to a cluster left without pixels.
     EmptyPolicy empty = EmptyPolicy::Relocate;
     /// Independent restarts; the lowest (exact fixed-point) inertia wins, ties the lowest r.
     int n_init = 1;
@@ -68,6 +95,41 @@ struct KmeansOptions {
     /// Compute the quantized image (false saves memory when only labels are wanted).
     bool paint = true;
 };
+
+/// The declarations of KmeansOptions' fields (options.hpp). init_centroids and mask are data, and
+/// history and paint switches of the caller: no flags.
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, KmeansOptions>
+void visit_fields(O& o, V&& visit) {
+    visit(o.k, Field{.name = "k", .doc = "number of clusters, 1 <= k <= number of valid pixels", .min = 1,
+                     .short_flag = "-k"});
+    visit(o.init, Field{.name = "init",
+                        .doc = "initial centroids: kmeans++ (greedy, seeded), random (k distinct pixels), box-diagonal "
+                               "(evenly spaced on the per-band min-max diagonal) or explicit (init_centroids)"});
+    visit(o.seed, Field{.name = "seed", .doc = "64-bit seed of the random draws; restart r uses seed + r"});
+    visit(o.max_iter, Field{.name = "max_iter", .doc = "Lloyd iterations at most", .min = 0});
+    visit(o.tol, Field{.name = "tol",
+                       .doc = "stop when the centroids move less than tol x mean band variance (sum of squared "
+                              "shifts); 0 = only when they stop moving",
+                       .min = 0});
+    visit(o.n_init, Field{.name = "n_init",
+                          .doc = "independent restarts (seeds seed, seed+1, ...); the lowest inertia wins", .min = 1});
+    visit(o.init_sample, Field{.name = "init_sample",
+                               .doc = "kmeans++/random initialisation works on a seeded sample of about this many "
+                                      "pixels (0 = all)",
+                               .min = 0});
+    visit(o.empty, Field{.name = "empty",
+                         .doc = "a cluster left without pixels: relocate (takes the farthest pixel), keep (keeps its "
+                                "centroid) or legacy-zero (becomes the zero vector)"});
+    visit(o.legacy, Field{.name = "legacy",
+                          .doc = "reproduce the 2018 seed program's integer arithmetic (8-bit RGB input, with init "
+                                 "explicit): truncated centroids, empty -> black, no convergence test, no final "
+                                 "re-assignment, no sorting"});
+    visit(o.init_centroids, Field{.name = "init_centroids", .doc = "explicit initial centroids, k x bands", .flag = false});
+    visit(o.mask, Field{.name = "mask", .doc = "W x H, 0 = pixel excluded", .flag = false});
+    visit(o.history, Field{.name = "history", .doc = "record the inertia after each assignment step", .flag = false});
+    visit(o.paint, Field{.name = "paint", .doc = "compute the quantized image", .flag = false});
+}
 
 /// One restart's outcome.
 struct KmeansRun {
@@ -91,6 +153,7 @@ struct KmeansResult {
     DType dtype = DType::U8;
     DType centroid_type = DType::F32;
     /// Cluster of each pixel in raster order after the final sort; −1 for excluded pixels.
+    /// Empty after kmeans_into(), which writes the labels into the caller's view instead.
     std::vector<std::int32_t> labels;
     /// k × m cluster means, sorted by decreasing count (ties: lower index before the sort).
     std::vector<double> centroids;
@@ -99,6 +162,8 @@ struct KmeansResult {
     /// Centroids rounded half away from zero and clamped to the input type (float input: equal).
     std::vector<double> palette;
     /// W × H × m, the input's type, BIP: palette[labels[p]], excluded pixels copied unchanged.
+    /// Empty when options.paint is false, and after kmeans_into() (which paints into the
+    /// caller's `quantized` view when one is given).
     Cube quantized;
     /// The winning run's numbers (also under restarts[winner]).
     double inertia = 0;
@@ -112,12 +177,43 @@ struct KmeansResult {
     std::vector<std::string> warnings;
 };
 
-/// k-means of the pixel vectors of `image` (any type and layout; converted to BIP once).
-KmeansResult kmeans(const Context& ctx, const Cube& image, const KmeansOptions& options = {});
+/// k-means of the pixel vectors of `image` on the context's backend: host or device memory, any
+/// element type, layout or window (a Cube or DeviceCube converts to its view). Returns the labels
+/// and the painted image (options.paint) on the host with the small results. The CPU reads the
+/// samples where they are (any strides, no copy); CUDA reads a dense BIP image on the context's
+/// device where it is and otherwise uploads or reorders it once. Throws InvalidInput as the header
+/// says (the message names the field).
+///
+///     cubekit::KmeansResult r = cubekit::kmeans(ctx, photo.view().window(0, 0, 64, 64), {.k = 4});
+KmeansResult kmeans(const Context& ctx, const CubeView& image, const KmeansOptions& options = {});
+
+/// k-means with the per-pixel outputs written into the caller's views in the context's memory:
+/// device memory for a CUDA context (the device-resident call: CuPy/PyTorch arrays, a poisoned
+/// test buffer, a pipeline stage), host memory for a CPU context. `labels`: W×H×1 i32, any
+/// strides (−1 for excluded pixels). `quantized`: empty (nothing painted; options.paint is not
+/// read), or W×H×m of the image's type, any strides. `image` may be anywhere; on a CUDA context a
+/// dense BIP image on its device (an H×W×m C-contiguous array) is read where it is, and the whole
+/// run stays on the device: the first pass, k-means++, Lloyd's iterations and the final pass; only
+/// k- and m-sized numbers come to the host. Returns the small results (centroids, counts,
+/// palette, inertia, iterations, restarts, warnings) with `labels` and `quantized` left empty.
+/// Queued on the context's stream: call ctx.synchronize() before reading the outputs from the
+/// host. Throws InvalidInput naming `labels` or `quantized` when one is in the wrong memory or
+/// has the wrong shape or type, and as kmeans() does.
+///
+///     auto d_img = cubekit::CubeView::device(ptr, 0, W, H, 3, cubekit::DType::U8,
+///                                            cubekit::dense_strides(W, H, 3, cubekit::Layout::BIP));
+///     cubekit::DeviceCube d_labels(gpu, {W, H, 1, cubekit::DType::I32});
+///     cubekit::KmeansResult r = cubekit::kmeans_into(gpu, d_img, d_labels, {.k = 16});
+///     gpu.synchronize();   // r.centroids, r.counts on the host; the labels on the device
+KmeansResult kmeans_into(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                         const KmeansOptions& options = {}, const MutableCubeView& quantized = {});
 
 /// Paints every valid pixel with its nearest palette entry (k × m, row-major): the final pass
-/// only (Explicit init, max_iter = 0). Returns labels, counts and the quantized image.
-KmeansResult apply_palette(const Context& ctx, const Cube& image, const std::vector<double>& palette,
+/// only (Explicit init, max_iter = 0). `image` is any view, as for kmeans(). Returns labels,
+/// counts and the quantized image.
+///
+///     cubekit::KmeansResult r = cubekit::apply_palette(ctx, frame, previous.centroids);
+KmeansResult apply_palette(const Context& ctx, const CubeView& image, const std::vector<double>& palette,
                            const std::vector<std::uint8_t>& mask = {});
 
 /// Throws InvalidInput when the options do not suit this image shape (checks that need the

@@ -1,7 +1,7 @@
 #pragma once
 /// Colour helpers around k-means colour quantization (spec kmeans.md §6, "perceptual colour
 /// spaces" and "dithering"): sRGB ↔ CIELAB conversions and Floyd–Steinberg error diffusion.
-/// CPU only.
+/// CPU only (device views are downloaded once).
 ///
 ///     cubekit::Cube lab = cubekit::rgb_u8_to_lab(photo);            // W×H×3 f32, L 0..100 (D65)
 ///     cubekit::KmeansResult r = cubekit::kmeans(ctx, lab, {.k = 16});
@@ -26,9 +26,13 @@ std::array<double, 3> srgb_u8_to_lab(std::uint8_t r, std::uint8_t g, std::uint8_
 /// outside the sRGB gamut are clipped per channel).
 std::array<std::uint8_t, 3> lab_to_srgb_u8(double L, double a, double b);
 
-/// The CIELAB image of an 8-bit sRGB image: `rgb` is u8 with 3 bands in any layout; the result
-/// is W×H×3 f32 BIP (L, a, b), metadata kept. Throws InvalidInput naming the shape otherwise.
-Cube rgb_u8_to_lab(const Cube& rgb);
+/// The CIELAB image of an 8-bit sRGB image: `rgb` is u8 with 3 bands, any view (host or device
+/// memory, any layout or window; host views are read where they are, a device view is downloaded
+/// once). The result is a host W×H×3 f32 BIP cube (L, a, b) with band names "L", "a", "b".
+/// Throws InvalidInput naming the shape otherwise.
+///
+///     cubekit::Cube lab = cubekit::rgb_u8_to_lab(photo.view().window(0, 0, 32, 32));
+Cube rgb_u8_to_lab(const CubeView& rgb);
 
 /// n × 3 CIELAB values (row-major, e.g. KmeansResult::centroids of a Lab image) → n × 3 sRGB u8.
 /// Throws InvalidInput when the size is not a multiple of 3.
@@ -40,9 +44,12 @@ std::vector<std::uint8_t> lab_to_rgb_u8(const std::vector<double>& lab);
 /// of its value plus the error diffused to it, and passes its own error on with the classic
 /// weights 7/16 (right), 3/16 (below left), 5/16 (below), 1/16 (below right). Errors are not
 /// clamped. Excluded pixels (mask 0, or any NaN band) get label −1 and neither receive nor pass
-/// error. Returns the W×H labels in raster order. Throws InvalidInput for an empty palette, a
+/// error. `image` is any view (host views are read where they are, a device view is downloaded
+/// once). Returns the W×H labels in raster order. Throws InvalidInput for an empty palette, a
 /// palette size that is not a multiple of m, or a mask whose size is not W×H.
-std::vector<std::int32_t> dither_floyd_steinberg(const Cube& image, const std::vector<double>& palette,
+///
+///     std::vector<std::int32_t> labels = cubekit::dither_floyd_steinberg(photo, {0, 0, 0, 255, 255, 255});
+std::vector<std::int32_t> dither_floyd_steinberg(const CubeView& image, const std::vector<double>& palette,
                                                  const std::vector<std::uint8_t>& mask = {});
 
 }  // namespace cubekit

@@ -25,13 +25,22 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/options.hpp"
 
 namespace cubekit {
 
+/// Options of pca() and pca_fit().
 struct PcaOptions {
     /// Components kept (rows of PcaModel::components, bands of the scores): 1..B. Callers clamp.
     int components = 3;
 };
+
+/// The declarations of PcaOptions' fields (options.hpp).
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, PcaOptions>
+void visit_fields(O& o, V&& visit) {
+    visit(o.components, Field{.name = "components", .doc = "components K, 1..bands", .min = 1, .short_flag = "-k"});
+}
 
 struct PcaModel {
     int bands = 0;
@@ -51,19 +60,39 @@ struct PcaModel {
     int num_components() const { return bands > 0 ? int(components.size() / std::size_t(bands)) : 0; }
 };
 
-/// Fits the model on the context's backend (any element type and layout).
-PcaModel pca_fit(const Context& ctx, const Cube& cube, const PcaOptions& options = {});
+/// Fits the model on the context's backend. cube: any element type; host or device memory, any
+/// layout, a window or any strides (a Cube or DeviceCube converts to its view). The CPU reads a
+/// host view where it is; CUDA reads a dense BSQ cube on the context's device where it is (no
+/// host copy: the device-resident fit) and otherwise uploads or reorders it once. Only the exact
+/// sums ((B+1)² 128-bit words) come back to the host, for the shared eigensolve.
+///
+///     cubekit::PcaModel m = cubekit::pca_fit(gpu, d_cube, {.components = 3});   // d_cube: a DeviceCube
+PcaModel pca_fit(const Context& ctx, const CubeView& cube, const PcaOptions& options = {});
 
 /// Scores of `cube` under `model`: W×H×k, DType::F64, BSQ, band j = Y_j (bands named PC1..PCk);
-/// NaN where the pixel has a non-finite band. The cube must have model.bands bands.
-Cube pca_transform(const Context& ctx, const Cube& cube, const PcaModel& model);
+/// NaN where the pixel has a non-finite band. The cube must have model.bands bands. Returns a
+/// host cube (a thin wrapper over pca_transform_into).
+Cube pca_transform(const Context& ctx, const CubeView& cube, const PcaModel& model);
+
+/// The scores into a caller's W×H×k f64 view in the context's memory (device memory for a CUDA
+/// context, host memory for a CPU one; any strides): the device-resident transform. The cube is
+/// read as by pca_fit. Queued on the context's stream (ctx.synchronize() before reading `scores`
+/// from the host).
+///
+///     cubekit::DeviceCube d_scores(gpu, {W, H, m.num_components(), cubekit::DType::F64});
+///     cubekit::pca_transform_into(gpu, d_cube, m, d_scores);
+void pca_transform_into(const Context& ctx, const CubeView& cube, const PcaModel& model, const MutableCubeView& scores);
 
 struct PcaResult {
     PcaModel model;
     Cube scores;
 };
 
-/// pca_fit followed by pca_transform of the same cube (one upload on the CUDA backend).
-PcaResult pca(const Context& ctx, const Cube& cube, const PcaOptions& options = {});
+/// pca_fit followed by pca_transform of the same cube (the cube uploaded or reordered at most once).
+PcaResult pca(const Context& ctx, const CubeView& cube, const PcaOptions& options = {});
+
+/// pca_fit followed by pca_transform_into (the cube uploaded or reordered at most once); returns
+/// the model. `scores`: W×H×options.components f64 in the context's memory.
+PcaModel pca_into(const Context& ctx, const CubeView& cube, const MutableCubeView& scores, const PcaOptions& options = {});
 
 }  // namespace cubekit

@@ -1,19 +1,50 @@
 #include "cubekit/buffer.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
 
+#include "core/memory_counters.hpp"
 #include "cubekit/error.hpp"
 
 namespace cubekit {
 
 namespace {
 constexpr std::size_t kHostAlignment = 64;  // a cache line; also enough for AVX-512 loads
+
+struct Counters {
+    std::atomic<std::uint64_t> host_allocations{0}, host_bytes{0};
+    std::atomic<std::uint64_t> device_allocations{0}, device_bytes{0};
+    std::atomic<std::uint64_t> pinned_allocations{0}, pinned_bytes{0};
+};
+Counters& counters() {
+    static Counters c;
+    return c;
+}
+}  // namespace
+
+namespace detail {
+void count_allocation(MemoryKind kind, std::size_t bytes) {
+    Counters& c = counters();
+    switch (kind) {
+        case MemoryKind::Host: c.host_allocations++, c.host_bytes += bytes; break;
+        case MemoryKind::Device: c.device_allocations++, c.device_bytes += bytes; break;
+        case MemoryKind::Pinned: c.pinned_allocations++, c.pinned_bytes += bytes; break;
+    }
+}
+}  // namespace detail
+
+MemoryCounters memory_counters() {
+    const Counters& c = counters();
+    return {c.host_allocations.load(), c.host_bytes.load(),     c.device_allocations.load(),
+            c.device_bytes.load(),     c.pinned_allocations.load(), c.pinned_bytes.load()};
 }
 
-void HostBuffer::Free::operator()(std::byte* p) const { std::free(p); }
+void detail::HostFree::operator()(std::byte* p) const {
+    if (owned) std::free(p);
+}
 
 HostBuffer::HostBuffer(std::size_t bytes) : size_(bytes) {
     if (bytes == 0) return;
@@ -21,6 +52,14 @@ HostBuffer::HostBuffer(std::size_t bytes) : size_(bytes) {
     void* p = std::aligned_alloc(kHostAlignment, rounded);
     if (!p) throw std::bad_alloc();
     data_.reset(static_cast<std::byte*>(p));
+    detail::count_allocation(detail::MemoryKind::Host, bytes);
+}
+
+HostBuffer HostBuffer::borrow(void* data, std::size_t bytes) {
+    HostBuffer b;
+    b.data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(data), Free{false});
+    b.size_ = bytes;
+    return b;
 }
 
 HostBuffer HostBuffer::clone() const {

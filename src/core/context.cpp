@@ -11,22 +11,6 @@
 
 namespace cubekit {
 
-std::string_view backend_name(Backend b) {
-    switch (b) {
-        case Backend::Auto: return "auto";
-        case Backend::Cpu: return "cpu";
-        case Backend::Cuda: return "cuda";
-    }
-    return "?";
-}
-
-Backend parse_backend(std::string_view name, std::string_view what) {
-    if (name == "auto") return Backend::Auto;
-    if (name == "cpu") return Backend::Cpu;
-    if (name == "cuda" || name == "gpu") return Backend::Cuda;
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected auto, cpu or cuda");
-}
-
 Context::Context(ContextOptions options) : options_(std::move(options)) {
     if (options_.threads < 0)
         throw InvalidInput("context: threads = " + std::to_string(options_.threads) + "; expected 0 (default) or more");
@@ -53,23 +37,25 @@ Context::Context(ContextOptions options) : options_(std::move(options)) {
         device_name_ = "CPU (" + std::to_string(threads_) + " threads)";
         return;  // Auto without a device: the CPU
     }
-    stream_ = detail::open_cuda_stream(device_, device_name_);
+    stream_ = detail::open_cuda_stream(device_, device_name_, options_.stream);
+    owns_stream_ = options_.stream == nullptr;
     cuda_ = true;
 }
 
 Context::~Context() {
-    if (stream_) detail::close_cuda_stream(stream_, device_);
+    if (stream_ && owns_stream_) detail::close_cuda_stream(stream_, device_);
 }
 
 Context::Context(Context&& other) noexcept
     : options_(std::move(other.options_)), cuda_(other.cuda_), device_(other.device_), threads_(other.threads_),
       debug_sync_(other.debug_sync_), device_name_(std::move(other.device_name_)),
-      stream_(std::exchange(other.stream_, nullptr)) {}
+      stream_(std::exchange(other.stream_, nullptr)), owns_stream_(other.owns_stream_) {}
 
 Context& Context::operator=(Context&& other) noexcept {
     if (this != &other) {
-        if (stream_) detail::close_cuda_stream(stream_, device_);
+        if (stream_ && owns_stream_) detail::close_cuda_stream(stream_, device_);
         options_ = std::move(other.options_);
+        owns_stream_ = other.owns_stream_;
         cuda_ = other.cuda_;
         device_ = other.device_;
         threads_ = other.threads_;
@@ -89,12 +75,13 @@ void Context::log(std::string_view message) const {
 }
 
 void Context::progress(std::size_t done, std::size_t total) const {
-    if (options_.progress) options_.progress(done, total);
+    if (!options_.progress) return;
+    const std::lock_guard<std::mutex> lock(progress_mutex_);
+    options_.progress(done, total);
 }
 
 void Context::check_cancelled(std::string_view where) const {
-    if (options_.cancel && options_.cancel->load(std::memory_order_relaxed))
-        throw Cancelled(std::string(where) + ": cancelled");
+    if (cancel_requested()) throw Cancelled(std::string(where) + ": cancelled");
 }
 
 int Context::cuda_device_count() { return detail::cuda_device_count_impl(); }

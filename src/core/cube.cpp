@@ -9,28 +9,11 @@
 #include <limits>
 #include <string>
 
+#include "core/cuda_backend.hpp"
 #include "cubekit/context.hpp"
 #include "cubekit/error.hpp"
 
 namespace cubekit {
-
-std::string_view layout_name(Layout l) {
-    switch (l) {
-        case Layout::BSQ: return "bsq";
-        case Layout::BIL: return "bil";
-        case Layout::BIP: return "bip";
-    }
-    return "?";
-}
-
-Layout parse_layout(std::string_view name, std::string_view what) {
-    std::string lower(name);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    if (lower == "bsq") return Layout::BSQ;
-    if (lower == "bil") return Layout::BIL;
-    if (lower == "bip") return Layout::BIP;
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected bsq, bil or bip");
-}
 
 std::string CubeShape::describe() const {
     return std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(bands) + " " +
@@ -266,4 +249,177 @@ std::vector<int> parse_band_list(std::string_view text, int num_bands, std::stri
     return out;
 }
 
+}  // namespace cubekit
+
+// ---- Views, borrowing and copies between any strides ------------------------------------------
+
+namespace cubekit {
+namespace {
+
+template <typename E>
+void copy_host_elements(const CubeView& src, const MutableCubeView& dst) {
+    const E* s = reinterpret_cast<const E*>(src.data());
+    E* d = reinterpret_cast<E*>(dst.data());
+    const int W = src.width(), H = src.height(), B = src.bands();
+    // Loop in the destination's own order so that writes are sequential.
+    switch (dst.nearest_layout()) {
+        case Layout::BIP:
+#pragma omp parallel for schedule(static)
+            for (int y = 0; y < H; ++y)
+                for (int x = 0; x < W; ++x)
+                    for (int b = 0; b < B; ++b) d[dst.offset(x, y, b)] = s[src.offset(x, y, b)];
+            break;
+        case Layout::BIL:
+#pragma omp parallel for schedule(static)
+            for (int y = 0; y < H; ++y)
+                for (int b = 0; b < B; ++b)
+                    for (int x = 0; x < W; ++x) d[dst.offset(x, y, b)] = s[src.offset(x, y, b)];
+            break;
+        case Layout::BSQ:
+#pragma omp parallel for collapse(2) schedule(static)
+            for (int b = 0; b < B; ++b)
+                for (int y = 0; y < H; ++y)
+                    for (int x = 0; x < W; ++x) d[dst.offset(x, y, b)] = s[src.offset(x, y, b)];
+            break;
+    }
+}
+
+void check_same_cube(const CubeView& src, const MutableCubeView& dst) {
+    if (src.width() != dst.width() || src.height() != dst.height() || src.bands() != dst.bands() ||
+        src.dtype() != dst.dtype())
+        throw InvalidInput("copy_cube: source is " + src.describe() + ", destination " + dst.describe() +
+                           "; width, height, bands and element type must agree");
+}
+
+CubeShape dense_shape(const CubeView& v, Layout layout) {
+    return CubeShape{v.width(), v.height(), v.bands(), v.dtype(), layout};
+}
+
+}  // namespace
+
+namespace detail {
+// Host ↔ host, any strides (used by copy_cube and the CPU-only build).
+void copy_cube_host(const CubeView& src, const MutableCubeView& dst) {
+    if (src.empty()) return;
+    const auto layout = src.dense_layout();
+    if (layout && dst.is_dense(*layout)) {
+        std::memmove(dst.data(), src.data(), src.num_bytes());
+        return;
+    }
+    switch (dtype_size(src.dtype())) {
+        case 1: copy_host_elements<std::uint8_t>(src, dst); break;
+        case 2: copy_host_elements<std::uint16_t>(src, dst); break;
+        case 4: copy_host_elements<std::uint32_t>(src, dst); break;
+        default: copy_host_elements<std::uint64_t>(src, dst); break;
+    }
+}
+}  // namespace detail
+
+void copy_cube(const Context& ctx, const CubeView& src, const MutableCubeView& dst) {
+    check_same_cube(src, dst);
+    if (src.empty()) return;
+    if (!src.on_device() && !dst.on_device()) detail::copy_cube_host(src, dst);
+    else detail::copy_cube_cuda(ctx, src, dst);
+}
+
+Cube Cube::from_view(const CubeView& view, Layout layout) {
+    if (view.on_device())
+        throw InvalidInput("Cube::from_view: the view is in device memory; use DeviceCube::download or copy_cube");
+    Cube out(view.width(), view.height(), view.bands(), view.dtype(), layout);
+    detail::copy_cube_host(view, out.mutable_view());
+    return out;
+}
+
+namespace {
+Layout borrowable_layout(const CubeView& view, Memory memory, const char* who) {
+    if (view.memory() != memory)
+        throw InvalidInput(std::string(who) + ": the view is in " + (view.on_device() ? "device" : "host") +
+                           " memory");
+    const auto layout = view.dense_layout();
+    if (!layout) throw InvalidInput(std::string(who) + ": the view (" + view.describe() + ") is not dense in any layout");
+    return *layout;
+}
+}  // namespace
+
+Cube Cube::borrow(const MutableCubeView& view) { return borrow_const(view); }
+
+Cube Cube::borrow_const(const CubeView& view) {
+    Cube c;
+    c.shape_ = dense_shape(view, borrowable_layout(view, Memory::Host, "Cube::borrow"));
+    c.buffer_ = HostBuffer::borrow(const_cast<std::byte*>(view.data()), view.num_bytes());
+    return c;
+}
+
+CubeView Cube::view() const {
+    return CubeView::host(bytes(), width(), height(), bands(), dtype(),
+                          dense_strides(width(), height(), bands(), layout()));
+}
+
+MutableCubeView Cube::mutable_view() {
+    return MutableCubeView::host(bytes(), width(), height(), bands(), dtype(),
+                                 dense_strides(width(), height(), bands(), layout()));
+}
+
+DeviceCube DeviceCube::from_view(const Context& ctx, const CubeView& view, Layout layout) {
+    DeviceCube out(ctx, dense_shape(view, layout));
+    copy_cube(ctx, view, out.mutable_view());
+    return out;
+}
+
+DeviceCube DeviceCube::borrow(const MutableCubeView& view) { return borrow_const(view); }
+
+DeviceCube DeviceCube::borrow_const(const CubeView& view) {
+    DeviceCube c;
+    c.shape_ = dense_shape(view, borrowable_layout(view, Memory::Device, "DeviceCube::borrow"));
+    c.buffer_ = DeviceBuffer::borrow(const_cast<std::byte*>(view.data()), view.num_bytes(), view.device());
+    return c;
+}
+
+CubeView DeviceCube::view() const {
+    return CubeView::device(buffer_.data(), buffer_.device(), shape_.width, shape_.height, shape_.bands, shape_.dtype,
+                            dense_strides(shape_.width, shape_.height, shape_.bands, shape_.layout));
+}
+
+MutableCubeView DeviceCube::mutable_view() {
+    return MutableCubeView::device(buffer_.data(), buffer_.device(), shape_.width, shape_.height, shape_.bands,
+                                   shape_.dtype, dense_strides(shape_.width, shape_.height, shape_.bands, shape_.layout));
+}
+
+CubeInLayout::CubeInLayout(const Context& ctx, const CubeView& input, Layout layout, Memory memory) {
+    if ((memory == Memory::Device || input.on_device()) && !ctx.is_cuda())
+        throw InvalidInput("CubeInLayout: device memory needs a CUDA context; this one runs on the CPU");
+    const bool in_place = input.memory() == memory && input.is_dense(layout) &&
+                          (memory == Memory::Host || input.device() == ctx.device());
+    copied_ = !in_place;
+    if (memory == Memory::Host) {
+        if (in_place) {
+            host_ = Cube::borrow_const(input);
+            host_.shape_.layout = layout;  // a cube dense in several layouts (one band) takes the one asked for
+        } else if (!input.on_device()) {
+            host_ = Cube::from_view(input, layout);
+        } else {
+            host_ = Cube(input.width(), input.height(), input.bands(), input.dtype(), layout);
+            copy_cube(ctx, input, host_.mutable_view());
+        }
+        view_ = host_.view();
+    } else {
+        if (in_place) {
+            device_ = DeviceCube::borrow_const(input);
+            device_.shape_.layout = layout;
+        } else {
+            device_ = DeviceCube::from_view(ctx, input, layout);
+        }
+        view_ = device_.view();
+    }
+}
+
+const CubeShape& CubeInLayout::shape() const { return view_.on_device() ? device_.shape() : host_.shape(); }
+
+}  // namespace cubekit
+
+namespace cubekit {
+CubeShape shape_of(const CubeView& view) {
+    return CubeShape{view.width(), view.height(), view.bands(), view.dtype(),
+                     view.dense_layout().value_or(view.nearest_layout())};
+}
 }  // namespace cubekit

@@ -3,12 +3,25 @@
 // with CUDA) or cuda_stub.cpp (CPU-only build, where they report that CUDA is absent).
 #include <string>
 
+#include "cubekit/view.hpp"
+
+namespace cubekit {
+class Context;
+}
+
 namespace cubekit::detail {
 
 int cuda_device_count_impl();
-/// Selects `device`, creates a non-blocking stream; returns it and fills the device name.
-void* open_cuda_stream(int device, std::string& device_name);
+/// Selects `device`, creates a non-blocking stream (or takes the caller's `borrowed` one); returns
+/// it and fills the device name.
+void* open_cuda_stream(int device, std::string& device_name, void* borrowed = nullptr);
 void close_cuda_stream(void* stream, int device) noexcept;
 void synchronize_stream(void* stream);
+
+/// Host ↔ host copy between any strides (OpenMP).
+void copy_cube_host(const CubeView& src, const MutableCubeView& dst);
+/// Copies where at least one side is in device memory (same shape and type, checked by the
+/// caller); complete on return. CPU-only build: throws DeviceError.
+void copy_cube_cuda(const Context& ctx, const CubeView& src, const MutableCubeView& dst);
 
 }  // namespace cubekit::detail

@@ -6,6 +6,7 @@
 
 #include "core/cuda_backend.hpp"
 #include "core/cuda_check.hpp"
+#include "core/memory_counters.hpp"
 #include "cubekit/buffer.hpp"
 #include "cubekit/context.hpp"
 
@@ -33,11 +34,12 @@ void keep_pool_memory(const Context& ctx, std::size_t bytes) {
     CUBEKIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
-void* open_cuda_stream(int device, std::string& device_name) {
+void* open_cuda_stream(int device, std::string& device_name, void* borrowed) {
     CUBEKIT_CUDA_CHECK(cudaSetDevice(device));
     cudaDeviceProp prop{};
     CUBEKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     device_name = prop.name;
+    if (borrowed) return borrowed;
     cudaStream_t stream = nullptr;
     CUBEKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     return stream;
@@ -71,13 +73,23 @@ DeviceBuffer::DeviceBuffer(const Context& ctx, std::size_t bytes) {
         detail::throw_cuda_error(err, "cudaMallocAsync");
     }
     size_ = bytes;
+    detail::count_allocation(detail::MemoryKind::Device, bytes);
+}
+
+DeviceBuffer DeviceBuffer::borrow(void* data, std::size_t bytes, int device) {
+    DeviceBuffer b;
+    b.data_ = data;
+    b.size_ = bytes;
+    b.device_ = device;
+    b.owned_ = false;
+    return b;
 }
 
 DeviceBuffer::~DeviceBuffer() { release(); }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
-      stream_(other.stream_), device_(other.device_) {}
+      stream_(other.stream_), device_(other.device_), owned_(other.owned_) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
@@ -86,31 +98,76 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
         size_ = std::exchange(other.size_, 0);
         stream_ = other.stream_;
         device_ = other.device_;
+        owned_ = other.owned_;
     }
     return *this;
 }
 
 void DeviceBuffer::release() noexcept {
-    if (data_) {
+    if (data_ && owned_) {
         cudaSetDevice(device_);
         cudaFreeAsync(data_, static_cast<cudaStream_t>(stream_));
     }
     data_ = nullptr;
     size_ = 0;
+    owned_ = true;
 }
 
 void DeviceBuffer::upload(const Context& ctx, const void* host, std::size_t bytes) {
-    if (bytes > size_) throw InvalidInput("DeviceBuffer::upload: " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(size_));
-    if (bytes == 0) return;
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(data_, host, bytes, cudaMemcpyHostToDevice, detail::stream_of(ctx)));
+    upload_async(ctx, host, bytes);
     ctx.synchronize();
 }
 
 void DeviceBuffer::download(const Context& ctx, void* host, std::size_t bytes) const {
+    download_async(ctx, host, bytes);
+    ctx.synchronize();
+}
+
+void DeviceBuffer::upload_async(const Context& ctx, const void* host, std::size_t bytes) {
+    if (bytes > size_) throw InvalidInput("DeviceBuffer::upload: " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(size_));
+    if (bytes == 0) return;
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(data_, host, bytes, cudaMemcpyHostToDevice, detail::stream_of(ctx)));
+}
+
+void DeviceBuffer::download_async(const Context& ctx, void* host, std::size_t bytes) const {
     if (bytes > size_) throw InvalidInput("DeviceBuffer::download: " + std::to_string(bytes) + " bytes from a buffer of " + std::to_string(size_));
     if (bytes == 0) return;
     CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host, data_, bytes, cudaMemcpyDeviceToHost, detail::stream_of(ctx)));
-    ctx.synchronize();
+}
+
+PinnedBuffer::PinnedBuffer(std::size_t bytes) {
+    if (bytes == 0) return;
+    void* p = nullptr;
+    const cudaError_t err = cudaMallocHost(&p, bytes);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (err == cudaErrorMemoryAllocation)
+            throw OutOfMemory("PinnedBuffer: cannot page-lock " + std::to_string(bytes) + " bytes of host memory");
+        detail::throw_cuda_error(err, "cudaMallocHost");
+    }
+    data_ = static_cast<std::byte*>(p);
+    size_ = bytes;
+    detail::count_allocation(detail::MemoryKind::Pinned, bytes);
+}
+
+PinnedBuffer::~PinnedBuffer() { release(); }
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+    if (this != &other) {
+        release();
+        data_ = std::exchange(other.data_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+}
+
+void PinnedBuffer::release() noexcept {
+    if (data_) cudaFreeHost(data_);
+    data_ = nullptr;
+    size_ = 0;
 }
 
 void DeviceBuffer::fill_bytes(const Context& ctx, unsigned char value) {

@@ -8,9 +8,11 @@
 #include <cstring>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/outputs.hpp"
 #include "cubekit/edge_baselines.hpp"
 #include "cubekit/edges.hpp"
 #include "cubekit/error.hpp"
@@ -18,23 +20,10 @@
 
 namespace cubekit {
 
-std::string_view baseline_name(BaselineMethod m) {
-    switch (m) {
-        case BaselineMethod::Sobel: return "sobel";
-        case BaselineMethod::Prewitt: return "prewitt";
-        case BaselineMethod::Roberts: return "roberts";
-        case BaselineMethod::LoG: return "log";
-        case BaselineMethod::Canny: return "canny";
-    }
-    return "?";
-}
-
-BaselineMethod parse_baseline(std::string_view name, std::string_view what) {
-    for (BaselineMethod m : {BaselineMethod::Sobel, BaselineMethod::Prewitt, BaselineMethod::Roberts,
-                             BaselineMethod::LoG, BaselineMethod::Canny})
-        if (name == baseline_name(m)) return m;
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) +
-                       "': expected canny, sobel, prewitt, roberts or log");
+std::optional<double> baseline_sigma(const BaselineOptions& o) {
+    if (o.method == BaselineMethod::LoG) return o.sigma > 0 ? o.sigma : 2.0;
+    if (o.method == BaselineMethod::Canny) return o.sigma > 0 ? o.sigma : std::numbers::sqrt2;
+    return std::nullopt;
 }
 
 namespace detail {
@@ -123,17 +112,10 @@ BaselinePlan make_baseline_plan(const BaselineOptions& o) {
     p.method = o.method;
     const std::string name(baseline_name(o.method));
     const bool gaussian = o.method == BaselineMethod::LoG || o.method == BaselineMethod::Canny;
-    if (!(o.sigma >= 0) || o.sigma > kMaxBaselineSigma)
-        throw InvalidInput("edges-baseline: sigma = " + number(o.sigma) + "; expected 0 (the default) or 0 < sigma <= " +
-                           number(kMaxBaselineSigma));
+    check_fields(o, "edges-baseline");
     if (!gaussian && o.sigma != 0)
         throw InvalidInput("edges-baseline: sigma = " + number(o.sigma) + " with method " + name +
                            "; sigma applies to log and canny only");
-    if (std::isnan(o.threshold) || std::isinf(o.threshold))
-        throw InvalidInput("edges-baseline: threshold = " + number(o.threshold) +
-                           "; expected a finite value (< 0 for the automatic rule)");
-    if (!(o.low_ratio >= 0 && o.low_ratio <= 1))
-        throw InvalidInput("edges-baseline: low ratio = " + number(o.low_ratio) + "; expected 0 <= ratio <= 1");
     p.automatic = o.threshold < 0;
     p.threshold = p.automatic ? 0.0 : o.threshold;
     if (o.method == BaselineMethod::Canny && !p.automatic && p.threshold >= 1)
@@ -141,17 +123,17 @@ BaselinePlan make_baseline_plan(const BaselineOptions& o) {
                            " with method canny; the high threshold applies to the magnitude normalised to "
                            "[0, 1] and must be < 1");
     p.low_ratio = o.low_ratio;
-    p.thin = o.thin;
+    p.thin = o.thinning;
     switch (o.method) {
         case BaselineMethod::Sobel: p.mask_scale = 4, p.mask_divisor = 8; break;
         case BaselineMethod::Prewitt: p.mask_scale = 4, p.mask_divisor = 6; break;
         case BaselineMethod::Roberts: p.mask_scale = 6, p.mask_divisor = 2; break;
         case BaselineMethod::LoG:
-            p.sigma = o.sigma > 0 ? o.sigma : 2.0;
+            p.sigma = *baseline_sigma(o);
             p.log_kernel = matlab_log_kernel(p.sigma, p.radius);
             break;
         case BaselineMethod::Canny:
-            p.sigma = o.sigma > 0 ? o.sigma : std::numbers::sqrt2;
+            p.sigma = *baseline_sigma(o);
             matlab_canny_kernels(p.sigma, p.radius, p.gauss, p.dgauss);
             break;
     }
@@ -313,15 +295,35 @@ BaselineThreshold canny_band(BandJob& j) {
 
 }  // namespace
 
-void baseline_cpu(const Context& ctx, const Cube& q, const BaselinePlan& plan, Cube& edges,
+namespace {
+
+// E1 of one band (quantize_to_u8_into, per band): the band's own samples when they already are
+// dense u8 (E1 leaves 8-bit samples as they are), else the quantised plane written into `plane`.
+const std::uint8_t* quantized_band(const Context& ctx, const CubeView& band, std::vector<std::uint8_t>& plane) {
+    if (band.dtype() == DType::U8 && band.is_dense(Layout::BSQ)) return reinterpret_cast<const std::uint8_t*>(band.data());
+    const int W = band.width(), H = band.height();
+    plane.resize(band.num_pixels());
+    quantize_to_u8_into(ctx, band, MutableCubeView::host(plane.data(), W, H, 1, DType::U8, dense_strides(W, H, 1, Layout::BSQ)),
+                        Quantize::PerBand);
+    return plane.data();
+}
+
+}  // namespace
+
+void baseline_cpu(const Context& ctx, const CubeView& cube, const BaselinePlan& plan, const MutableCubeView& edges,
                   std::vector<BaselineThreshold>& thresholds) {
-    const int W = q.width(), H = q.height(), B = q.bands();
-    const std::size_t N = q.shape().num_pixels();
+    const int W = cube.width(), H = cube.height(), B = cube.bands();
+    const std::size_t N = cube.num_pixels();
     thresholds.assign(std::size_t(B), {});
+    std::vector<std::uint8_t> plane;    // the E1 levels of a band that are not already u8 BSQ
+    std::vector<std::uint8_t> staging;  // a band of an output that is not dense BSQ
     for (int b = 0; b < B; ++b) {
         ctx.check_cancelled("edges-baseline");
-        BandJob job{ctx, plan, q.data<std::uint8_t>() + std::size_t(b) * N, edges.data<std::uint8_t>() + std::size_t(b) * N,
-                    W, H, N, {}};
+        const MutableCubeView band_out = edges.band_range(b, 1);
+        const bool direct = band_out.is_dense(Layout::BSQ);
+        if (!direct) staging.resize(N);
+        BandJob job{ctx, plan, quantized_band(ctx, cube.band_range(b, 1), plane),
+                    direct ? reinterpret_cast<std::uint8_t*>(band_out.data()) : staging.data(), W, H, N, {}};
         for (int v = 0; v < 256; ++v) job.level[v] = unit_level(std::uint8_t(v));
         switch (plan.method) {
             case BaselineMethod::Sobel:
@@ -330,6 +332,9 @@ void baseline_cpu(const Context& ctx, const Cube& q, const BaselinePlan& plan, C
             case BaselineMethod::LoG: thresholds[std::size_t(b)] = log_band(job); break;
             case BaselineMethod::Canny: thresholds[std::size_t(b)] = canny_band(job); break;
         }
+        if (!direct)
+            copy_cube(ctx, CubeView::host(staging.data(), W, H, 1, DType::U8, dense_strides(W, H, 1, Layout::BSQ)),
+                      band_out);
         ctx.progress(std::size_t(b) + 1, std::size_t(B));
     }
 }
@@ -338,27 +343,61 @@ void baseline_cpu(const Context& ctx, const Cube& q, const BaselinePlan& plan, C
 
 void check_baseline_options(const BaselineOptions& options) { (void)detail::make_baseline_plan(options); }
 
-BaselineResult baseline_edges_with_thresholds(const Context& ctx, const Cube& cube, const BaselineOptions& options) {
-    const detail::BaselinePlan plan = detail::make_baseline_plan(options);
-    const CubeShape& s = cube.shape();
-    if (s.width <= 0 || s.height <= 0 || s.bands <= 0)
-        throw InvalidInput("edges-baseline: the cube is " + std::to_string(s.width) + "x" + std::to_string(s.height) +
-                           "x" + std::to_string(s.bands) + "; width, height and bands must be at least 1");
+namespace {
+
+void check_baseline_cube(const CubeView& cube) {
+    if (cube.width() <= 0 || cube.height() <= 0 || cube.bands() <= 0)
+        throw InvalidInput("edges-baseline: the cube is " + std::to_string(cube.width()) + "x" +
+                           std::to_string(cube.height()) + "x" + std::to_string(cube.bands()) +
+                           "; width, height and bands must be at least 1");
     // The mask methods' exact integer sums stay below 2^64 up to 2^40 pixels per band.
-    if (s.num_pixels() > (std::size_t(1) << 40))
-        throw InvalidInput("edges-baseline: a band of " + std::to_string(s.num_pixels()) +
+    if (cube.num_pixels() > (std::size_t(1) << 40))
+        throw InvalidInput("edges-baseline: a band of " + std::to_string(cube.num_pixels()) +
                            " pixels; at most 2^40 are supported");
+}
+
+void check_edges_output(const Context& ctx, const CubeView& cube, const MutableCubeView& edges) {
+    detail::check_output_memory(ctx, edges, "edges-baseline: edges is");
+    detail::check_output_shape(edges, cube.width(), cube.height(), cube.bands(), DType::U8, "edges-baseline: edges is");
+}
+
+// The checked call: CUDA takes any input (it reads its own device's samples in place and uploads
+// the rest); the CPU reads host samples in place and brings device samples down once.
+std::vector<BaselineThreshold> run(const Context& ctx, const CubeView& cube, const detail::BaselinePlan& plan,
+                                   const MutableCubeView& edges) {
     ctx.log("edges-baseline: " + std::string(baseline_name(plan.method)) + ", " + std::string(ctx.backend_name()) +
-            ", " + s.describe());
-    const Cube q = quantize_to_u8(ctx, cube, Quantize::PerBand);
+            ", " + cube.describe());
+    std::vector<BaselineThreshold> thresholds;
+    if (ctx.is_cuda()) {
+        detail::baseline_cuda(ctx, cube, plan, edges, thresholds);
+        return thresholds;
+    }
+    std::optional<CubeInLayout> host;
+    if (cube.on_device()) host.emplace(ctx, cube, Layout::BSQ, Memory::Host);
+    detail::baseline_cpu(ctx, host ? host->view() : cube, plan, edges, thresholds);
+    return thresholds;
+}
+
+}  // namespace
+
+std::vector<BaselineThreshold> baseline_edges_into(const Context& ctx, const CubeView& cube, const MutableCubeView& edges,
+                                                   const BaselineOptions& options) {
+    const detail::BaselinePlan plan = detail::make_baseline_plan(options);
+    check_baseline_cube(cube);
+    check_edges_output(ctx, cube, edges);
+    return run(ctx, cube, plan, edges);
+}
+
+BaselineResult baseline_edges_with_thresholds(const Context& ctx, const CubeView& cube, const BaselineOptions& options) {
+    const detail::BaselinePlan plan = detail::make_baseline_plan(options);
+    check_baseline_cube(cube);
     BaselineResult r;
-    r.edges = Cube(s.width, s.height, s.bands, DType::U8, Layout::BSQ);
-    if (ctx.is_cuda()) detail::baseline_cuda(ctx, q, plan, r.edges, r.thresholds);
-    else detail::baseline_cpu(ctx, q, plan, r.edges, r.thresholds);
+    r.edges = detail::host_result(ctx, {cube.width(), cube.height(), cube.bands(), DType::U8, Layout::BSQ},
+                                  [&](const MutableCubeView& edges) { r.thresholds = run(ctx, cube, plan, edges); });
     return r;
 }
 
-Cube baseline_edges(const Context& ctx, const Cube& cube, const BaselineOptions& options) {
+Cube baseline_edges(const Context& ctx, const CubeView& cube, const BaselineOptions& options) {
     return baseline_edges_with_thresholds(ctx, cube, options).edges;
 }
 
@@ -367,7 +406,8 @@ Cube baseline_edges(const Context& ctx, const Cube& cube, const BaselineOptions&
 #ifndef CUBEKIT_HAVE_CUDA
 namespace cubekit::detail {
 // CPU-only build: a CUDA context cannot exist, so this is unreachable through the public API.
-void baseline_cuda(const Context&, const Cube&, const BaselinePlan&, Cube&, std::vector<BaselineThreshold>&) {
+void baseline_cuda(const Context&, const CubeView&, const BaselinePlan&, const MutableCubeView&,
+                   std::vector<BaselineThreshold>&) {
     throw DeviceError("edges-baseline: this cubekit was built without CUDA");
 }
 }  // namespace cubekit::detail

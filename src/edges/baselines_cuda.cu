@@ -23,6 +23,7 @@
 
 #include "core/cuda_check.hpp"
 #include "cubekit/buffer.hpp"
+#include "cubekit/edges.hpp"
 #include "edges/baselines_internal.hpp"
 
 namespace cubekit::detail {
@@ -360,7 +361,9 @@ struct Runner {
     int W, H;
     std::size_t N;
     int chunk;  // bands per chunk (buffers sized for it)
-    DeviceBuffer q, out, scratch_a, scratch_b, scratch_c, scratch_d, scratch_e, state_a, state_b;
+    const std::uint8_t* q = nullptr;  // this chunk's E1 levels, W×H×chunk BSQ
+    std::uint8_t* out = nullptr;      // this chunk's edges, W×H×chunk BSQ
+    DeviceBuffer scratch_a, scratch_b, scratch_c, scratch_d, scratch_e, state_a, state_b;
     DeviceBuffer sums, band_sums, row_sums, max_bits, counts, high, low, flag, taps_a, taps_b;
 
     void run_mask(const Geometry& g, BaselineThreshold* thresholds) {
@@ -369,9 +372,9 @@ struct Runner {
         auto* d_sums = as<unsigned long long>(sums);
         zero(ctx, d_sums, std::size_t(g.B) * sizeof(unsigned long long));
         const dim3 grid = tile_grid(g, kTileY);
-        mask_magnitude_kernel<<<grid, kTileBlock, 0, s>>>(as<std::uint8_t>(q), m, d_sums, g, plan.method);
+        mask_magnitude_kernel<<<grid, kTileBlock, 0, s>>>(q, m, d_sums, g, plan.method);
         CUBEKIT_CHECK_LAUNCH(ctx, "mask_magnitude_kernel", grid, kTileBlock);
-        mask_edges_kernel<<<grid, kTileBlock, 0, s>>>(as<std::uint8_t>(q), m, d_sums, as<std::uint8_t>(out), g,
+        mask_edges_kernel<<<grid, kTileBlock, 0, s>>>(q, m, d_sums, out, g,
                                                       plan.method, plan.automatic, plan.mask_scale, plan.fixed_cutoff,
                                                       plan.thin);
         CUBEKIT_CHECK_LAUNCH(ctx, "mask_edges_kernel", grid, kTileBlock);
@@ -388,7 +391,7 @@ struct Runner {
         cudaStream_t s = stream_of(ctx);
         auto* r = as<float>(scratch_a);
         const dim3 grid = tile_grid(g, kTileY);
-        log_response_kernel<<<grid, kTileBlock, 0, s>>>(as<std::uint8_t>(q), as<float>(taps_a), plan.radius, r, g);
+        log_response_kernel<<<grid, kTileBlock, 0, s>>>(q, as<float>(taps_a), plan.radius, r, g);
         CUBEKIT_CHECK_LAUNCH(ctx, "log_response_kernel", grid, kTileBlock);
         const std::size_t rows = std::size_t(g.B) * std::size_t(g.H);
         const dim3 warps(kSumLanes, kTileY);
@@ -399,7 +402,7 @@ struct Runner {
         fixed_order_abs_sums_kernel<double><<<band_grid, warps, 0, s>>>(as<double>(row_sums), std::size_t(g.H),
                                                                         std::size_t(g.B), as<double>(band_sums));
         CUBEKIT_CHECK_LAUNCH(ctx, "fixed_order_abs_sums_kernel<double>", band_grid, warps);
-        log_edges_kernel<<<grid, kTileBlock, 0, s>>>(r, as<double>(band_sums), as<std::uint8_t>(out), g, plan.automatic,
+        log_edges_kernel<<<grid, kTileBlock, 0, s>>>(r, as<double>(band_sums), out, g, plan.automatic,
                                                      plan.threshold);
         CUBEKIT_CHECK_LAUNCH(ctx, "log_edges_kernel", grid, kTileBlock);
         std::vector<double> h_sums(std::size_t(g.B));
@@ -413,7 +416,7 @@ struct Runner {
         float *sv = as<float>(scratch_a), *sh = as<float>(scratch_b), *gx = as<float>(scratch_c),
               *gy = as<float>(scratch_d), *mag = as<float>(scratch_e);
         const dim3 grid = tile_grid(g, kTileY);
-        canny_smooth_kernel<<<grid, kTileBlock, 0, s>>>(as<std::uint8_t>(q), as<float>(taps_a), plan.radius, sv, sh, g);
+        canny_smooth_kernel<<<grid, kTileBlock, 0, s>>>(q, as<float>(taps_a), plan.radius, sv, sh, g);
         CUBEKIT_CHECK_LAUNCH(ctx, "canny_smooth_kernel", grid, kTileBlock);
         zero(ctx, max_bits.data(), std::size_t(g.B) * sizeof(unsigned));
         zero(ctx, counts.data(), std::size_t(g.B) * kCannyBins * sizeof(unsigned long long));
@@ -446,7 +449,7 @@ struct Runner {
         }
         const std::size_t n = std::size_t(g.B) * g.N;
         const dim3 fgrid(unsigned(std::min<std::size_t>((n + 255) / 256, 1u << 20))), fblock(256);
-        canny_finish_kernel<<<fgrid, fblock, 0, s>>>(cur, as<std::uint8_t>(out), n);
+        canny_finish_kernel<<<fgrid, fblock, 0, s>>>(cur, out, n);
         CUBEKIT_CHECK_LAUNCH(ctx, "canny_finish_kernel", fgrid, fblock);
         std::vector<double> h_high(std::size_t(g.B)), h_low(std::size_t(g.B));
         high.download(ctx, h_high.data(), h_high.size() * sizeof(double));
@@ -457,18 +460,13 @@ struct Runner {
 
 }  // namespace
 
-void baseline_cuda(const Context& ctx, const Cube& q, const BaselinePlan& plan, Cube& edges,
-                   std::vector<BaselineThreshold>& thresholds) {
-    const int W = q.width(), H = q.height(), B = q.bands();
-    const std::size_t N = q.shape().num_pixels();
-    thresholds.assign(std::size_t(B), {});
-    const std::size_t per_band = N * bytes_per_pixel(plan.method);
-    const int chunk = int(std::clamp<std::size_t>(scratch_budget() / per_band, 1, std::size_t(B)));
-    const std::size_t cb = std::size_t(chunk);
-    Runner r{ctx, plan, W, H, N, chunk};
-    r.q = DeviceBuffer(ctx, cb * N);
-    r.out = DeviceBuffer(ctx, cb * N);
-    switch (plan.method) {
+namespace {
+
+// The scratch buffers of `method` for `chunk` bands of N pixels.
+void allocate_scratch(Runner& r, std::size_t cb) {
+    const Context& ctx = r.ctx;
+    const std::size_t N = r.N;
+    switch (r.plan.method) {
         case BaselineMethod::Sobel:
         case BaselineMethod::Prewitt:
         case BaselineMethod::Roberts:
@@ -477,9 +475,9 @@ void baseline_cuda(const Context& ctx, const Cube& q, const BaselinePlan& plan, 
             break;
         case BaselineMethod::LoG:
             r.scratch_a = DeviceBuffer(ctx, cb * N * sizeof(float));
-            r.row_sums = DeviceBuffer(ctx, cb * std::size_t(H) * sizeof(double));
+            r.row_sums = DeviceBuffer(ctx, cb * std::size_t(r.H) * sizeof(double));
             r.band_sums = DeviceBuffer(ctx, cb * sizeof(double));
-            r.taps_a = upload_floats(ctx, plan.log_kernel);
+            r.taps_a = upload_floats(ctx, r.plan.log_kernel);
             break;
         case BaselineMethod::Canny:
             for (DeviceBuffer* b : {&r.scratch_a, &r.scratch_b, &r.scratch_c, &r.scratch_d, &r.scratch_e})
@@ -491,16 +489,55 @@ void baseline_cuda(const Context& ctx, const Cube& q, const BaselinePlan& plan, 
             r.high = DeviceBuffer(ctx, cb * sizeof(double));
             r.low = DeviceBuffer(ctx, cb * sizeof(double));
             r.flag = DeviceBuffer(ctx, sizeof(unsigned));
-            r.taps_a = upload_floats(ctx, plan.gauss);
-            r.taps_b = upload_floats(ctx, plan.dgauss);
+            r.taps_a = upload_floats(ctx, r.plan.gauss);
+            r.taps_b = upload_floats(ctx, r.plan.dgauss);
             break;
     }
+}
+
+}  // namespace
+
+// Chunk by chunk of bands: E1 of the chunk into q (quantize_to_u8_into, which reads a dense BSQ
+// chunk on this device where it is and uploads or reorders anything else once; skipped for dense
+// u8 BSQ samples on this device, which are the levels), the method's kernels, the edges written in
+// place into a dense BSQ output or staged and copied into any other.
+void baseline_cuda(const Context& ctx, const CubeView& cube, const BaselinePlan& plan, const MutableCubeView& edges,
+                   std::vector<BaselineThreshold>& thresholds) {
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(ctx.device()));
+    const int W = cube.width(), H = cube.height(), B = cube.bands();
+    const std::size_t N = cube.num_pixels();
+    thresholds.assign(std::size_t(B), {});
+    const bool in_place = cube.on_device() && cube.device() == ctx.device() && cube.is_dense(Layout::BSQ);
+    const bool direct_out = edges.is_dense(Layout::BSQ);
+    // A chunk E1 cannot read in place is first copied to the device as dense BSQ.
+    const std::size_t per_band = N * (bytes_per_pixel(plan.method) + (in_place ? 0 : dtype_size(cube.dtype())));
+    const int chunk = int(std::clamp<std::size_t>(scratch_budget() / per_band, 1, std::size_t(B)));
+    const std::size_t cb = std::size_t(chunk);
+    Runner r{ctx, plan, W, H, N, chunk};
+    allocate_scratch(r, cb);
+    DeviceBuffer q_buf, out_buf;
+    if (!direct_out) out_buf = DeviceBuffer(ctx, cb * N);
     for (int b0 = 0; b0 < B; b0 += chunk) {
         ctx.check_cancelled("edges-baseline");
         const int nb = std::min(chunk, B - b0);
         const Geometry g{W, H, nb, N};
-        r.q.upload(ctx, q.data<std::uint8_t>() + std::size_t(b0) * N, std::size_t(nb) * N);
-        r.out.fill_bytes(ctx, 0xFF);  // every kernel path writes every pixel; a miss shows as 255 in tests
+        const CubeView part = cube.band_range(b0, nb);
+        if (in_place && part.dtype() == DType::U8) {
+            r.q = reinterpret_cast<const std::uint8_t*>(part.data());
+        } else {
+            if (q_buf.empty()) q_buf = DeviceBuffer(ctx, cb * N);
+            quantize_to_u8_into(ctx, part,
+                                MutableCubeView::device(q_buf.data(), ctx.device(), W, H, nb, DType::U8,
+                                                        dense_strides(W, H, nb, Layout::BSQ)),
+                                Quantize::PerBand);
+            r.q = static_cast<const std::uint8_t*>(q_buf.data());
+        }
+        if (direct_out) {
+            r.out = reinterpret_cast<std::uint8_t*>(edges.data()) + std::size_t(b0) * N;
+        } else {
+            out_buf.fill_bytes(ctx, 0xFF);  // every kernel path writes every pixel; a miss shows as 255 in tests
+            r.out = static_cast<std::uint8_t*>(out_buf.data());
+        }
         BaselineThreshold* t = thresholds.data() + b0;
         switch (plan.method) {
             case BaselineMethod::Sobel:
@@ -509,7 +546,10 @@ void baseline_cuda(const Context& ctx, const Cube& q, const BaselinePlan& plan, 
             case BaselineMethod::LoG: r.run_log(g, t); break;
             case BaselineMethod::Canny: r.run_canny(g, t); break;
         }
-        r.out.download(ctx, edges.data<std::uint8_t>() + std::size_t(b0) * N, std::size_t(nb) * N);
+        if (!direct_out)
+            copy_cube(ctx, CubeView::device(out_buf.data(), ctx.device(), W, H, nb, DType::U8,
+                                            dense_strides(W, H, nb, Layout::BSQ)),
+                      edges.band_range(b0, nb));
         ctx.progress(std::size_t(b0 + nb), std::size_t(B));
     }
 }

@@ -49,11 +49,14 @@ struct BaselinePlan {
 /// Validates the options and builds the kernels (baselines.cpp).
 BaselinePlan make_baseline_plan(const BaselineOptions& options);
 
-/// The thresholds actually applied, per band, on MATLAB's scale (filled by the backends).
-/// q: W×H×B u8 BSQ (E1 output); edges: W×H×B u8 BSQ, fully written.
-void baseline_cpu(const Context& ctx, const Cube& q, const BaselinePlan& plan, Cube& edges,
+/// The backends: E1 (quantize_to_u8_into, per band) of `cube`, then the detector; `edges` (W×H×B
+/// u8, any strides) fully written; `thresholds` the ones actually applied, per band, on MATLAB's
+/// scale. CPU: cube and edges host views (the cube read where it is, one band at a time). CUDA:
+/// edges a device view on the context's device; the cube anywhere (E1 reads a dense BSQ chunk on
+/// the context's device where it is, and uploads or reorders anything else once, chunk by chunk).
+void baseline_cpu(const Context& ctx, const CubeView& cube, const BaselinePlan& plan, const MutableCubeView& edges,
                   std::vector<BaselineThreshold>& thresholds);
-void baseline_cuda(const Context& ctx, const Cube& q, const BaselinePlan& plan, Cube& edges,
+void baseline_cuda(const Context& ctx, const CubeView& cube, const BaselinePlan& plan, const MutableCubeView& edges,
                    std::vector<BaselineThreshold>& thresholds);
 
 // ---- shared arithmetic ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ namespace cubekit::detail {
 
 namespace {
 
+using edges::Output;
 using edges::Thr;
 
 // ---- E1: per-band (or global) finite min/max, then the map --------------------------------------
@@ -312,35 +313,92 @@ __global__ void vote_kernel(const std::uint8_t* __restrict__ planes, std::size_t
 
 // ---- The backend -----------------------------------------------------------------------------------
 
-/// Device bytes: owned, or a view of the source cube (u8 input needs no quantisation copy).
-struct DevBytes {
+/// n dense planes on the device: owned, a caller's dense output, or (read-only) a u8 input itself.
+struct Planes {
     DeviceBuffer owned;
-    const std::uint8_t* view = nullptr;
-    std::uint8_t* data() { return static_cast<std::uint8_t*>(owned.data()); }
-    const std::uint8_t* data() const { return view ? view : static_cast<const std::uint8_t*>(owned.data()); }
+    std::uint8_t* ptr = nullptr;
+    const std::uint8_t* input = nullptr;
+    const std::uint8_t* data() const { return input ? input : ptr; }
 };
 
-dim3 grid_for(std::size_t n, int threads) {
-    const std::size_t blocks = std::min<std::size_t>((n + threads - 1) / threads, 132 * 16);
-    return dim3(unsigned(std::max<std::size_t>(blocks, 1)));
+int sm_count(const Context& ctx) {
+    int sms = 0;
+    CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
+    return std::max(sms, 1);
 }
 
 struct CudaOps {
     const Context& ctx;
+    const CubeView& source;  // the input: dense BSQ on ctx's device
+    const EdgeOutputs& outputs;
     int W = 0, H = 0;
-    bool download = true;            // false: the benchmark keeps everything on the device
-    const DeviceCube* source = nullptr;  // the input on the device (BSQ)
+    int grid_cap = 1;  // blocks of the grid-stride kernels: 16 per SM
+    // Every threshold of the run lives in one device array, downloaded once by finish().
+    DeviceBuffer thr_store;
+    std::size_t thr_used = 0, thr_capacity = 0;
+    struct Pending {
+        std::size_t offset;
+        int n;
+        std::vector<EdgeThresholds>* dest;
+    };
+    std::vector<Pending> pending;
+
+    CudaOps(const Context& c, const CubeView& cube, const EdgeOutputs& o)
+        : ctx(c), source(cube), outputs(o), W(cube.width()), H(cube.height()), grid_cap(16 * sm_count(c)),
+          thr_capacity(2 * std::size_t(cube.bands()) + 3) {  // bands, components ≤ bands, 3 single ones
+        thr_store = DeviceBuffer(ctx, thr_capacity * sizeof(Thr));
+    }
+
     std::size_t plane() const { return std::size_t(W) * std::size_t(H); }
     cudaStream_t stream() const { return stream_of(ctx); }
+    dim3 grid_for(std::size_t n, int threads) const {
+        const std::size_t blocks = std::min<std::size_t>((n + threads - 1) / threads, std::size_t(grid_cap));
+        return dim3(unsigned(std::max<std::size_t>(blocks, 1)));
+    }
+    CubeView dense_view(const std::uint8_t* p, int n, DType t = DType::U8) const {
+        return CubeView::device(p, ctx.device(), W, H, n, t, dense_strides(W, H, n, Layout::BSQ));
+    }
 
-    DevBytes alloc(std::size_t bytes) { return {DeviceBuffer(ctx, std::max<std::size_t>(bytes, 1)), nullptr}; }
+    Planes alloc(std::size_t bytes) {
+        Planes p;
+        p.owned = DeviceBuffer(ctx, std::max<std::size_t>(bytes, 1));
+        p.ptr = static_cast<std::uint8_t*>(p.owned.data());
+        return p;
+    }
+    Planes output(Output which, int n) {
+        const MutableCubeView& v = edges::view_of(outputs, which);
+        if (v.data() && v.is_dense(Layout::BSQ)) return Planes{DeviceBuffer(), reinterpret_cast<std::uint8_t*>(v.data()), nullptr};
+        return alloc(plane() * std::size_t(n) * (which == Output::VoteCount ? sizeof(std::uint16_t) : 1));
+    }
+    bool wants(Output which) const { return edges::view_of(outputs, which).data() != nullptr; }
+    void deliver(Planes& p, Output which) {
+        const MutableCubeView& v = edges::view_of(outputs, which);
+        if (!v.data() || reinterpret_cast<std::uint8_t*>(v.data()) == p.ptr) return;
+        copy_cube(ctx, dense_view(p.ptr, v.bands(), v.dtype()), v);
+    }
 
-    /// E1 of n planes of any type at `data` into u8 planes.
-    DevBytes quantize_device(const void* data, DType type, int n, Quantize mode) {
+    /// n thresholds in the store.
+    Planes thr_slots(int n) {
+        if (thr_used + std::size_t(n) > thr_capacity) throw DeviceError("edges: threshold store overflow (internal)");
+        Planes t{DeviceBuffer(), static_cast<std::uint8_t*>(thr_store.data()) + thr_used * sizeof(Thr), nullptr};
+        thr_used += std::size_t(n);
+        return t;
+    }
+    void to_host(const Planes& t, int n, std::vector<EdgeThresholds>& dest) {
+        pending.push_back({std::size_t(t.data() - static_cast<const std::uint8_t*>(thr_store.data())) / sizeof(Thr), n, &dest});
+    }
+    void finish() {
+        std::vector<Thr> h(thr_used);
+        if (thr_used > 0) thr_store.download(ctx, h.data(), thr_used * sizeof(Thr));  // waits for the whole run
+        else ctx.synchronize();
+        for (const Pending& p : pending) *p.dest = edges::to_public(h.data() + p.offset, p.n);
+    }
+
+    /// E1 of n planes of any type at `data` into the u8 planes at `out`.
+    void quantize_into(const void* data, DType type, int n, Quantize mode, std::uint8_t* out) {
         DeviceBuffer ranges(ctx, sizeof(RangeKeys) * std::size_t(n));
         init_ranges<<<(n + 127) / 128, 128, 0, stream()>>>(static_cast<RangeKeys*>(ranges.data()), n);
         CUBEKIT_CHECK_LAUNCH(ctx, "init_ranges", dim3((n + 127) / 128), dim3(128));
-        DevBytes out = alloc(plane() * std::size_t(n));
         visit_dtype(type, [&](auto tag) {
             using T = decltype(tag);
             const T* in = static_cast<const T*>(data);
@@ -353,151 +411,124 @@ struct CudaOps {
             }
             const std::size_t total = plane() * std::size_t(n);
             quantize_planes<T><<<grid_for(total, 256), 256, 0, stream()>>>(in, plane(), total,
-                                                                           static_cast<const RangeKeys*>(ranges.data()), out.data());
+                                                                           static_cast<const RangeKeys*>(ranges.data()), out);
             CUBEKIT_CHECK_LAUNCH(ctx, "quantize_planes", grid_for(total, 256), dim3(256));
         });
+    }
+    Planes quantize_device(const void* data, DType type, int n, Quantize mode) {
+        Planes out = alloc(plane() * std::size_t(n));
+        quantize_into(data, type, n, mode, out.ptr);
         return out;
     }
-
-    DevBytes quantize(Quantize mode) {
-        if (source->shape().dtype == DType::U8) return {DeviceBuffer(), static_cast<const std::uint8_t*>(source->data())};
-        return quantize_device(source->data(), source->shape().dtype, source->shape().bands, mode);
+    Planes quantize(Quantize mode) {
+        if (source.dtype() == DType::U8) return Planes{DeviceBuffer(), nullptr, reinterpret_cast<const std::uint8_t*>(source.data())};
+        return quantize_device(source.data(), source.dtype(), source.bands(), mode);
     }
 
-    DevBytes pca_images(int k, std::vector<double>& ratios) {
-        const PcaModel model = pca_fit_device(ctx, *source, k);
+    Planes pca_images(int k, std::vector<double>& ratios) {
+        const PcaModel model = pca_fit_device(ctx, source, k);
         ratios = model.explained_variance_ratio;
         DeviceBuffer scores(ctx, sizeof(double) * plane() * std::size_t(k));
-        pca_transform_device(ctx, *source, model, static_cast<double*>(scores.data()));
+        pca_transform_device(ctx, source, model, static_cast<double*>(scores.data()));
         return quantize_device(scores.data(), DType::F64, k, Quantize::PerBand);
     }
 
-    DevBytes thresholds(const DevBytes& images, int n, double q) {
+    Planes thresholds(const Planes& images, int n, double q) {
         DeviceBuffer hist(ctx, sizeof(std::uint32_t) * 256 * std::size_t(n));
         CUBEKIT_CUDA_CHECK(cudaMemsetAsync(hist.data(), 0, hist.size(), stream()));
         const unsigned per_image = unsigned(std::clamp<std::size_t>(plane() / (kHistThreads * 64), 1, 64));
         const dim3 grid(per_image, unsigned(n));
         histograms<<<grid, kHistThreads, 0, stream()>>>(images.data(), plane(), static_cast<std::uint32_t*>(hist.data()));
         CUBEKIT_CHECK_LAUNCH(ctx, "histograms", grid, dim3(kHistThreads));
-        DevBytes t = alloc(sizeof(Thr) * std::size_t(n));
+        Planes t = thr_slots(n);
         const dim3 tgrid((n + kThresholdWarps - 1) / kThresholdWarps), tblock(32 * kThresholdWarps);
         thresholds_kernel<<<tgrid, tblock, 0, stream()>>>(static_cast<const std::uint32_t*>(hist.data()), n, q,
-                                                          reinterpret_cast<Thr*>(t.data()));
+                                                          reinterpret_cast<Thr*>(t.ptr));
         CUBEKIT_CHECK_LAUNCH(ctx, "thresholds", tgrid, tblock);
         return t;
     }
-    DevBytes threshold_mean(const DevBytes& t, int n) {
-        DevBytes m = alloc(sizeof(Thr));
-        threshold_mean_kernel<<<1, 1, 0, stream()>>>(reinterpret_cast<const Thr*>(t.data()), n, reinterpret_cast<Thr*>(m.data()));
+    Planes threshold_mean(const Planes& t, int n) {
+        Planes m = thr_slots(1);
+        threshold_mean_kernel<<<1, 1, 0, stream()>>>(reinterpret_cast<const Thr*>(t.data()), n, reinterpret_cast<Thr*>(m.ptr));
         CUBEKIT_CHECK_LAUNCH(ctx, "threshold_mean", dim3(1), dim3(1));
         return m;
     }
-    std::vector<Thr> to_host(const DevBytes& t, int n) {
-        std::vector<Thr> h(static_cast<std::size_t>(n));
-        if (!download) return h;
-        t.owned.download(ctx, h.data(), sizeof(Thr) * h.size());
-        return h;
-    }
 
-    DevBytes band_mean(const DevBytes& images, int n) {
-        DevBytes m = alloc(plane());
-        band_mean_kernel<<<grid_for(plane(), 256), 256, 0, stream()>>>(images.data(), plane(), n, m.data());
+    Planes band_mean(const Planes& images, int n) {
+        Planes m = alloc(plane());
+        band_mean_kernel<<<grid_for(plane(), 256), 256, 0, stream()>>>(images.data(), plane(), n, m.ptr);
         CUBEKIT_CHECK_LAUNCH(ctx, "band_mean", grid_for(plane(), 256), dim3(256));
         return m;
     }
-    DevBytes binary_maps(const DevBytes& images, const DevBytes& t, int n) {
-        DevBytes f = alloc(plane() * std::size_t(n));
+    void binary_maps(const Planes& images, const Planes& t, int n, Planes& f) {
         const std::size_t total = plane() * std::size_t(n);
         binary_kernel<<<grid_for(total, 256), 256, 0, stream()>>>(images.data(), plane(), total,
-                                                                  reinterpret_cast<const Thr*>(t.data()), f.data());
+                                                                  reinterpret_cast<const Thr*>(t.data()), f.ptr);
         CUBEKIT_CHECK_LAUNCH(ctx, "binary", grid_for(total, 256), dim3(256));
-        return f;
     }
     dim3 tiles(int n) const { return dim3(unsigned((W + kTileX - 1) / kTileX), unsigned((H + kTileY - 1) / kTileY), unsigned(n)); }
-    DevBytes edge_maps(const DevBytes& images, const DevBytes& t, int n) {
-        DevBytes e = alloc(plane() * std::size_t(n));
+    void edge_maps(const Planes& images, const Planes& t, int n, Planes& e) {
         edge_maps_kernel<<<tiles(n), dim3(kTileX, kBlockY), 0, stream()>>>(images.data(), W, H,
-                                                                         reinterpret_cast<const Thr*>(t.data()), e.data());
+                                                                         reinterpret_cast<const Thr*>(t.data()), e.ptr);
         CUBEKIT_CHECK_LAUNCH(ctx, "edge_maps", tiles(n), dim3(kTileX, kBlockY));
-        return e;
     }
-    DevBytes edges_of_binary(const DevBytes& f) {
+    void edges_of_binary(const Planes& f, Planes& e) {
         // f ∈ {0,1} with T1 = T2 = 0, T3 = 1 binarises to itself.
         static const Thr identity{0, 0, 1, 0, 0, 0};
-        DevBytes t = alloc(sizeof(Thr));
-        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(t.data(), &identity, sizeof(Thr), cudaMemcpyHostToDevice, stream()));
-        return edge_maps(f, t, 1);
+        Planes t = thr_slots(1);
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(t.ptr, &identity, sizeof(Thr), cudaMemcpyHostToDevice, stream()));
+        edge_maps(f, t, 1, e);
     }
-    DevBytes edge_vote(const DevBytes& images, const DevBytes& t, int n, int needed, DevBytes& count) {
-        DevBytes out = alloc(plane());
-        count = alloc(plane() * sizeof(std::uint16_t));
+    void edge_vote(const Planes& images, const Planes& t, int n, int needed, Planes& count, Planes& out) {
         edge_vote_kernel<<<tiles(1), dim3(kTileX, kBlockY), 0, stream()>>>(
             images.data(), W, H, n, reinterpret_cast<const Thr*>(t.data()), needed,
-            reinterpret_cast<std::uint16_t*>(count.data()), out.data());
+            reinterpret_cast<std::uint16_t*>(count.ptr), out.ptr);
         CUBEKIT_CHECK_LAUNCH(ctx, "edge_vote", tiles(1), dim3(kTileX, kBlockY));
-        return out;
     }
-    DevBytes vote_planes(const DevBytes& planes, const Thr* t, int n, int needed, DevBytes& count) {
-        DevBytes out = alloc(plane());
-        count = alloc(plane() * sizeof(std::uint16_t));
+    void vote_planes(const Planes& planes, const Thr* t, int n, int needed, Planes& count, Planes& out) {
         vote_kernel<<<grid_for(plane(), 256), 256, 0, stream()>>>(planes.data(), plane(), n, t, needed,
-                                                                  reinterpret_cast<std::uint16_t*>(count.data()), out.data());
+                                                                  reinterpret_cast<std::uint16_t*>(count.ptr), out.ptr);
         CUBEKIT_CHECK_LAUNCH(ctx, "vote", grid_for(plane(), 256), dim3(256));
-        return out;
     }
-    DevBytes vote(const DevBytes& maps, int n, int needed, DevBytes& count) { return vote_planes(maps, nullptr, n, needed, count); }
-    DevBytes binary_vote(const DevBytes& images, const DevBytes& t, int n, int needed, DevBytes& count) {
-        return vote_planes(images, reinterpret_cast<const Thr*>(t.data()), n, needed, count);
+    void vote(const Planes& maps, int n, int needed, Planes& count, Planes& out) {
+        vote_planes(maps, nullptr, n, needed, count, out);
     }
-
-    void remove_small(DevBytes& maps, int n, std::int64_t min_size, int connectivity) {
-        remove_small_components_device(ctx, maps.data(), W, H, n, min_size, connectivity);
+    void binary_vote(const Planes& images, const Planes& t, int n, int needed, Planes& count, Planes& out) {
+        vote_planes(images, reinterpret_cast<const Thr*>(t.data()), n, needed, count, out);
     }
 
-    Cube to_cube(const DevBytes& b, int n) {
-        if (!download) return {};
-        Cube c(W, H, n, DType::U8, Layout::BSQ);
-        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(c.bytes(), b.data(), c.num_bytes(), cudaMemcpyDeviceToHost, stream()));
-        ctx.synchronize();
-        return c;
-    }
-    Cube to_cube_u16(const DevBytes& count) {
-        if (!download) return {};
-        Cube c(W, H, 1, DType::U16, Layout::BSQ);
-        count.owned.download(ctx, c.bytes(), c.num_bytes());
-        return c;
+    void remove_small(Planes& maps, int n, std::int64_t min_size, int connectivity) {
+        remove_small_components_device(ctx, maps.ptr, W, H, n, min_size, connectivity);
     }
 };
 
 }  // namespace
 
-EntropyEdgeResult entropy_edges_device(const Context& ctx, const DeviceCube& cube, const EntropyEdgeOptions& options,
-                                       bool download) {
-    if (cube.shape().layout != Layout::BSQ) throw InvalidInput("edges: a device cube must be BSQ");
-    check_edge_options(cube.shape(), options);
-    CudaOps ops{ctx, cube.shape().width, cube.shape().height, download, &cube};
-    return edges::run_pipeline(ops, cube.shape().bands, options);
+EntropyEdgeSummary entropy_edges_cuda(const Context& ctx, const CubeView& cube, const EdgeOutputs& outputs,
+                                      const EntropyEdgeOptions& options) {
+    CudaOps ops(ctx, cube, outputs);
+    return edges::run_pipeline(ops, cube.bands(), options);
 }
 
-void edges_thresholds_device(const Context& ctx, const DeviceCube& cube, double q) {
-    if (cube.shape().dtype != DType::U8 || cube.shape().layout != Layout::BSQ)
-        throw InvalidInput("edges: the thresholds benchmark entry takes a u8 BSQ device cube");
-    CudaOps ops{ctx, cube.shape().width, cube.shape().height, false, &cube};
-    ops.thresholds(ops.quantize(Quantize::PerBand), cube.shape().bands, q);
+std::vector<EdgeThresholds> band_thresholds_cuda(const Context& ctx, const CubeView& cube, double q, Quantize mode) {
+    const EdgeOutputs none;
+    CudaOps ops(ctx, cube, none);
+    return edges::run_thresholds(ops, cube.bands(), q, mode);
 }
 
-EntropyEdgeResult entropy_edges_cuda(const Context& ctx, const Cube& cube, const EntropyEdgeOptions& options) {
-    const Cube converted = cube.layout() == Layout::BSQ ? Cube() : cube.to_layout(Layout::BSQ);
-    const DeviceCube d = DeviceCube::upload(ctx, cube.layout() == Layout::BSQ ? cube : converted);
-    return entropy_edges_device(ctx, d, options, true);
-}
-
-Cube quantize_to_u8_cuda(const Context& ctx, const Cube& cube, Quantize mode) {
-    const Cube converted = cube.layout() == Layout::BSQ ? Cube() : cube.to_layout(Layout::BSQ);
-    const DeviceCube d = DeviceCube::upload(ctx, cube.layout() == Layout::BSQ ? cube : converted);
-    CudaOps ops{ctx, cube.width(), cube.height(), true, &d};
-    if (cube.dtype() == DType::U8) return d.download(ctx);
-    return ops.to_cube(ops.quantize_device(d.data(), cube.dtype(), cube.bands(), mode), cube.bands());
+void quantize_cuda(const Context& ctx, const CubeView& cube, const MutableCubeView& out, Quantize mode) {
+    if (cube.dtype() == DType::U8) {  // used as it is (spec §3.1)
+        copy_cube(ctx, cube, out);
+        return;
+    }
+    const EdgeOutputs none;
+    CudaOps ops(ctx, cube, none);
+    if (out.is_dense(Layout::BSQ)) {
+        ops.quantize_into(cube.data(), cube.dtype(), cube.bands(), mode, reinterpret_cast<std::uint8_t*>(out.data()));
+        return;
+    }
+    const Planes q = ops.quantize_device(cube.data(), cube.dtype(), cube.bands(), mode);
+    copy_cube(ctx, ops.dense_view(q.data(), cube.bands()), out);
 }
 
 }  // namespace cubekit::detail

@@ -1,21 +1,25 @@
 #pragma once
 // The entropy edge detector's pipeline (spec edges.md §3), written once over a backend's primitive
 // operations, so that the CPU reference and the CUDA implementation run the same stages in the same
-// order. A backend `Ops` provides (Bytes = planes of W×H u8, Thr = per-image thresholds):
-//   Bytes quantize(Quantize)                                E1 of the backend's cube, B planes
-//   Bytes pca_images(int k, std::vector<double>& ratios)    E5 + E1 of the first k components
-//   Thr   thresholds(const Bytes& images, int n, double q)  histograms + E2 search
-//   Thr   threshold_mean(const Thr& t, int n)               one image's T' (spec §3.8 method 5)
-//   Bytes band_mean(const Bytes& images, int n)             one plane
-//   Bytes edge_maps(const Bytes& images, const Thr&, int n)   E2 binarisation + 3×3 rule
-//   Bytes binary_maps(const Bytes& images, const Thr&, int n)
-//   Bytes edge_vote(const Bytes& images, const Thr&, int n, int needed, Bytes& count)  fused E2 + vote
-//   Bytes binary_vote(const Bytes& images, const Thr&, int n, int needed, Bytes& count) F = vote(f_b)
-//   Bytes vote(const Bytes& maps, int n, int needed, Bytes& count)
-//   Bytes edges_of_binary(const Bytes& f)                   3×3 rule on one binary plane
-//   void  remove_small(Bytes& maps, int n, std::int64_t L, int connectivity)   E3, in place
-//   Cube  to_cube(const Bytes&, int n) / to_cube_u16(const Bytes& count)
-//   std::vector<Thr> to_host(const Thr&, int n)
+// order. A backend `Ops` provides (Planes = n dense planes of W×H bytes, owned or a caller's dense
+// output; Thr = per-image thresholds; every output planes argument is written in full):
+//   Planes quantize(Quantize)                                 E1 of the backend's cube, B planes
+//   Planes pca_images(int k, std::vector<double>& ratios)     E5 + E1 of the first k components
+//   Thr    thresholds(const Planes& images, int n, double q)  histograms + E2 search
+//   Thr    threshold_mean(const Thr& t, int n)                one image's T' (spec §3.8 method 5)
+//   Planes band_mean(const Planes& images, int n)             one plane
+//   void   edge_maps(images, thr, n, Planes& out)             E2 binarisation + 3×3 rule, n planes
+//   void   binary_maps(images, thr, n, Planes& out)
+//   void   edge_vote(images, thr, n, needed, Planes& count, Planes& out)   fused E2 + vote
+//   void   binary_vote(images, thr, n, needed, Planes& count, Planes& out) F = vote(f_b)
+//   void   vote(const Planes& maps, n, needed, Planes& count, Planes& out)
+//   void   edges_of_binary(const Planes& f, Planes& out)      3×3 rule on one binary plane
+//   void   remove_small(Planes& maps, int n, std::int64_t L, int connectivity)   E3, in place
+//   Planes output(Output, int n)     the caller's view when it is dense BSQ, else owned planes
+//   bool   wants(Output)             the caller gave a view for it
+//   void   deliver(Planes&, Output)  copies owned planes into the caller's view (if given)
+//   void   to_host(const Thr&, int n, std::vector<EdgeThresholds>& dest)   filled by finish() at the latest
+//   void   finish()                  waits for the work; every to_host destination is filled
 // The vote count planes hold u16 values.
 #include <algorithm>
 #include <string>
@@ -33,44 +37,135 @@ int votes_needed(double vote_percent, int k);
 /// Throws InvalidInput naming the option when it is out of range.
 void check_edge_options(const CubeShape& shape, const EntropyEdgeOptions& options);
 
-EntropyEdgeResult entropy_edges_cpu(const Context& ctx, const Cube& cube, const EntropyEdgeOptions& options);
-EntropyEdgeResult entropy_edges_cuda(const Context& ctx, const Cube& cube, const EntropyEdgeOptions& options);
-/// The detector on a device-resident BSQ cube; download = false leaves every output on the device
-/// and returns empty cubes and zeroed thresholds (the benchmark times the device work alone).
-EntropyEdgeResult entropy_edges_device(const Context& ctx, const DeviceCube& cube, const EntropyEdgeOptions& options,
-                                       bool download);
-/// Histograms and thresholds alone of a u8 BSQ device cube (the benchmark's first row).
-void edges_thresholds_device(const Context& ctx, const DeviceCube& cube, double q);
-Cube quantize_to_u8_cpu(const Context& ctx, const Cube& cube, Quantize mode);
-Cube quantize_to_u8_cuda(const Context& ctx, const Cube& cube, Quantize mode);
+/// The outputs of a run (views in the context's memory, checked by edges.cpp); an extra whose
+/// data() is null was not asked for.
+struct EdgeOutputs {
+    MutableCubeView edges;
+    EntropyEdgeExtras extras;
+};
+
+/// The backends. cube: CPU, any host view; CUDA, a dense BSQ view on the context's device.
+/// options.fusion is resolved (never Auto).
+EntropyEdgeSummary entropy_edges_cpu(const Context& ctx, const CubeView& cube, const EdgeOutputs& outputs,
+                                     const EntropyEdgeOptions& options);
+EntropyEdgeSummary entropy_edges_cuda(const Context& ctx, const CubeView& cube, const EdgeOutputs& outputs,
+                                      const EntropyEdgeOptions& options);
+/// E1 + histograms + thresholds alone (entropy_band_thresholds); cube as above.
+std::vector<EdgeThresholds> band_thresholds_cpu(const Context& ctx, const CubeView& cube, double q, Quantize mode);
+std::vector<EdgeThresholds> band_thresholds_cuda(const Context& ctx, const CubeView& cube, double q, Quantize mode);
+
+/// E1 into `out` (u8, same size, any strides, the backend's memory); cube as above.
+void quantize_cpu(const Context& ctx, const CubeView& cube, const MutableCubeView& out, Quantize mode);
+void quantize_cuda(const Context& ctx, const CubeView& cube, const MutableCubeView& out, Quantize mode);
+/// E1 of a host view into a new host cube (W×H×B u8, BSQ).
+Cube quantize_to_u8_cpu(const Context& ctx, const CubeView& cube, Quantize mode);
 
 namespace edges {
+
+/// The outputs a pipeline may deliver to the caller.
+enum class Output { Edges, BandEdges, Binary, VoteCount };
+
+/// The caller's view for an output (data() null when not asked for).
+inline const MutableCubeView& view_of(const EdgeOutputs& o, Output which) {
+    switch (which) {
+        case Output::Edges: return o.edges;
+        case Output::BandEdges: return o.extras.band_edges;
+        case Output::Binary: return o.extras.binary;
+        case Output::VoteCount: break;
+    }
+    return o.extras.vote_count;
+}
 
 inline EdgeThresholds to_public(const Thr& t) {
     return {t.t1, t.t2, t.t3, t.levels, t.loc, t.constant != 0};
 }
-inline std::vector<EdgeThresholds> to_public(const std::vector<Thr>& t) {
+inline std::vector<EdgeThresholds> to_public(const Thr* t, int n) {
     std::vector<EdgeThresholds> out;
-    out.reserve(t.size());
-    for (const Thr& x : t) out.push_back(to_public(x));
+    out.reserve(std::size_t(n));
+    for (int i = 0; i < n; ++i) out.push_back(to_public(t[i]));
     return out;
 }
 
 inline std::vector<Thr> threshold_mean_of(const std::vector<Thr>& t) { return {threshold_mean(t.data(), int(t.size()))}; }
 
-template <class Ops>
-EntropyEdgeResult run_pipeline(Ops& ops, int B, const EntropyEdgeOptions& o) {
+/// The binary images of `n` images into the binary output.
+template <class Ops, class Planes, class Thresholds>
+void deliver_binary(Ops& ops, const Planes& images, const Thresholds& thr, int n) {
+    auto f = ops.output(Output::Binary, n);
+    ops.binary_maps(images, thr, n, f);
+    ops.deliver(f, Output::Binary);
+}
+
+/// The fusions (everything but None) on the images E2 runs on: writes the fused map into `out`
+/// (and the vote count into `count` for the votes), the optional outputs the caller asked for, and
+/// the derived thresholds of the mean modes into mean_t and tmean_t (by finish() at the latest).
+template <class Ops, class Planes, class Thresholds>
+void fuse(Ops& ops, const Planes& images, const Thresholds& thr, int K, const EntropyEdgeOptions& o, int needed,
+          Planes& count, Planes& out, std::vector<EdgeThresholds>& mean_t, std::vector<EdgeThresholds>& tmean_t) {
     const bool filter = o.min_component > 1;
-    EntropyEdgeResult r;
+    switch (o.fusion) {
+        case EdgeFusion::BandMean:
+        case EdgeFusion::PcaMean:
+        case EdgeFusion::ThresholdMean: {
+            auto mean = ops.band_mean(images, K);
+            auto mean_thr = ops.thresholds(mean, 1, o.q);
+            ops.to_host(mean_thr, 1, mean_t);
+            if (o.fusion == EdgeFusion::ThresholdMean) {
+                mean_thr = ops.threshold_mean(thr, K);
+                ops.to_host(mean_thr, 1, tmean_t);
+            }
+            ops.edge_maps(mean, mean_thr, 1, out);
+            if (ops.wants(Output::Binary)) deliver_binary(ops, mean, mean_thr, 1);
+            break;
+        }
+        case EdgeFusion::EdgeVote:
+        case EdgeFusion::PcaEdgeVote: {
+            if (o.filter_each_band || ops.wants(Output::BandEdges)) {
+                auto e = ops.output(Output::BandEdges, K);
+                ops.edge_maps(images, thr, K, e);
+                if (o.filter_each_band && filter) ops.remove_small(e, K, o.min_component, o.connectivity);
+                ops.vote(e, K, needed, count, out);
+                ops.deliver(e, Output::BandEdges);
+            } else {
+                ops.edge_vote(images, thr, K, needed, count, out);
+            }
+            if (ops.wants(Output::Binary)) deliver_binary(ops, images, thr, K);
+            break;
+        }
+        case EdgeFusion::BinaryVote:
+        case EdgeFusion::PcaBinaryVote: {
+            auto f = ops.output(Output::Binary, 1);
+            ops.binary_vote(images, thr, K, needed, count, f);
+            ops.edges_of_binary(f, out);
+            ops.deliver(f, Output::Binary);
+            if (ops.wants(Output::BandEdges)) {
+                auto e = ops.output(Output::BandEdges, K);
+                ops.edge_maps(images, thr, K, e);
+                ops.deliver(e, Output::BandEdges);
+            }
+            break;
+        }
+        case EdgeFusion::Auto:  // resolved by the front door
+        case EdgeFusion::None: break;
+    }
+}
+
+template <class Ops>
+EntropyEdgeSummary run_pipeline(Ops& ops, int B, const EntropyEdgeOptions& o) {
+    const bool filter = o.min_component > 1;
+    EntropyEdgeSummary r;
+    std::vector<EdgeThresholds> pca_t, mean_t, tmean_t;  // derived thresholds, named at the end
     auto quantized = ops.quantize(o.quantize);
     auto band_thr = ops.thresholds(quantized, B, o.q);
-    r.band_thresholds = to_public(ops.to_host(band_thr, B));
+    ops.to_host(band_thr, B, r.band_thresholds);
 
     if (o.fusion == EdgeFusion::None) {
-        auto e = ops.edge_maps(quantized, band_thr, B);
+        auto e = ops.output(Output::Edges, B);
+        ops.edge_maps(quantized, band_thr, B, e);
         if (filter) ops.remove_small(e, B, o.min_component, o.connectivity);
-        r.edges = ops.to_cube(e, B);
-        if (o.keep_binary) r.binary = ops.to_cube(ops.binary_maps(quantized, band_thr, B), B);
+        ops.deliver(e, Output::Edges);
+        if (ops.wants(Output::Binary)) deliver_binary(ops, quantized, band_thr, B);
+        ops.finish();
         return r;
     }
 
@@ -78,59 +173,40 @@ EntropyEdgeResult run_pipeline(Ops& ops, int B, const EntropyEdgeOptions& o) {
     int K = B;
     auto images = std::move(quantized);
     auto thr = std::move(band_thr);
-    if (fusion_uses_pca(o.fusion)) {
+    const bool pca = fusion_uses_pca(o.fusion);
+    if (pca) {
         K = std::min(o.pca_components, B);
         r.pca_components_used = K;
         images = ops.pca_images(K, r.explained_variance_ratio);
         thr = ops.thresholds(images, K, o.q);
-        r.derived_thresholds.push_back({"pca", to_public(ops.to_host(thr, K))});
+        ops.to_host(thr, K, pca_t);
     }
-    decltype(images) out, count;
-    switch (o.fusion) {
-        case EdgeFusion::BandMean:
-        case EdgeFusion::PcaMean:
-        case EdgeFusion::ThresholdMean: {
-            auto mean = ops.band_mean(images, K);
-            auto mean_thr = ops.thresholds(mean, 1, o.q);
-            const bool pca = o.fusion == EdgeFusion::PcaMean;
-            r.derived_thresholds.push_back({pca ? "pca_mean" : "band_mean", to_public(ops.to_host(mean_thr, 1))});
-            if (o.fusion == EdgeFusion::ThresholdMean) {
-                mean_thr = ops.threshold_mean(thr, K);
-                r.derived_thresholds.push_back({"threshold_mean", to_public(ops.to_host(mean_thr, 1))});
-            }
-            out = ops.edge_maps(mean, mean_thr, 1);
-            if (o.keep_binary) r.binary = ops.to_cube(ops.binary_maps(mean, mean_thr, 1), 1);
-            break;
-        }
-        case EdgeFusion::EdgeVote:
-        case EdgeFusion::PcaEdgeVote: {
-            r.votes_needed = votes_needed(o.vote_percent, K);
-            if (o.filter_each_band || o.keep_band_edges) {
-                auto e = ops.edge_maps(images, thr, K);
-                if (o.filter_each_band && filter) ops.remove_small(e, K, o.min_component, o.connectivity);
-                out = ops.vote(e, K, r.votes_needed, count);
-                if (o.keep_band_edges) r.band_edges = ops.to_cube(e, K);
-            } else {
-                out = ops.edge_vote(images, thr, K, r.votes_needed, count);
-            }
-            if (o.keep_binary) r.binary = ops.to_cube(ops.binary_maps(images, thr, K), K);
-            break;
-        }
-        case EdgeFusion::BinaryVote:
-        case EdgeFusion::PcaBinaryVote: {
-            r.votes_needed = votes_needed(o.vote_percent, K);
-            auto f = ops.binary_vote(images, thr, K, r.votes_needed, count);
-            out = ops.edges_of_binary(f);
-            if (o.keep_binary) r.binary = ops.to_cube(f, 1);
-            if (o.keep_band_edges) r.band_edges = ops.to_cube(ops.edge_maps(images, thr, K), K);
-            break;
-        }
-        case EdgeFusion::None: break;
-    }
+    const bool vote = fusion_is_vote(o.fusion);
+    if (vote) r.votes_needed = votes_needed(o.vote_percent, K);
+    auto out = ops.output(Output::Edges, 1);
+    decltype(out) count;
+    if (vote) count = ops.output(Output::VoteCount, 1);
+    fuse(ops, images, thr, K, o, r.votes_needed, count, out, mean_t, tmean_t);
     if (filter) ops.remove_small(out, 1, o.min_component, o.connectivity);
-    r.edges = ops.to_cube(out, 1);
-    if (fusion_is_vote(o.fusion)) r.vote_count = ops.to_cube_u16(count);
+    ops.deliver(out, Output::Edges);
+    if (vote) ops.deliver(count, Output::VoteCount);
+    ops.finish();
+
+    if (pca) r.derived_thresholds.push_back({"pca", std::move(pca_t)});
+    if (o.fusion == EdgeFusion::PcaMean) r.derived_thresholds.push_back({"pca_mean", std::move(mean_t)});
+    if (o.fusion == EdgeFusion::BandMean || o.fusion == EdgeFusion::ThresholdMean)
+        r.derived_thresholds.push_back({"band_mean", std::move(mean_t)});
+    if (o.fusion == EdgeFusion::ThresholdMean) r.derived_thresholds.push_back({"threshold_mean", std::move(tmean_t)});
     return r;
+}
+
+/// E1, histograms and thresholds alone.
+template <class Ops>
+std::vector<EdgeThresholds> run_thresholds(Ops& ops, int B, double q, Quantize mode) {
+    std::vector<EdgeThresholds> t;
+    ops.to_host(ops.thresholds(ops.quantize(mode), B, q), B, t);
+    ops.finish();
+    return t;
 }
 
 }  // namespace edges

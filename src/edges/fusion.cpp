@@ -1,4 +1,4 @@
-// Names and option checks of the entropy edge detector, and the exact vote rule (spec edges.md §3.8).
+// Option checks of the entropy edge detector, and the exact vote rule (spec edges.md §3.8).
 #include <boost/multiprecision/cpp_int.hpp>
 
 #include <cmath>
@@ -9,53 +9,12 @@
 
 namespace cubekit {
 
-namespace {
-struct FusionName {
-    EdgeFusion fusion;
-    std::string_view name;
-};
-constexpr FusionName kFusionNames[] = {
-    {EdgeFusion::None, "none"},
-    {EdgeFusion::BandMean, "mean"},
-    {EdgeFusion::PcaMean, "pca"},
-    {EdgeFusion::EdgeVote, "vote-edges"},
-    {EdgeFusion::BinaryVote, "vote-binary"},
-    {EdgeFusion::ThresholdMean, "threshold-mean"},
-    {EdgeFusion::PcaEdgeVote, "pca-vote-edges"},
-    {EdgeFusion::PcaBinaryVote, "pca-vote-binary"},
-};
-}  // namespace
-
-std::string_view fusion_name(EdgeFusion f) {
-    for (const FusionName& n : kFusionNames)
-        if (n.fusion == f) return n.name;
-    return "?";
-}
-
-EdgeFusion parse_fusion(std::string_view name, std::string_view what) {
-    std::string all;
-    for (const FusionName& n : kFusionNames) {
-        if (n.name == name) return n.fusion;
-        if (!all.empty()) all += '|';
-        all += n.name;
-    }
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected " + all);
-}
-
 bool fusion_uses_pca(EdgeFusion f) {
     return f == EdgeFusion::PcaMean || f == EdgeFusion::PcaEdgeVote || f == EdgeFusion::PcaBinaryVote;
 }
 bool fusion_is_vote(EdgeFusion f) {
     return f == EdgeFusion::EdgeVote || f == EdgeFusion::BinaryVote || f == EdgeFusion::PcaEdgeVote ||
            f == EdgeFusion::PcaBinaryVote;
-}
-
-std::string_view quantize_name(Quantize q) { return q == Quantize::Global ? "global" : "per-band"; }
-
-Quantize parse_quantize(std::string_view name, std::string_view what) {
-    if (name == "per-band") return Quantize::PerBand;
-    if (name == "global") return Quantize::Global;
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected per-band or global");
 }
 
 namespace detail {
@@ -77,16 +36,9 @@ void check_edge_options(const CubeShape& shape, const EntropyEdgeOptions& o) {
     if (std::size_t(shape.width) * std::size_t(shape.height) >= (std::size_t(1) << 31))
         fail("an image of " + std::to_string(shape.width) + "x" + std::to_string(shape.height) +
              " pixels is too large: at most 2^31 - 1 pixels per band");
-    if (!(o.q > 0) || !std::isfinite(o.q)) fail("q = " + std::to_string(o.q) + "; expected a finite q > 0");
-    if (!(o.vote_percent >= 0 && o.vote_percent < 100))
-        fail("vote-percent = " + std::to_string(o.vote_percent) + "; expected 0 <= x < 100");
-    if (o.pca_components < 1)
-        fail("pca-components = " + std::to_string(o.pca_components) + "; expected at least 1");
-    if (o.connectivity != 4 && o.connectivity != 8)
-        fail("connectivity = " + std::to_string(o.connectivity) + "; expected 4 or 8");
-    if (o.min_component < 0)
-        fail("min-component = " + std::to_string(o.min_component) + "; expected 0 (off) or more");
-    if (fusion_is_vote(o.fusion) && !fusion_uses_pca(o.fusion) && shape.bands > 65535)
+    check_fields(o, "edges");
+    const EdgeFusion fusion = resolved_fusion(o.fusion, shape.bands);
+    if (fusion_is_vote(fusion) && !fusion_uses_pca(fusion) && shape.bands > 65535)
         fail(std::to_string(shape.bands) + " bands: the vote count is 16-bit, at most 65535 maps");
 }
 

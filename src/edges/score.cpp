@@ -8,20 +8,21 @@
 #include <string>
 #include <vector>
 
+#include "core/view_sample.hpp"
 #include "cubekit/edge_baselines.hpp"
 #include "cubekit/error.hpp"
 
 namespace cubekit {
 namespace {
 
-/// Edge pixels of a one-band map: nonzero and not NaN.
-std::vector<std::uint8_t> edge_mask(const Cube& map, std::int64_t& count) {
+/// Edge pixels of a one-band host map: nonzero and not NaN.
+std::vector<std::uint8_t> edge_mask(const CubeView& map, std::int64_t& count) {
     const int W = map.width(), H = map.height();
     std::vector<std::uint8_t> mask(std::size_t(W) * std::size_t(H));
     count = 0;
     for (int y = 0; y < H; ++y)
         for (int x = 0; x < W; ++x) {
-            const double v = map.value(x, y, 0);
+            const double v = detail::sample_as_double(map, x, y, 0);
             const bool edge = v != 0 && !std::isnan(v);
             mask[std::size_t(y) * std::size_t(W) + std::size_t(x)] = edge ? 1 : 0;
             count += edge;
@@ -80,13 +81,13 @@ std::vector<std::int64_t> squared_distance_transform(const std::vector<std::uint
     return d2;
 }
 
-std::string shape_text(const Cube& c) {
+std::string shape_text(const CubeView& c) {
     return std::to_string(c.width()) + "x" + std::to_string(c.height()) + "x" + std::to_string(c.bands());
 }
 
 }  // namespace
 
-EdgeScore score_edges(const Cube& predicted, const Cube& reference, double tolerance) {
+EdgeScore score_edges(const CubeView& predicted, const CubeView& reference, double tolerance) {
     if (!(tolerance >= 0) || std::isinf(tolerance)) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.17g", tolerance);
@@ -96,6 +97,8 @@ EdgeScore score_edges(const Cube& predicted, const Cube& reference, double toler
         predicted.height() != reference.height() || predicted.empty())
         throw InvalidInput("edges-score: the predicted map is " + shape_text(predicted) + " and the reference map " +
                            shape_text(reference) + "; expected two one-band maps of the same nonzero width and height");
+    if (predicted.on_device() || reference.on_device())
+        throw InvalidInput("edges-score: the predicted and reference maps must be in host memory");
     const int W = predicted.width(), H = predicted.height();
     EdgeScore s;
     const std::vector<std::uint8_t> pred = edge_mask(predicted, s.predicted);

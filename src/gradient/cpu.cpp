@@ -1,12 +1,14 @@
 // RCMG, CPU reference: the specification in code (spec/gradient-watershed.md, A3).
 // Pairs (i, j), i < j, in lexicographic order; D_ij = Σ_b (x_i,b − x_j,b)² with each sample
 // converted to the accumulation type and the bands added in order 0..B−1 (Decision A-3);
-// out-of-image window positions replicate the nearest pixel (Decision A-2).
+// out-of-image window positions replicate the nearest pixel (Decision A-2). Samples are read
+// through the view's strides, so any layout or window is read where it is.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "gradient/rcmg_internal.hpp"
 
 namespace cubekit::detail {
@@ -45,29 +47,27 @@ Acc robust_max(const Acc* D, int reject) {
 }
 
 template <typename T, typename Acc, typename Out, int N>
-void rcmg_rows(const Context& ctx, const Cube& cube, Cube& out, const RcmgOptions& options) {
+void rcmg_rows(const Context& ctx, const StridedView<const T>& cube, const StridedView<Out>& out,
+               const RcmgOptions& options) {
     constexpr Pairs<N> pairs;
     const WindowOffset* window = N == 5 ? kWindow4 : kWindow8;
-    const int W = cube.width(), H = cube.height(), B = cube.bands();
-    const T* data = cube.data<T>();
-    Out* dst = out.data<Out>();
-    const std::size_t plane = std::size_t(W) * std::size_t(H);
-    std::size_t rows_done = 0;
+    const int W = cube.width, H = cube.height, B = cube.bands;
 
-#pragma omp parallel num_threads(ctx.threads())
-    {
-        std::vector<Acc> D(std::size_t(W) * pairs.count);  // one row of pair distances
-#pragma omp for schedule(static)
-        for (int y = 0; y < H; ++y) {
+    // One row per item; each thread keeps one row of pair distances. Cancellation is checked and
+    // progress reported (rows done, H) by parallel_for, never from inside the region.
+    parallel_for(
+        ctx, H, {.where = "rcmg", .progress = true, .schedule = Schedule::Dynamic},
+        [&] { return std::vector<Acc>(std::size_t(W) * pairs.count); },
+        [&](std::int64_t row, std::vector<Acc>& D) {
+            const int y = int(row);
             std::fill(D.begin(), D.end(), Acc(0));
             for (int b = 0; b < B; ++b) {
-                const T* band = data + std::size_t(b) * plane;
                 for (int x = 0; x < W; ++x) {
                     Acc v[N];
                     for (int k = 0; k < N; ++k) {
                         const int yy = std::clamp(y + window[k].dy, 0, H - 1);
                         const int xx = std::clamp(x + window[k].dx, 0, W - 1);
-                        v[k] = Acc(band[std::size_t(yy) * W + xx]);
+                        v[k] = Acc(cube(xx, yy, b));
                     }
                     Acc* d = &D[std::size_t(x) * pairs.count];
                     for (int p = 0; p < pairs.count; ++p) {
@@ -80,25 +80,20 @@ void rcmg_rows(const Context& ctx, const Cube& cube, Cube& out, const RcmgOption
                 const Acc m = robust_max<N>(&D[std::size_t(x) * pairs.count], options.reject);
                 // The square root is taken once, in f64, then rounded to the output type (A3).
                 const double g = options.squared ? double(m) : std::sqrt(double(m));
-                dst[std::size_t(y) * W + x] = Out(g);
+                out(x, y, 0) = Out(g);
             }
-            ctx.check_cancelled("rcmg");
-#pragma omp atomic
-            ++rows_done;
-            if (ctx.threads() == 1 || (y % 16) == 0) ctx.progress(rows_done, std::size_t(H));
-        }
-    }
+        });
 }
 
 template <typename T, typename Acc, typename Out>
-void rcmg_typed(const Context& ctx, const Cube& cube, Cube& out, const RcmgOptions& options) {
-    if (options.connectivity == 4) rcmg_rows<T, Acc, Out, 5>(ctx, cube, out, options);
-    else rcmg_rows<T, Acc, Out, 9>(ctx, cube, out, options);
+void rcmg_typed(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options) {
+    if (options.connectivity == 4) rcmg_rows<T, Acc, Out, 5>(ctx, cube.typed<T>(), out.typed<Out>(), options);
+    else rcmg_rows<T, Acc, Out, 9>(ctx, cube.typed<T>(), out.typed<Out>(), options);
 }
 
 }  // namespace
 
-void rcmg_cpu(const Context& ctx, const Cube& cube, Cube& out, const RcmgOptions& options) {
+void rcmg_cpu(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options) {
     visit_dtype(cube.dtype(), [&](auto tag) {
         using T = decltype(tag);
         if (options.precision == Precision::F64) {

@@ -99,6 +99,16 @@ __device__ __forceinline__ void add_pair_terms(Acc (&D)[N * (N - 1) / 2], const 
 
 __device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+// Sizes and pitches (elements) of a BSQ input that may be a window of a larger cube: rows of a
+// band are row_stride apart (int: in-plane offsets stay 32-bit, checked by the launcher), bands
+// band_stride apart; output rows out_row_stride apart.
+struct Geometry {
+    int width, height, bands;
+    int row_stride;
+    std::int64_t band_stride;
+    std::int64_t out_row_stride;
+};
+
 // A band tile of TW×TH samples whose top-left is image (x0, y0), clamped to the image, staged
 // through registers (kLoads per thread) so that band b+1 is in flight while band b is used.
 template <typename T, int TW, int TH, int Threads>
@@ -107,14 +117,14 @@ struct TileLoader {
     T reg[kLoads];
     int offset[kLoads];  // in-plane element offset of each load (−1 = past the tile)
 
-    __device__ void init(int tid, int x0, int y0, int W, int H) {
+    __device__ void init(int tid, int x0, int y0, int W, int H, int row_stride) {
 #pragma unroll
         for (int k = 0; k < kLoads; ++k) {
             const int e = tid + k * Threads;
             offset[k] = -1;
             if (e < TW * TH) {
                 const int gx = clampi(x0 + e % TW, 0, W - 1), gy = clampi(y0 + e / TW, 0, H - 1);
-                offset[k] = gy * W + gx;
+                offset[k] = gy * row_stride + gx;
             }
         }
     }
@@ -140,14 +150,15 @@ constexpr int kSpecY = 8;
 // n(n−1)/2 pair sums. DRAM: the cube once (apron re-reads hit L2) + the output.
 template <typename T, typename Acc, typename Out, int N>
 __global__ void __launch_bounds__(kSpecX * kSpecY)
-rcmg_spectral_kernel(const T* __restrict__ cube, Out* __restrict__ out, int W, int H, int B, int reject, bool squared) {
+rcmg_spectral_kernel(const T* __restrict__ cube, Out* __restrict__ out, Geometry g, int reject, bool squared) {
     constexpr int TW = kSpecX + 2, TH = kSpecY + 2, P = N * (N - 1) / 2;
     __shared__ Acc tile[2][TW * TH];
+    const int W = g.width, H = g.height, B = g.bands;
     const int tid = threadIdx.y * kSpecX + threadIdx.x;
     const int x0 = blockIdx.x * kSpecX, y0 = blockIdx.y * kSpecY;
     TileLoader<T, TW, TH, kSpecX * kSpecY> loader;
-    loader.init(tid, x0 - 1, y0 - 1, W, H);
-    const std::size_t plane = std::size_t(W) * H;
+    loader.init(tid, x0 - 1, y0 - 1, W, H, g.row_stride);
+    const std::int64_t plane = g.band_stride;
 
     Acc D[P];
 #pragma unroll
@@ -157,7 +168,7 @@ rcmg_spectral_kernel(const T* __restrict__ cube, Out* __restrict__ out, int W, i
         Acc* t = tile[b & 1];
         loader.store(t, tid);
         __syncthreads();
-        if (b + 1 < B) loader.load(cube + std::size_t(b + 1) * plane);
+        if (b + 1 < B) loader.load(cube + std::int64_t(b + 1) * plane);
         Acc v[N];
 #pragma unroll
         for (int k = 0; k < N; ++k) v[k] = t[(threadIdx.y + 1 + Win<N>::dy(k)) * TW + threadIdx.x + 1 + Win<N>::dx(k)];
@@ -165,7 +176,7 @@ rcmg_spectral_kernel(const T* __restrict__ cube, Out* __restrict__ out, int W, i
         // The other buffer is rewritten only after the next barrier, so one barrier per band suffices.
     }
     const int x = x0 + threadIdx.x, y = y0 + threadIdx.y;
-    if (x < W && y < H) out[std::size_t(y) * W + x] = finish<Acc, Out>(robust_max<N>(D, reject), squared);
+    if (x < W && y < H) out[std::int64_t(y) * g.out_row_stride + x] = finish<Acc, Out>(robust_max<N>(D, reject), squared);
 }
 
 // ---- shared-pairs (auto): each distinct neighbour distance once --------------------------------
@@ -199,15 +210,16 @@ constexpr std::size_t pairs_smem_bytes() {
 // 8-conn f64 0.18 ms (floor 0.029), 4-conn f32 0.073 ms.
 template <typename T, typename Acc, typename Out, int N>
 __global__ void __launch_bounds__(kPairsX * kPairsY)
-rcmg_shared_pairs_kernel(const T* __restrict__ cube, Out* __restrict__ out, int W, int H, int B, int reject, bool squared) {
+rcmg_shared_pairs_kernel(const T* __restrict__ cube, Out* __restrict__ out, Geometry g, int reject, bool squared) {
     constexpr int NO = Win<N>::num_offsets, P = N * (N - 1) / 2;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Acc* smem = reinterpret_cast<Acc*>(smem_raw);
+    const int W = g.width, H = g.height, B = g.bands;
     const int tid = threadIdx.y * kPairsX + threadIdx.x;
     const int ox = blockIdx.x * kOutX, oy = blockIdx.y * kOutY;  // first output pixel of the tile
     TileLoader<T, kBandW, kBandH, kPairsX * kPairsY> loader;
-    loader.init(tid, ox - 1 - kPadX, oy - 1, W, H);
-    const std::size_t plane = std::size_t(W) * H;
+    loader.init(tid, ox - 1 - kPadX, oy - 1, W, H, g.row_stride);
+    const std::int64_t plane = g.band_stride;
 
     Acc E[kPairsRows][NO];
 #pragma unroll
@@ -222,7 +234,7 @@ rcmg_shared_pairs_kernel(const T* __restrict__ cube, Out* __restrict__ out, int 
         Acc* t = smem + (b & 1) * (kBandW * kBandH);
         loader.store(t, tid);
         __syncthreads();
-        if (b + 1 < B) loader.load(cube + std::size_t(b + 1) * plane);
+        if (b + 1 < B) loader.load(cube + std::int64_t(b + 1) * plane);
         // Rows ry .. ry + kPairsRows + 1 and columns cx−2 .. cx+2 of the band tile.
         Acc v[kPairsRows + 2][5];
 #pragma unroll
@@ -257,7 +269,7 @@ rcmg_shared_pairs_kernel(const T* __restrict__ cube, Out* __restrict__ out, int 
                 const int o = offset_index<N>(i, j);
                 D[p] = smem[(o * kRegionH + ly + 1 + Win<N>::dy(i)) * kRegionW + lx + 1 + Win<N>::dx(i)];
             }
-        out[std::size_t(y) * W + x] = finish<Acc, Out>(robust_max<N>(D, reject), squared);
+        out[std::int64_t(y) * g.out_row_stride + x] = finish<Acc, Out>(robust_max<N>(D, reject), squared);
     }
 }
 
@@ -269,20 +281,21 @@ constexpr int kSpatialPixels = 4;  // warps per block, one output pixel each
 // strided by a plane (uncoalesced), as in the seed; kept for comparison, not chosen by auto.
 template <typename T, typename Acc, typename Out, int N>
 __global__ void __launch_bounds__(32 * kSpatialPixels)
-rcmg_spatial_kernel(const T* __restrict__ cube, Out* __restrict__ out, int W, int H, int B, int reject, bool squared) {
+rcmg_spatial_kernel(const T* __restrict__ cube, Out* __restrict__ out, Geometry g, int reject, bool squared) {
     constexpr int P = N * (N - 1) / 2;
+    const int W = g.width, H = g.height, B = g.bands;
     const long long pixel = (long long)blockIdx.x * kSpatialPixels + threadIdx.y;
     if (pixel >= (long long)W * H) return;  // whole warp leaves together
     const int x = int(pixel % W), y = int(pixel / W);
-    const std::size_t plane = std::size_t(W) * H;
+    const std::int64_t plane = g.band_stride;
     int offs[N];
 #pragma unroll
-    for (int k = 0; k < N; ++k) offs[k] = clampi(y + Win<N>::dy(k), 0, H - 1) * W + clampi(x + Win<N>::dx(k), 0, W - 1);
+    for (int k = 0; k < N; ++k) offs[k] = clampi(y + Win<N>::dy(k), 0, H - 1) * g.row_stride + clampi(x + Win<N>::dx(k), 0, W - 1);
     Acc D[P];
 #pragma unroll
     for (int p = 0; p < P; ++p) D[p] = Acc(0);
     for (int b = threadIdx.x; b < B; b += 32) {
-        const T* band = cube + std::size_t(b) * plane;
+        const T* band = cube + std::int64_t(b) * plane;
         Acc v[N];
 #pragma unroll
         for (int k = 0; k < N; ++k) v[k] = Acc(__ldg(band + offs[k]));
@@ -292,26 +305,27 @@ rcmg_spatial_kernel(const T* __restrict__ cube, Out* __restrict__ out, int W, in
     for (int p = 0; p < P; ++p)
 #pragma unroll
         for (int s = 16; s >= 1; s /= 2) D[p] = D[p] + __shfl_xor_sync(0xffffffffu, D[p], s);
-    if (threadIdx.x == 0) out[pixel] = finish<Acc, Out>(robust_max<N>(D, reject), squared);
+    if (threadIdx.x == 0) out[std::int64_t(y) * g.out_row_stride + x] = finish<Acc, Out>(robust_max<N>(D, reject), squared);
 }
 
 // ---- launchers --------------------------------------------------------------------------------
 int div_up(int a, int b) { return (a + b - 1) / b; }
 
 template <typename T, typename Acc, typename Out, int N>
-void launch(const Context& ctx, const T* cube, Out* out, int W, int H, int B, const RcmgOptions& options) {
+void launch(const Context& ctx, const T* cube, Out* out, const Geometry& g, const RcmgOptions& options) {
     const cudaStream_t stream = stream_of(ctx);
+    const int W = g.width, H = g.height;
     switch (options.partition) {
         case RcmgPartition::Spectral: {
             const dim3 block(kSpecX, kSpecY), grid(div_up(W, kSpecX), div_up(H, kSpecY));
-            rcmg_spectral_kernel<T, Acc, Out, N><<<grid, block, 0, stream>>>(cube, out, W, H, B, options.reject, options.squared);
+            rcmg_spectral_kernel<T, Acc, Out, N><<<grid, block, 0, stream>>>(cube, out, g, options.reject, options.squared);
             CUBEKIT_CHECK_LAUNCH(ctx, "rcmg_spectral_kernel", grid, block);
             break;
         }
         case RcmgPartition::Spatial: {
             const long long pixels = (long long)W * H;
             const dim3 block(32, kSpatialPixels), grid(unsigned((pixels + kSpatialPixels - 1) / kSpatialPixels));
-            rcmg_spatial_kernel<T, Acc, Out, N><<<grid, block, 0, stream>>>(cube, out, W, H, B, options.reject, options.squared);
+            rcmg_spatial_kernel<T, Acc, Out, N><<<grid, block, 0, stream>>>(cube, out, g, options.reject, options.squared);
             CUBEKIT_CHECK_LAUNCH(ctx, "rcmg_spatial_kernel", grid, block);
             break;
         }
@@ -319,7 +333,7 @@ void launch(const Context& ctx, const T* cube, Out* out, int W, int H, int B, co
             constexpr std::size_t smem = pairs_smem_bytes<N, Acc>();
             static_assert(smem <= 48 * 1024, "shared-pairs tile must fit the default 48 KB");
             const dim3 block(kPairsX, kPairsY), grid(div_up(W, kOutX), div_up(H, kOutY));
-            rcmg_shared_pairs_kernel<T, Acc, Out, N><<<grid, block, smem, stream>>>(cube, out, W, H, B, options.reject, options.squared);
+            rcmg_shared_pairs_kernel<T, Acc, Out, N><<<grid, block, smem, stream>>>(cube, out, g, options.reject, options.squared);
             CUBEKIT_CHECK_LAUNCH(ctx, "rcmg_shared_pairs_kernel", grid, block);
             break;
         }
@@ -327,21 +341,28 @@ void launch(const Context& ctx, const T* cube, Out* out, int W, int H, int B, co
 }
 
 template <typename T, typename Acc, typename Out>
-void launch_connectivity(const Context& ctx, const DeviceCube& cube, DeviceCube& out, const RcmgOptions& options) {
-    const CubeShape& s = cube.shape();
-    const T* d_cube = static_cast<const T*>(cube.data());
-    Out* d_out = static_cast<Out*>(out.data());
-    if (options.connectivity == 4) launch<T, Acc, Out, 5>(ctx, d_cube, d_out, s.width, s.height, s.bands, options);
-    else launch<T, Acc, Out, 9>(ctx, d_cube, d_out, s.width, s.height, s.bands, options);
+void launch_connectivity(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options) {
+    const Geometry g{cube.width(), cube.height(), cube.bands(), int(cube.height() > 1 ? cube.strides().y : cube.width()),
+                     cube.strides().b, out.height() > 1 ? out.strides().y : out.width()};
+    const T* d_cube = cube.typed<T>().data;
+    Out* d_out = out.typed<Out>().data;
+    if (options.connectivity == 4) launch<T, Acc, Out, 5>(ctx, d_cube, d_out, g, options);
+    else launch<T, Acc, Out, 9>(ctx, d_cube, d_out, g, options);
 }
 
 }  // namespace
 
-void rcmg_cuda(const Context& ctx, const DeviceCube& cube, DeviceCube& out, const RcmgOptions& options) {
-    if (cube.shape().num_pixels() > std::size_t(INT32_MAX))
-        throw InvalidInput("rcmg: " + cube.shape().describe() + " has more than 2^31 pixels per band; tile it");
+bool rcmg_cuda_accepts(const CubeView& cube) {
+    // Rows contiguous, bands after rows (a BSQ cube or a window of one), in-plane offsets < 2^31.
+    return cube.is_pitched(Layout::BSQ) &&
+           std::int64_t(cube.height()) * (cube.height() > 1 ? cube.strides().y : cube.width()) < std::int64_t(INT32_MAX);
+}
+
+void rcmg_cuda(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options) {
+    if (cube.num_pixels() > std::size_t(INT32_MAX))
+        throw InvalidInput("rcmg: " + cube.describe() + " has more than 2^31 pixels per band; tile it");
     CUBEKIT_CUDA_CHECK(cudaSetDevice(ctx.device()));
-    visit_dtype(cube.shape().dtype, [&](auto tag) {
+    visit_dtype(cube.dtype(), [&](auto tag) {
         using T = decltype(tag);
         if (options.precision == Precision::F64) {
             if (options.out_type == DType::F64) launch_connectivity<T, double, double>(ctx, cube, out, options);

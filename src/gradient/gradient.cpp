@@ -1,4 +1,5 @@
 // RCMG front door: validate once, choose the backend (spec/gradient-watershed.md, Part A).
+#include <optional>
 #include <string>
 
 #include "cubekit/error.hpp"
@@ -8,43 +9,16 @@
 
 namespace cubekit {
 
-std::string_view precision_name(Precision p) { return p == Precision::F32 ? "f32" : "f64"; }
-
-Precision parse_precision(std::string_view name, std::string_view what) {
-    if (name == "f32" || name == "float32" || name == "single") return Precision::F32;
-    if (name == "f64" || name == "float64" || name == "double") return Precision::F64;
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected f32 or f64");
-}
-
-std::string_view partition_name(RcmgPartition p) {
-    switch (p) {
-        case RcmgPartition::Auto: return "auto";
-        case RcmgPartition::Spatial: return "spatial";
-        case RcmgPartition::Spectral: return "spectral";
-    }
-    return "?";
-}
-
-RcmgPartition parse_partition(std::string_view name, std::string_view what) {
-    if (name == "auto") return RcmgPartition::Auto;
-    if (name == "spatial") return RcmgPartition::Spatial;
-    if (name == "spectral") return RcmgPartition::Spectral;
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected auto, spatial or spectral");
-}
-
 void check_rcmg_arguments(const CubeShape& shape, const RcmgOptions& options) {
-    if (options.connectivity != 4 && options.connectivity != 8)
-        throw InvalidInput("rcmg: connectivity = " + std::to_string(options.connectivity) + "; expected 4 or 8");
+    check_fields(options, "rcmg");
+    // r pairs leave 2r of the window's n vectors; at least two must remain to form a pair.
     const int n = options.connectivity == 4 ? 5 : 9;
     const int max_reject = (n - 2) / 2;
-    if (options.reject < 0 || options.reject > max_reject)
+    if (options.reject > max_reject)
         throw InvalidInput("rcmg: reject = " + std::to_string(options.reject) + "; expected 0.." +
-                           std::to_string(max_reject) + " with " + std::to_string(options.connectivity) +
-                           "-connectivity");
-    if (options.out_type != DType::F32 && options.out_type != DType::F64)
-        throw InvalidInput("rcmg: out-type = " + std::string(dtype_name(options.out_type)) + "; expected f32 or f64");
+                           std::to_string(max_reject) + " with connectivity = " + std::to_string(options.connectivity));
     if (options.out_type == DType::F64 && options.precision != Precision::F64)
-        throw InvalidInput("rcmg: out-type = f64 needs precision = f64 (an f32 accumulation has no f64 digits to give)");
+        throw InvalidInput("rcmg: out_type = f64 needs precision = f64 (an f32 accumulation has no f64 digits to give)");
     if (shape.width <= 0 || shape.height <= 0 || shape.bands <= 0)
         throw InvalidInput("rcmg: the cube is " + std::to_string(shape.width) + "x" + std::to_string(shape.height) +
                            "x" + std::to_string(shape.bands) + "; width, height and bands must be at least 1");
@@ -60,42 +34,74 @@ std::string_view rcmg_implementation(const Context& ctx, const RcmgOptions& opti
     return "?";
 }
 
-Cube rcmg(const Context& ctx, const Cube& cube, const RcmgOptions& options) {
-    check_rcmg_arguments(cube.shape(), options);
-    ctx.log("rcmg: " + std::string(rcmg_implementation(ctx, options)) + ", " + cube.shape().describe());
-    // The kernels want BSQ (each band a contiguous image); other layouts are converted once.
-    const Cube converted = cube.layout() == Layout::BSQ ? Cube() : cube.to_layout(Layout::BSQ);
-    const Cube& bsq = cube.layout() == Layout::BSQ ? cube : converted;
-    if (!ctx.is_cuda()) {
-        Cube out(cube.width(), cube.height(), 1, options.out_type, Layout::BSQ);
-        detail::rcmg_cpu(ctx, bsq, out, options);
-        return out;
-    }
-    const DeviceCube d_cube = DeviceCube::upload(ctx, bsq);
-    DeviceCube d_out(ctx, CubeShape{cube.width(), cube.height(), 1, options.out_type, Layout::BSQ});
-    detail::rcmg_cuda(ctx, d_cube, d_out, options);
-    return d_out.download(ctx);
+namespace {
+
+void check_rcmg_output(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options) {
+    if (out.on_device() != ctx.is_cuda())
+        throw InvalidInput(std::string("rcmg_into: out is in ") + (out.on_device() ? "device" : "host") +
+                           " memory but the context runs on the " + std::string(ctx.backend_name()) +
+                           (ctx.is_cuda() ? " (device outputs only)" : " (host outputs only)"));
+    if (out.on_device() && out.device() != ctx.device())
+        throw InvalidInput("rcmg_into: out is on device " + std::to_string(out.device()) + ", the context on device " +
+                           std::to_string(ctx.device()));
+    if (out.width() != cube.width() || out.height() != cube.height() || out.bands() != 1 || out.dtype() != options.out_type)
+        throw InvalidInput("rcmg_into: out is " + out.describe() + "; expected " + std::to_string(cube.width()) + "x" +
+                           std::to_string(cube.height()) + "x1 " + std::string(dtype_name(options.out_type)));
 }
 
-void rcmg_into(const Context& ctx, const DeviceCube& cube, DeviceCube& out, const RcmgOptions& options) {
-    check_rcmg_arguments(cube.shape(), options);
-    if (!ctx.is_cuda()) throw InvalidInput("rcmg_into: the context runs on the CPU; device cubes need a CUDA context");
-    if (cube.shape().layout != Layout::BSQ)
-        throw InvalidInput("rcmg_into: the device cube is " + std::string(layout_name(cube.shape().layout)) +
-                           "; expected bsq");
-    const CubeShape& o = out.shape();
-    if (o.width != cube.shape().width || o.height != cube.shape().height || o.bands != 1 || o.dtype != options.out_type)
-        throw InvalidInput("rcmg_into: output is " + o.describe() + "; expected " + std::to_string(cube.shape().width) +
-                           "x" + std::to_string(cube.shape().height) + "x1 " + std::string(dtype_name(options.out_type)));
-    detail::rcmg_cuda(ctx, cube, out, options);
+// CUDA: reads a BSQ cube (or window) on the context's device where it is, else one upload or
+// device reorder; writes `out` directly when its rows are contiguous.
+void rcmg_on_device(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options) {
+    const bool in_place = cube.on_device() && cube.device() == ctx.device() && detail::rcmg_cuda_accepts(cube);
+    std::optional<CubeInLayout> converted;
+    if (!in_place) converted.emplace(ctx, cube, Layout::BSQ, Memory::Device);
+    const CubeView& input = in_place ? cube : converted->view();
+    if (out.is_pitched(Layout::BSQ)) {
+        detail::rcmg_cuda(ctx, input, out, options);
+        if (converted) ctx.synchronize();  // the converted copy is freed stream-ordered; finish before it goes
+        return;
+    }
+    DeviceCube dense(ctx, CubeShape{cube.width(), cube.height(), 1, options.out_type, Layout::BSQ});
+    detail::rcmg_cuda(ctx, input, dense.mutable_view(), options);
+    copy_cube(ctx, dense.view(), out);
+}
+
+}  // namespace
+
+void rcmg_into(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options) {
+    check_rcmg_arguments(shape_of(cube), options);
+    check_rcmg_output(ctx, cube, out, options);
+    ctx.log("rcmg: " + std::string(rcmg_implementation(ctx, options)) + ", " + cube.describe());
+    if (ctx.is_cuda()) {
+        rcmg_on_device(ctx, cube, out, options);
+        return;
+    }
+    // The CPU reference reads any host view through its strides; device input comes down once.
+    std::optional<CubeInLayout> host;
+    if (cube.on_device()) host.emplace(ctx, cube, Layout::BSQ, Memory::Host);
+    detail::rcmg_cpu(ctx, host ? host->view() : cube, out, options);
+}
+
+Cube rcmg(const Context& ctx, const CubeView& cube, const RcmgOptions& options) {
+    check_rcmg_arguments(shape_of(cube), options);
+    Cube out(cube.width(), cube.height(), 1, options.out_type, Layout::BSQ);
+    if (!ctx.is_cuda()) {
+        rcmg_into(ctx, cube, out, options);
+        return out;
+    }
+    DeviceCube d_out(ctx, out.shape());
+    rcmg_into(ctx, cube, d_out, options);
+    copy_cube(ctx, d_out.view(), out);
+    return out;
 }
 
 }  // namespace cubekit
 
 #ifndef CUBEKIT_HAVE_CUDA
 namespace cubekit::detail {
-// CPU-only build: a CUDA context cannot exist, so this is unreachable through the public API.
-void rcmg_cuda(const Context&, const DeviceCube&, DeviceCube&, const RcmgOptions&) {
+// CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
+bool rcmg_cuda_accepts(const CubeView&) { return false; }
+void rcmg_cuda(const Context&, const CubeView&, const MutableCubeView&, const RcmgOptions&) {
     throw DeviceError("rcmg: this cubekit was built without CUDA");
 }
 }  // namespace cubekit::detail

@@ -1,5 +1,6 @@
-// Low-level file access for the I/O module: the atomic output file used by every writer, the
-// input file used by every hand-written reader, and the two error constructors.
+// Low-level file access for the I/O module: the atomic output file used by every writer (and by
+// write_text_file, the one public atomic text writer), the input file used by every hand-written
+// reader, and the two error constructors.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -180,3 +181,13 @@ void AtomicFile::commit() {
 }
 
 }  // namespace cubekit::io_detail
+
+namespace cubekit {
+
+void write_text_file(const std::filesystem::path& path, std::string_view text) {
+    io_detail::AtomicFile file("write_text_file", path);
+    file.write(text);
+    file.commit();
+}
+
+}  // namespace cubekit

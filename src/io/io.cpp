@@ -83,31 +83,11 @@ Cube image_as_bip(std::string_view fn, const fs::path& path, const Cube& cube, i
 
 using namespace io_detail;
 
-namespace {
-constexpr std::pair<FileFormat, std::string_view> kFormatNames[] = {
-    {FileFormat::Auto, "auto"}, {FileFormat::Envi, "envi"}, {FileFormat::Npy, "npy"},
-    {FileFormat::Mat, "mat"},   {FileFormat::Png, "png"},   {FileFormat::Pnm, "pnm"},
-    {FileFormat::Jpeg, "jpeg"}, {FileFormat::Gdal, "gdal"},
-};
-}  // namespace
-
-std::string_view format_name(FileFormat f) {
-    for (const auto& [fmt, name] : kFormatNames)
-        if (fmt == f) return name;
-    return "unknown";
-}
-
 FileFormat parse_format(std::string_view name, std::string_view what) {
-    const std::string lower = to_lower(trim(name));
-    for (const auto& [fmt, n] : kFormatNames)
-        if (lower == n) return fmt;
-    if (lower == "jpg") return FileFormat::Jpeg;
-    std::string msg = "parse_format: " + std::string(what) + " = '" + std::string(name) + "'; expected one of ";
-    for (std::size_t i = 0; i < std::size(kFormatNames); ++i) {
-        if (i) msg += ", ";
-        msg += kFormatNames[i].second;
-    }
-    throw InvalidInput(msg);
+    if (const std::optional<FileFormat> f = find_enum<FileFormat>(name)) return *f;
+    std::string all;
+    for (std::string_view n : enum_choices<FileFormat>()) all += (all.empty() ? "" : ", ") + std::string(n);
+    throw InvalidInput("parse_format: " + std::string(what) + " = '" + std::string(name) + "'; expected one of " + all);
 }
 
 Cube read_cube(const std::filesystem::path& path, const ReadOptions& options) {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "cubekit/context.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/kmeans_color.hpp"
 
@@ -46,6 +47,16 @@ const LabTables& tables() {
 
 constexpr double kDelta = 6.0 / 29.0;
 
+// The samples of `image` in host memory: the view itself, or a host copy of a device view (made
+// with a CUDA context on its device: these helpers take no context).
+CubeView host_view(const CubeView& image, Cube& copy) {
+    if (!image.on_device()) return image;
+    const Context gpu({.backend = Backend::Cuda, .device = image.device()});
+    copy = Cube(image.width(), image.height(), image.bands(), image.dtype(), Layout::BIP);
+    copy_cube(gpu, image, copy.mutable_view());
+    return copy.view();
+}
+
 double lab_f(double t) { return t > kDelta * kDelta * kDelta ? std::cbrt(t) : t / (3 * kDelta * kDelta) + 4.0 / 29.0; }
 double lab_f_inverse(double t) { return t > kDelta ? t * t * t : 3 * kDelta * kDelta * (t - 4.0 / 29.0); }
 
@@ -81,24 +92,23 @@ std::array<std::uint8_t, 3> lab_to_srgb_u8(double L, double a, double b) {
     return rgb;
 }
 
-Cube rgb_u8_to_lab(const Cube& rgb) {
+Cube rgb_u8_to_lab(const CubeView& rgb) {
     if (rgb.dtype() != DType::U8 || rgb.bands() != 3)
-        throw InvalidInput("rgb_u8_to_lab: the image is " + rgb.shape().describe() + "; expected 3 bands of u8 (sRGB)");
-    const Cube bip = rgb.to_layout(Layout::BIP);
-    Cube lab(rgb.width(), rgb.height(), 3, DType::F32, Layout::BIP);
-    lab.metadata() = rgb.metadata();
-    lab.metadata().wavelengths.clear();
+        throw InvalidInput("rgb_u8_to_lab: the image is " + rgb.describe() + "; expected 3 bands of u8 (sRGB)");
+    Cube copy;
+    const StridedView<const std::uint8_t> src = host_view(rgb, copy).typed<std::uint8_t>();
+    const int W = rgb.width(), H = rgb.height();
+    Cube lab(W, H, 3, DType::F32, Layout::BIP);
     lab.metadata().band_names = {"L", "a", "b"};
-    const std::uint8_t* src = bip.data<std::uint8_t>();
     float* dst = lab.data<float>();
-    const std::size_t n = bip.shape().num_pixels();
     // Photos repeat colours a lot, but a 2^24 cache would cost 200 MB; the conversion is cheap enough.
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < std::int64_t(n); ++i) {
-        const std::size_t p = std::size_t(i) * 3;
-        const auto v = srgb_u8_to_lab(src[p], src[p + 1], src[p + 2]);
-        for (std::size_t c = 0; c < 3; ++c) dst[p + c] = float(v[c]);
-    }
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+            const auto v = srgb_u8_to_lab(src(x, y, 0), src(x, y, 1), src(x, y, 2));
+            const std::size_t p = (std::size_t(y) * std::size_t(W) + std::size_t(x)) * 3;
+            for (std::size_t c = 0; c < 3; ++c) dst[p + c] = float(v[c]);
+        }
     return lab;
 }
 
@@ -114,24 +124,28 @@ std::vector<std::uint8_t> lab_to_rgb_u8(const std::vector<double>& lab) {
     return rgb;
 }
 
-std::vector<std::int32_t> dither_floyd_steinberg(const Cube& image, const std::vector<double>& palette,
+std::vector<std::int32_t> dither_floyd_steinberg(const CubeView& image, const std::vector<double>& palette,
                                                  const std::vector<std::uint8_t>& mask) {
     const int W = image.width(), H = image.height(), m = image.bands();
     if (m < 1 || palette.empty() || palette.size() % std::size_t(m) != 0)
         throw InvalidInput("dither_floyd_steinberg: palette of " + std::to_string(palette.size()) + " values for " +
                            std::to_string(m) + " bands; expected a positive multiple of the band count");
-    if (!mask.empty() && mask.size() != image.shape().num_pixels())
+    if (!mask.empty() && mask.size() != image.num_pixels())
         throw InvalidInput("dither_floyd_steinberg: mask of " + std::to_string(mask.size()) + " pixels for a " +
                            std::to_string(W) + "x" + std::to_string(H) + " image");
     const std::size_t n = palette.size() / std::size_t(m), M = std::size_t(m);
-    const Cube bip = image.to_layout(Layout::BIP);
-    std::vector<double> values(bip.num_elements());
-    visit_dtype(bip.dtype(), [&](auto tag) {
+    // The samples as doubles, pixel-major (the error diffusion reads them pixel by pixel).
+    Cube copy;
+    const CubeView host = host_view(image, copy);
+    std::vector<double> values(image.num_elements());
+    visit_dtype(image.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        const T* src = bip.data<T>();
-        for (std::size_t i = 0; i < values.size(); ++i) values[i] = double(src[i]);
+        const StridedView<const T> src = host.typed<T>();
+        for (int y = 0; y < H; ++y)
+            for (int x = 0; x < W; ++x)
+                for (int b = 0; b < m; ++b) values[(std::size_t(y) * std::size_t(W) + std::size_t(x)) * M + std::size_t(b)] = double(src(x, y, b));
     });
-    std::vector<std::int32_t> labels(bip.shape().num_pixels(), -1);
+    std::vector<std::int32_t> labels(image.num_pixels(), -1);
     // Error rows with one pixel of padding on each side, so the neighbours need no bounds checks.
     std::vector<double> err_here((std::size_t(W) + 2) * M, 0.0), err_next(err_here.size(), 0.0);
     std::vector<double> want(M);

@@ -1,11 +1,11 @@
 // CPU reference of k-means (spec kmeans.md §3), OpenMP. The readable specification: every step
 // in the order the spec states it; the CUDA backend must reproduce its labels, counts, centroids
-// and iterations bit for bit.
+// and iterations bit for bit. Pixels are read through the view's strides (any layout or window,
+// no copy) and the labels and the painted image are written into the caller's views.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "cubekit/error.hpp"
@@ -23,59 +23,52 @@ constexpr std::int64_t kChunk = 4096;
 template <typename T, typename D>
 class CpuKmeans {
 public:
-    CpuKmeans(const Context& ctx, const Cube& image, const KmeansOptions& options, KmeansResult& result)
-        : ctx_(ctx), o_(options), r_(result), x_(image.data<T>()), m_(image.bands()), k_(options.k),
-          pixels_(std::int64_t(image.shape().num_pixels())), image_(image), nt_(ctx.threads()) {}
+    CpuKmeans(const Context& ctx, const CubeView& image, const MutableCubeView& labels, const MutableCubeView& quantized,
+              const KmeansOptions& options, KmeansResult& result)
+        : ctx_(ctx), o_(options), r_(result), image_(image), x_(image.typed<T>()), labels_(labels.typed<std::int32_t>()),
+          quantized_(quantized), m_(image.bands()), k_(options.k), pixels_(std::int64_t(image.num_pixels())),
+          nt_(ctx.threads()) {}
 
     void run() {
         prepare();
-        std::vector<D> best;
-        i128 best_exact = 0;
-        std::vector<D> best_prev;
-        for (int r = 0; r < o_.n_init; ++r) {
-            ctx_.check_cancelled("kmeans");
-            KmeansRun run;
-            run.seed = o_.seed + std::uint64_t(r);
-            std::vector<D> c = initial_centroids(run.seed);
-            std::vector<D> prev = c;
-            lloyd(c, prev, run);
-            // With restarts each one's final statistics choose the winner; with one run the
-            // labelling pass in finish() gives them (no second pass).
-            if (o_.n_init > 1) {
-                const Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/false, true);
-                run.inertia = f.inertia;
-                run.k_effective = int(std::count_if(f.counts.begin(), f.counts.end(), [](auto n) { return n > 0; }));
-                if (r_.restarts.empty() || f.exact < best_exact) {
-                    best_exact = f.exact;
-                    best = c;
-                    best_prev = prev;
-                    r_.winner = int(r_.restarts.size());
-                }
-            } else {
-                best = c;
-                best_prev = prev;
-            }
-            r_.restarts.push_back(std::move(run));
-            ctx_.progress(std::size_t(r + 1), std::size_t(o_.n_init));
-        }
-        finish(best, best_prev);
+        const auto [c, prev] = run_restarts<D>(
+            ctx_, o_, r_, [&](std::uint64_t seed) { return initial_centroids(seed); },
+            [&](std::vector<D>& cent, std::vector<D>& previous, KmeansRun& run) { lloyd(cent, previous, run); },
+            [&](const std::vector<D>& cent, const std::vector<D>& previous) {
+                return final_pass(o_.legacy ? previous : cent, cent, /*want_labels=*/false, true);
+            });
+        finish(c, prev);
     }
 
 private:
-    struct Final {
-        std::vector<std::uint64_t> counts;
-        double inertia = 0;
-        i128 exact = 0;
-        std::vector<std::int32_t> labels;
-    };
+    using Final = RestartStats;
 
-    const T* pixel(std::int64_t valid_index) const { return x_ + valid_[std::size_t(valid_index)] * m_; }
-    const T* raster(std::int64_t p) const { return x_ + p * m_; }
+    // Valid pixel i and raster pixel p: their m samples, read where they are.
+    km::Spectrum<T> pixel(std::int64_t valid_index) const {
+        const std::int64_t at = offsets_.empty() ? valid_[std::size_t(valid_index)] * m_ : offsets_[std::size_t(valid_index)];
+        return {x_.data + at, x_.strides.b};
+    }
+    km::Spectrum<T> raster(std::int64_t p) const {
+        if (dense_) return {x_.data + p * m_, 1};
+        return {&x_(int(p % x_.width), int(p / x_.width), 0), x_.strides.b};
+    }
+    // The caller's label of raster pixel p.
+    std::int32_t& label_of(std::int64_t p) const {
+        if (labels_.strides.x == 1 && labels_.strides.y == labels_.width) return labels_.data[p];
+        return labels_(int(p % labels_.width), int(p / labels_.width), 0);
+    }
     std::int64_t valid() const { return std::int64_t(valid_.size()); }
     std::int64_t chunks() const { return (valid() + kChunk - 1) / kChunk; }
 
     void prepare() {
-        plan_ = prepare_kmeans(image_, o_, nt_, valid_);
+        plan_ = prepare_kmeans(ctx_, image_, o_, valid_);
+        // A dense BIP image finds pixel p at p·m; any other view keeps each valid pixel's offset,
+        // so the hot loops divide nothing.
+        dense_ = image_.is_dense(Layout::BIP);
+        if (!dense_) {
+            offsets_.resize(valid_.size());
+            for (std::size_t i = 0; i < valid_.size(); ++i) offsets_[i] = raster(valid_[i]).first - x_.data;
+        }
         // Small images run on one thread: a thread team costs more than it saves there.
         parallel_ = valid() >= 32768;
         r_.valid_pixels = valid();
@@ -90,7 +83,15 @@ private:
             kmeanspp(seed, sample, c);
             return c;
         }
-        const std::vector<double> init = simple_init(image_, plan_, o_, sample, seed);
+        const std::vector<double> init =
+            simple_init(plan_, o_, std::int64_t(sample.size()), seed, [&](const std::vector<std::int64_t>& positions) {
+                std::vector<double> v;
+                for (std::int64_t s : positions) {
+                    const km::Spectrum<T> x = raster(sample[std::size_t(s)]);
+                    for (int b = 0; b < m_; ++b) v.push_back(double(x[b]));
+                }
+                return v;
+            });
         for (std::size_t i = 0; i < c.size(); ++i) c[i] = D(init[i]);
         return c;
     }
@@ -98,7 +99,8 @@ private:
     // Fixed-point values (exponent e_d) of the pixel at raster index p.
     std::vector<std::int64_t> fixed_of(std::int64_t p) const {
         std::vector<std::int64_t> q(static_cast<std::size_t>(m_));
-        for (int b = 0; b < m_; ++b) q[std::size_t(b)] = km::to_fixed_scaled(double(raster(p)[b]), plan_.scale_d);
+        const km::Spectrum<T> x = raster(p);
+        for (int b = 0; b < m_; ++b) q[std::size_t(b)] = km::to_fixed_scaled(double(x[b]), plan_.scale_d);
         return q;
     }
 
@@ -110,9 +112,10 @@ private:
         const bool cached = n * m_ <= (std::int64_t(1) << 25);
         std::vector<std::int64_t> qx(cached ? std::size_t(n * m_) : 0);
         if (cached)
-            for (std::int64_t i = 0; i < n; ++i)
-                for (int b = 0; b < m_; ++b)
-                    qx[std::size_t(i * m_ + b)] = km::to_fixed_scaled(double(raster(sample[std::size_t(i)])[b]), plan_.scale_d);
+            for (std::int64_t i = 0; i < n; ++i) {
+                const km::Spectrum<T> x = raster(sample[std::size_t(i)]);
+                for (int b = 0; b < m_; ++b) qx[std::size_t(i * m_ + b)] = km::to_fixed_scaled(double(x[b]), plan_.scale_d);
+            }
         auto distance = [&](std::int64_t i, const std::int64_t* qc) {
             if (!cached) return km::exact_distance(raster(sample[std::size_t(i)]), qc, m_, plan_.scale_d);
             i128 d = 0;
@@ -123,7 +126,8 @@ private:
             return d;
         };
         auto set_centre = [&](int j, std::int64_t s) {
-            for (int b = 0; b < m_; ++b) c[std::size_t(j) * m_ + b] = D(raster(sample[std::size_t(s)])[b]);
+            const km::Spectrum<T> x = raster(sample[std::size_t(s)]);
+            for (int b = 0; b < m_; ++b) c[std::size_t(j) * m_ + b] = D(x[b]);
         };
         const auto first = std::int64_t(km::scaled_index(km::draw53(seed, 1, 0), std::uint64_t(n)));
         set_centre(0, first);
@@ -203,7 +207,7 @@ private:
         return chunked_pass(
             Local{sums, counts},
             [&](std::int64_t i, Local& l) {
-                const T* x = pixel(i);
+                const km::Spectrum<T> x = pixel(i);
                 D d;
                 const int j = km::nearest(x, c.data(), k_, m_, d);
                 ++l.n[std::size_t(j)];
@@ -230,19 +234,8 @@ private:
             cand[std::size_t(i)] = FarPixel{i, double(d)};
         }
         const std::vector<FarPixel> far = farthest(std::move(cand), empty.size());
-        for (std::size_t e = 0; e < far.size(); ++e) {
-            const T* x = pixel(far[e].index);
-            D d;
-            const int from = km::nearest(x, c.data(), k_, m_, d);
-            const int to = empty[e];
-            --counts[std::size_t(from)];
-            counts[std::size_t(to)] = 1;
-            for (int b = 0; b < m_; ++b) {
-                const std::int64_t q = km::sum_value(x[b], plan_.scale);
-                sums[std::size_t(from) * m_ + b] -= q;
-                sums[std::size_t(to) * m_ + b] = q;
-            }
-        }
+        for (std::size_t e = 0; e < far.size(); ++e)
+            relocate_pixel(pixel(far[e].index), c, k_, m_, empty[e], plan_.scale, sums, counts);
     }
 
     void lloyd(std::vector<D>& c, std::vector<D>& prev, KmeansRun& run) const {
@@ -272,7 +265,6 @@ private:
     Final final_pass(const std::vector<D>& assign, const std::vector<D>& paint, bool want_labels, bool want_exact) const {
         Final f;
         f.counts.assign(std::size_t(k_), 0);
-        if (want_labels) f.labels.assign(std::size_t(pixels_), -1);
         std::vector<std::int64_t> qpaint(paint.size());
         if (want_exact)
             for (std::size_t i = 0; i < paint.size(); ++i)
@@ -284,12 +276,12 @@ private:
         f.inertia = chunked_pass(
             Local{f.counts, 0},
             [&](std::int64_t i, Local& l) {
-                const T* x = pixel(i);
+                const km::Spectrum<T> x = pixel(i);
                 D d;
                 const int j = km::nearest(x, assign.data(), k_, m_, d);
                 if (&assign != &paint) d = km::sq_distance(x, paint.data() + std::size_t(j) * m_, m_);
                 ++l.n[std::size_t(j)];
-                if (want_labels) f.labels[std::size_t(valid_[std::size_t(i)])] = j;
+                if (want_labels) label_of(valid_[std::size_t(i)]) = j;
                 if (want_exact) l.exact += km::exact_distance(x, qpaint.data() + std::size_t(j) * m_, m_, plan_.scale_d);
                 return double(d);
             },
@@ -301,51 +293,56 @@ private:
     }
 
     void finish(const std::vector<D>& c, const std::vector<D>& prev) {
-        Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/true, false);
-        const KmeansRun& win = r_.restarts[std::size_t(r_.winner)];
-        r_.inertia = f.inertia;
-        r_.restarts[std::size_t(r_.winner)].inertia = f.inertia;
-        r_.iterations = win.iterations;
-        r_.converged = win.converged;
-        r_.history = win.history;
-        const std::vector<double> cd(c.begin(), c.end());
-        const std::vector<int> new_label = sort_result(r_, cd, f.counts, image_.dtype(), o_.legacy);
-        r_.restarts[std::size_t(r_.winner)].k_effective = r_.k_effective;
-        r_.labels = std::move(f.labels);
-        for (auto& l : r_.labels)
-            if (l >= 0) l = new_label[std::size_t(l)];
-        if (!o_.paint) return;
-        r_.quantized = image_.clone();
-        T* q = r_.quantized.template data<T>();
+        // Excluded pixels keep −1; the final pass labels the others in the caller's view.
+        if (valid() < pixels_) {
+#pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
+            for (int y = 0; y < labels_.height; ++y)
+                for (int x = 0; x < labels_.width; ++x) labels_(x, y, 0) = -1;
+        }
+        const Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/true, false);
+        relabel_paint(finish_result(r_, c, f.counts, f.inertia, image_.dtype(), o_.legacy));
+    }
+
+    // Labels renumbered after the sort; the painted image takes the palette, excluded pixels
+    // their own samples.
+    void relabel_paint(const std::vector<int>& new_label) const {
         std::vector<T> pal(r_.palette.size());
         for (std::size_t i = 0; i < pal.size(); ++i) pal[i] = T(r_.palette[i]);
+        const bool paint = !quantized_.empty();
+        const StridedView<T> q = paint ? quantized_.typed<T>() : StridedView<T>{};
 #pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
-        for (std::int64_t p = 0; p < pixels_; ++p) {
-            const std::int32_t l = r_.labels[std::size_t(p)];
-            if (l >= 0) std::memcpy(q + p * m_, pal.data() + std::size_t(l) * m_, sizeof(T) * std::size_t(m_));
-        }
+        for (int y = 0; y < labels_.height; ++y)
+            for (int x = 0; x < labels_.width; ++x) {
+                std::int32_t& l = labels_(x, y, 0);
+                if (l >= 0) l = new_label[std::size_t(l)];
+                if (!paint) continue;
+                for (int b = 0; b < m_; ++b) q(x, y, b) = l >= 0 ? pal[std::size_t(l) * m_ + b] : x_(x, y, b);
+            }
     }
 
     const Context& ctx_;
     const KmeansOptions& o_;
     KmeansResult& r_;
-    const T* x_;
+    const CubeView& image_;
+    StridedView<const T> x_;
+    StridedView<std::int32_t> labels_;
+    const MutableCubeView& quantized_;
     int m_, k_;
     std::int64_t pixels_;
-    const Cube& image_;
     int nt_;
     bool parallel_ = true;
-    std::vector<std::int64_t> valid_;
+    bool dense_ = true;  // the image is dense BIP: raster pixel p starts at p·m
+    std::vector<std::int64_t> valid_;    // raster index of each valid pixel
+    std::vector<std::int64_t> offsets_;  // element offset of each valid pixel (views other than dense BIP)
     KmeansPlan plan_;
 };
 
 }  // namespace
 
-void kmeans_cpu(const Context& ctx, const Cube& image, const KmeansOptions& options, KmeansResult& result) {
-    visit_dtype(image.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        using D = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        CpuKmeans<T, D>(ctx, image, options, result).run();
+void kmeans_cpu(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                const MutableCubeView& quantized, const KmeansOptions& options, KmeansResult& result) {
+    visit_kmeans_types(image.dtype(), [&](auto t, auto d) {
+        CpuKmeans<decltype(t), decltype(d)>(ctx, image, labels, quantized, options, result).run();
     });
 }
 

@@ -1,409 +1,279 @@
-// CUDA k-means (spec kmeans.md §4.2). The host prepares the plan and the init sample with the
-// very code the CPU reference uses (prepare.cpp); the device runs every pass over the pixels:
-// the k-means++ weight passes, one fused assign+accumulate pass per Lloyd iteration with the
-// update as a one-block kernel (iterations are enqueued in batches and skip themselves once the
-// device-side status says converged: the host reads a 16-byte status per batch, not per
-// iteration), the final labelling pass and the paint pass. Sums are exact int64, so labels,
-// counts, centroids and iterations equal the CPU's bit for bit.
+// CUDA k-means (spec kmeans.md §4.2): the engine's control flow on the host, every pass over the
+// pixels on the device. The first pass (prepare_cuda.cu) finds the valid pixels and the plan;
+// k-means++ (kmeanspp_cuda.cu) chooses its centres on the device; each Lloyd iteration is one
+// fused assign + accumulate kernel with the update as a one-block kernel (iterations are queued
+// in batches and skip themselves once the device-side status says converged: the host reads a
+// 16-byte status per batch, not per iteration); then the final labelling pass and the relabel +
+// paint pass write the caller's views. Everything that chooses (the plan, the init draws, the
+// relocation, the sort) runs the CPU reference's code on exact integers or bit-identical
+// distances, and only k- and m-sized arrays cross to the host, so labels, counts, centroids and
+// iterations equal the CPU's bit for bit.
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstring>
 
-#include "core/cuda_check.hpp"
-#include "cubekit/error.hpp"
-#include "kmeans/kmeans_internal.hpp"
+#include "kmeans/cuda_internal.hpp"
+#include "kmeans/lloyd_kernels.cuh"
 
 namespace cubekit::detail {
 namespace {
 
-using km::i128;
-using u64 = unsigned long long;
-
-constexpr int kBlock = 256;
-constexpr std::size_t kSharedLimit = 160 * 1024;  // dynamic shared memory we allow one block
-constexpr int kShiftShared = 4096;                 // clusters whose shifts the update keeps in shared memory
-
-// Device-side loop state, read by the host once per batch.
-struct Status {
-    int done;        // converged, or max_iter reached
-    int converged;
-    int stalled;     // an iteration left a cluster empty under `relocate`: the host relocates
-    int iterations;  // iterations completed
-};
-
-__device__ void atomic_add_i128(u64* acc, i128 v) {
-    const u64 lo = u64(v), hi = u64(km::u128(v) >> 64);
-    const u64 old = atomicAdd(acc, lo);
-    atomicAdd(acc + 1, hi + (old + lo < old ? 1ull : 0ull));  // carry of the low word, exactly once
-}
-
-// 64-bit add into two 32-bit shared words: the low word's carry goes into the high word exactly
-// once, so the pair holds the exact sum modulo 2^64 (two's complement: signed sums too).
-__device__ void shared_add64(unsigned* pair, std::int64_t v) {
-    const auto u = u64(v);
-    const auto lo = unsigned(u), hi = unsigned(u >> 32);
-    const unsigned old = atomicAdd(pair, lo);
-    atomicAdd(pair + 1, hi + (old + lo < old ? 1u : 0u));
-}
-
-// Byte offset of the centroids in the assign kernel's shared memory (after 2·k·m sum words and
-// k counters, 16-byte aligned).
-__host__ __device__ constexpr std::size_t shared_centroid_offset(int k, int m) {
-    return (std::size_t(k) * m * 8 + std::size_t(k) * 4 + 15) / 16 * 16;
-}
-
-i128 read_i128(const u64* two) { return i128((km::u128(two[1]) << 64) | km::u128(two[0])); }
-
-// Pixel i of a pass: raster index idx[i] when some pixels are excluded, else i itself.
-template <typename T>
-struct Pixels {
-    const T* x;
-    const std::int64_t* idx;
-    int m;
-    __device__ const T* operator()(std::int64_t i) const { return x + (idx ? idx[i] : i) * m; }
-    __device__ std::int64_t raster(std::int64_t i) const { return idx ? idx[i] : i; }
-};
-
-// Sum of a block's values in a fixed tree order (deterministic for a fixed grid).
-__device__ double block_sum(double v, double* scratch) {
-    scratch[threadIdx.x] = v;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s /= 2) {
-        if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-        __syncthreads();
-    }
-    const double total = scratch[0];
-    __syncthreads();
-    return total;
-}
-
-// Many-band pixels, k ≤ kStagedK: a warp stages its 32 spectra through shared memory in chunks
-// of `width` bands (row loads are coalesced; one thread walking its own spectrum is not), and
-// each lane keeps its k running distances in registers. Each distance still adds bands 0..m−1 in
-// order with one FMA each: the arithmetic of km::sq_distance, so labels are unchanged.
-constexpr int kStagedK = 16;
-template <typename D>
-struct StagedTile {
-    static constexpr int width = sizeof(D) == 4 ? 32 : 16;  // 8 warps × 32 rows fit 48 KB
-};
-
 template <typename T, typename D>
-__device__ __forceinline__ int nearest_staged(const Pixels<T>& px, std::int64_t first, std::int64_t n, int m,
-                                              const D* cent, int k, D (*tile)[StagedTile<D>::width + 1], D& best) {
-    constexpr int W = StagedTile<D>::width;
-    const int lane = threadIdx.x & 31;
-    D d[kStagedK];
-#pragma unroll
-    for (int j = 0; j < kStagedK; ++j) d[j] = 0;
-    for (int b0 = 0; b0 < m; b0 += W) {
-        const int cb = min(W, m - b0);
-        if (lane < cb)
-            for (int r = 0; r < 32; ++r) tile[r][lane] = first + r < n ? D(px(first + r)[b0 + lane]) : D(0);
-        __syncwarp();
-        for (int bb = 0; bb < cb; ++bb) {
-            const D xv = tile[lane][bb];
-#pragma unroll
-            for (int j = 0; j < kStagedK; ++j)
-                if (j < k) {
-                    const D diff = xv - cent[std::size_t(j) * m + b0 + bb];
-                    if constexpr (sizeof(D) == 4) d[j] = km::fma32(diff, diff, d[j]);
-                    else d[j] = km::fma64(diff, diff, d[j]);
-                }
-        }
-        __syncwarp();
+class CudaKmeans {
+public:
+    CudaKmeans(const Context& ctx, const CubeView& image, const MutableCubeView& labels, const MutableCubeView& quantized,
+               const KmeansOptions& o, KmeansResult& r)
+        : ctx_(ctx), image_(image), o_(o), r_(r), x_(reinterpret_cast<const T*>(image.data())), m_(image.bands()),
+          k_(o.k), pixels_(std::int64_t(image.num_pixels())) {
+        labels_ = LabelsOut{reinterpret_cast<std::int32_t*>(labels.data()), labels.width(), labels.strides().x,
+                            labels.strides().y};
+        if (!quantized.empty())
+            quantized_ = PaintOut<T>{reinterpret_cast<T*>(quantized.data()), quantized.width(), m_, quantized.strides()};
     }
-    best = d[0];
-    int label = 0;
-#pragma unroll
-    for (int j = 1; j < kStagedK; ++j)
-        if (j < k && d[j] < best) {
-            best = d[j];
-            label = j;
-        }
-    return label;
-}
 
-template <typename T>
-constexpr bool kSmallInt = std::is_integral_v<T> && sizeof(T) <= 2;  // a warp's sum fits 32 bits
-
-// One Lloyd pass (§3.5): nearest centroid, exact sums and counts, f64 inertia partial per block.
-// Shared: centroids and the block's sums live in shared memory and are flushed once per block;
-// otherwise centroids are read through the cache and sums go to global atomics.
-// M > 0: the band count known at compile time (pixel kept in registers).
-template <typename T, typename D, int M, bool Shared>
-__global__ void __launch_bounds__(kBlock) assign_accumulate(Pixels<T> px, std::int64_t n, int m_rt, int k,
-                                                            const D* __restrict__ cent_g, u64* sums_g, u64* counts_g,
-                                                            double* inertia_partial, double scale, bool split_sums,
-                                                            const Status* status) {
-    if (status->done || status->stalled) return;
-    const int m = M > 0 ? M : m_rt;
-    extern __shared__ __align__(16) unsigned char smem[];
-    const D* cent = cent_g;
-    __shared__ double scratch[kBlock];
-    // Shared: each 64-bit sum as two 32-bit words (32-bit shared atomics are the fast ones),
-    // then k 32-bit counters, then the centroids.
-    unsigned* s_words = reinterpret_cast<unsigned*>(smem);
-    unsigned* s_counts = s_words + 2 * std::size_t(k) * m;
-    if constexpr (Shared) {
-        D* s_cent = reinterpret_cast<D*>(smem + shared_centroid_offset(k, m));
-        for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
-            s_words[2 * t] = s_words[2 * t + 1] = 0;
-            s_cent[t] = cent_g[t];
-        }
-        for (int t = threadIdx.x; t < k; t += blockDim.x) s_counts[t] = 0;
-        __syncthreads();
-        cent = s_cent;
+    void run() {
+        plan_ = prepare_kmeans_cuda(ctx_, image_, o_, valid_);
+        r_.valid_pixels = n();
+        px_ = Pixels<T>{x_, valid_.index.empty() ? nullptr : typed<const std::int64_t>(valid_.index), m_};
+        allocate();
+        const auto [c, prev] = run_restarts<D>(
+            ctx_, o_, r_, [&](std::uint64_t seed) { return initial_centroids(seed); },
+            [&](std::vector<D>& cent, std::vector<D>& previous, KmeansRun& run) { lloyd(cent, previous, run); },
+            [&](const std::vector<D>& cent, const std::vector<D>& previous) {
+                return final_pass(cent, previous, /*labels=*/false, true);
+            });
+        finish(c, prev);
     }
-    auto add_sum = [&](std::size_t at, std::int64_t v) {
-        if constexpr (Shared) shared_add64(s_words + 2 * at, v);
-        else atomicAdd(&sums_g[at], u64(v));
-    };
-    const int lane = threadIdx.x & 31;
-    double acc = 0;
-    // Every lane of a warp takes the same trip count: the warp intrinsics see all lanes. (Four
-    // pixels per thread sharing each centroid load were measured on the H100: no gain, the kernel
-    // is issue-bound.)
-    constexpr int MR = M > 0 ? M : 1;
-    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-    for (std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x; base < n; base += stride) {
-        const std::int64_t i = base + threadIdx.x;
-        const bool ok = i < n;
-        const T* x = ok ? px(i) : nullptr;
-        int label = -1;
-        D best = 0;
-        T xr[MR];
-        if constexpr (M > 0) {
-            D xd[M];  // converted once: D(x) is what every distance term would compute
-#pragma unroll
-            for (int b = 0; b < M; ++b) {
-                xr[b] = ok ? x[b] : T(0);
-                xd[b] = D(xr[b]);
+
+private:
+    using Final = RestartStats;
+
+    std::int64_t n() const { return valid_.valid; }
+    cudaStream_t stream() const { return stream_of(ctx_); }
+    std::size_t km_elems() const { return std::size_t(k_) * std::size_t(m_); }
+    // + 16: for 3 bands nvcc loads a centroid with one 16-byte LDS.128 (3 values and the next
+    // centroid's first), which reads 4 bytes past the last centroid.
+    std::size_t shared_bytes() const { return shared_centroid_offset(k_, m_) + km_elems() * sizeof(D) + 16; }
+
+    void allocate() {
+        shared_ = shared_bytes() <= kSharedLimit;
+        const int sms = sm_count(ctx_);
+        int per_sm = 0;
+        const void* kernel = assign_kernel();
+        const std::size_t dyn = shared_ ? shared_bytes() : 0;
+        // Static shared memory (the staged tiles) and dynamic together may pass 48 KB: opt in.
+        CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
+        CUBEKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, dyn));
+        grid_ = int(std::max<std::int64_t>(1, std::min<std::int64_t>((n() + kBlock - 1) / kBlock,
+                                                                       std::int64_t(sms) * std::max(per_sm, 1))));
+        cent_ = DeviceBuffer(ctx_, km_elems() * sizeof(D));
+        prev_ = DeviceBuffer(ctx_, km_elems() * sizeof(D));
+        sums_ = DeviceBuffer(ctx_, km_elems() * 8);
+        counts_ = DeviceBuffer(ctx_, std::size_t(k_) * 8);
+        partials_ = DeviceBuffer(ctx_, std::size_t(grid_) * sizeof(double));
+        status_ = DeviceBuffer(ctx_, sizeof(Status));
+        history_ = DeviceBuffer(ctx_, std::size_t(std::max(o_.max_iter, 1)) * sizeof(double));
+        shift_ = DeviceBuffer(ctx_, std::size_t(k_) * sizeof(double));
+        exact_ = DeviceBuffer(ctx_, 2 * sizeof(u64));
+    }
+
+    const void* assign_kernel() const {
+        if (m_ == 3)
+            return shared_ ? reinterpret_cast<const void*>(&assign_accumulate<T, D, 3, true>)
+                           : reinterpret_cast<const void*>(&assign_accumulate<T, D, 3, false>);
+        return shared_ ? reinterpret_cast<const void*>(&assign_accumulate<T, D, 0, true>)
+                       : reinterpret_cast<const void*>(&assign_accumulate<T, D, 0, false>);
+    }
+
+    void launch_assign() {
+        const std::size_t dyn = shared_ ? shared_bytes() : 0;
+        const auto* st = typed<const Status>(status_);
+        auto* c = typed<const D>(cent_);
+        auto* s = typed<u64>(sums_);
+        auto* cn = typed<u64>(counts_);
+        auto* p = typed<double>(partials_);
+        // Group sums of 64-bit values through 32-bit reductions need |Σ hi| < 2^31 (see the kernel).
+        const bool split = std::is_integral_v<T> || n() >= 64;
+        if (m_ == 3 && shared_)
+            assign_accumulate<T, D, 3, true><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, st);
+        else if (m_ == 3)
+            assign_accumulate<T, D, 3, false><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, st);
+        else if (shared_)
+            assign_accumulate<T, D, 0, true><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, st);
+        else
+            assign_accumulate<T, D, 0, false><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, st);
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans assign_accumulate", dim3(grid_), dim3(kBlock));
+    }
+
+    void launch_update(bool allow_empty) {
+        const bool zero_empty = o_.legacy || o_.empty == EmptyPolicy::LegacyZero;
+        const std::size_t dyn = k_ <= kShiftShared ? std::size_t(k_) * sizeof(double) : 0;
+        update_centroids<D><<<1, kBlock, dyn, stream()>>>(
+            typed<D>(cent_), typed<D>(prev_), typed<u64>(sums_), typed<u64>(counts_), typed<const double>(partials_),
+            grid_, k_, m_, plan_.e, zero_empty, o_.legacy, allow_empty, plan_.tol_abs, o_.max_iter,
+            o_.history ? typed<double>(history_) : nullptr, typed<double>(shift_), typed<Status>(status_));
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans update_centroids", dim3(1), dim3(kBlock));
+    }
+
+    // ---- initialisation (§3.4) ----
+    std::vector<D> initial_centroids(std::uint64_t seed) {
+        std::vector<D> c(km_elems(), D(INFINITY));
+        const bool sampled = o_.init == KmeansInit::Random || o_.init == KmeansInit::KmeansPlusPlus;
+        const DeviceSample sample = sampled ? init_sample_cuda(ctx_, valid_, o_, seed) : DeviceSample();
+        const std::vector<double> init =
+            o_.init == KmeansInit::KmeansPlusPlus
+                ? kmeanspp_cuda(ctx_, image_, sample, plan_, seed)
+                : simple_init(plan_, o_, sample.size, seed, [&](const std::vector<std::int64_t>& positions) {
+                      return gather_pixels_cuda(ctx_, image_, sample.raster, positions);
+                  });
+        // (k-means++ may give fewer than k centres: the rest stay unset, +∞.)
+        for (std::size_t i = 0; i < init.size(); ++i) c[i] = D(init[i]);
+        return c;
+    }
+
+    // ---- Lloyd iterations ----
+    void lloyd(std::vector<D>& c, std::vector<D>& prev, KmeansRun& info) {
+        cent_.upload(ctx_, c.data(), km_elems() * sizeof(D));
+        prev_.upload(ctx_, c.data(), km_elems() * sizeof(D));
+        sums_.fill_bytes(ctx_, 0);
+        counts_.fill_bytes(ctx_, 0);
+        status_.fill_bytes(ctx_, 0);
+        Status st{};
+        const bool relocate = !o_.legacy && o_.empty == EmptyPolicy::Relocate;
+        while (o_.max_iter > 0) {
+            // A batch of iterations; those after convergence return at once.
+            const int batch = std::min(16, o_.max_iter - st.iterations);
+            for (int b = 0; b < batch; ++b) {
+                launch_assign();
+                launch_update(!relocate);
             }
-            if (ok) label = km::nearest(xd, cent, k, M, best);
-        } else if (k <= kStagedK) {
-            // Many bands: the warp's spectra go through shared memory in coalesced band chunks.
-            __shared__ D tile[kBlock / 32][32][StagedTile<D>::width + 1];
-            const int l = nearest_staged(px, base + (threadIdx.x & ~31), n, m, cent, k, tile[threadIdx.x / 32], best);
-            if (ok) label = l;
-        } else if (ok) {
-            label = km::nearest(x, cent, k, m, best);
-        }
-        if (ok) acc += double(best);
-        // Lanes with the same label add their values once, through the group's leader.
-        // (Measured on the H100: faster than one full-warp reduction per distinct label.)
-        const unsigned group = __match_any_sync(0xffffffffu, label);
-        if (!ok) continue;
-        const bool leader = lane == __ffs(group) - 1;
-        for (int b = 0; b < m; ++b) {
-            T v;
-            if constexpr (M > 0) v = xr[b];
-            else v = x[b];
-            if constexpr (kSmallInt<T>) {
-                const auto s = int(__reduce_add_sync(group, unsigned(int(v))));
-                if (leader) add_sum(std::size_t(label) * m + b, std::int64_t(s));
-            } else if (split_sums) {
-                // A 64-bit q split as hi·2^32 + b1·2^16 + b0: the group's sums of the 16-bit
-                // parts fit 32 bits, and so does Σ hi because |q| ≤ 2^(62 − ⌈log2 N⌉) with
-                // N ≥ 64 (the host's condition), so the recombined sum is exact.
-                const std::int64_t q = km::sum_value(v, scale);
-                const auto lo = unsigned(u64(q));
-                const auto s0 = __reduce_add_sync(group, lo & 0xFFFFu);
-                const auto s1 = __reduce_add_sync(group, lo >> 16);
-                const auto sh = int(__reduce_add_sync(group, unsigned(int(q >> 32))));
-                if (leader)
-                    add_sum(std::size_t(label) * m + b,
-                            std::int64_t(sh) * 4294967296LL + std::int64_t(s1) * 65536 + std::int64_t(s0));
-            } else {
-                add_sum(std::size_t(label) * m + b, km::sum_value(v, scale));
+            status_.download(ctx_, &st, sizeof(Status));
+            if (st.stalled) {
+                relocate_empty();
+                st.stalled = 0;
+                status_.upload(ctx_, &st, sizeof(Status));
+                launch_update(true);
+                status_.download(ctx_, &st, sizeof(Status));
             }
+            if (st.done) break;
         }
-        if (leader) {
-            if constexpr (Shared) atomicAdd(&s_counts[label], unsigned(__popc(group)));
-            else atomicAdd(&counts_g[label], u64(__popc(group)));
+        info.iterations = st.iterations;
+        info.converged = st.converged != 0;
+        if (o_.history && st.iterations > 0) {
+            info.history.resize(std::size_t(st.iterations));
+            history_.download(ctx_, info.history.data(), info.history.size() * sizeof(double));
         }
+        cent_.download(ctx_, c.data(), km_elems() * sizeof(D));
+        prev_.download(ctx_, prev.data(), km_elems() * sizeof(D));
     }
-    const double total = block_sum(acc, scratch);
-    if (threadIdx.x == 0) inertia_partial[blockIdx.x] = total;
-    if constexpr (Shared) {  // block_sum's barriers have completed the shared sums
-        for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
-            const u64 v = (u64(s_words[2 * t + 1]) << 32) | s_words[2 * t];
-            if (v != 0) atomicAdd(&sums_g[t], v);
-        }
-        for (int t = threadIdx.x; t < k; t += blockDim.x)
-            if (s_counts[t] != 0) atomicAdd(&counts_g[t], u64(s_counts[t]));
-    }
-}
 
-// The update (§3.6–3.7) in one block: inertia of the pass, new centroids, shift, stop test.
-template <typename D>
-__global__ void update_centroids(D* cent, D* prev, u64* sums, u64* counts, const double* inertia_partial,
-                                 int partials, int k, int m, int e, bool zero_empty, bool legacy, bool allow_empty,
-                                 double tol_abs, int max_iter, double* history, double* shift_scratch, Status* status) {
-    if (status->done || status->stalled) return;
-    __shared__ int any_empty;
-    __shared__ double scratch[kBlock];
-    // The pass's inertia: strided partial sums, then a fixed tree (same order every run).
-    double part = 0;
-    for (int p = threadIdx.x; p < partials; p += blockDim.x) part += inertia_partial[p];
-    const double inertia = block_sum(part, scratch);
-    if (threadIdx.x == 0) {
-        any_empty = 0;
-        if (history) history[status->iterations] = inertia;
+    // §3.7 with the CPU's selection code: device distances and ranking, the |E| farthest pixels'
+    // values gathered, host choice (k-sized), sums patched.
+    void relocate_empty() {
+        std::vector<D> c(km_elems());
+        cent_.download(ctx_, c.data(), c.size() * sizeof(D));
+        std::vector<std::int64_t> sums(km_elems());
+        std::vector<std::int64_t> counts(static_cast<std::size_t>(k_));
+        sums_.download(ctx_, sums.data(), sums.size() * 8);
+        counts_.download(ctx_, counts.data(), counts.size() * 8);
+        std::vector<int> empty;
+        for (int j = 0; j < k_; ++j)
+            if (counts[std::size_t(j)] == 0) empty.push_back(j);
+        DeviceBuffer d_near(ctx_, std::size_t(n()) * sizeof(D));
+        const auto blocks = unsigned(div_up(n(), kBlock));
+        nearest_distance<T, D><<<blocks, kBlock, 0, stream()>>>(px_, n(), k_, typed<const D>(cent_), typed<D>(d_near));
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans nearest_distance", dim3(blocks), dim3(kBlock));
+        const std::vector<FarPixel> far =
+            farthest_cuda(ctx_, d_near.data(), sizeof(D) == 8 ? DType::F64 : DType::F32, n(), empty.size());
+        std::vector<std::int64_t> positions;
+        for (const FarPixel& f : far) positions.push_back(f.index);
+        const std::vector<double> values = gather_pixels_cuda(ctx_, image_, px_.idx, positions);
+        for (std::size_t e = 0; e < far.size(); ++e)  // doubles give D(x) and q(x) exactly as T does
+            relocate_pixel(values.data() + e * std::size_t(m_), c, k_, m_, empty[e], plan_.scale, sums, counts);
+        sums_.upload(ctx_, sums.data(), sums.size() * 8);
+        counts_.upload(ctx_, counts.data(), counts.size() * 8);
     }
-    __syncthreads();
-    if (!allow_empty) {
-        for (int j = threadIdx.x; j < k; j += blockDim.x)
-            if (counts[j] == 0) any_empty = 1;
-        __syncthreads();
-        if (any_empty) {
-            if (threadIdx.x == 0) status->stalled = 1;
-            return;
-        }
-    }
-    // Per-cluster shifts in shared memory when they fit (the serial sum below reads them).
-    extern __shared__ double s_shift[];
-    double* shifts = k <= kShiftShared ? s_shift : shift_scratch;
-    for (int j = threadIdx.x; j < k; j += blockDim.x) {
-        for (int b = 0; b < m; ++b) prev[std::size_t(j) * m + b] = cent[std::size_t(j) * m + b];
-        shifts[j] = km::update_cluster(reinterpret_cast<const std::int64_t*>(sums) + std::size_t(j) * m,
-                                              std::int64_t(counts[j]), cent + std::size_t(j) * m, m, e, zero_empty, legacy);
-        for (int b = 0; b < m; ++b) sums[std::size_t(j) * m + b] = 0;
-        counts[j] = 0;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double shift = 0;
-        for (int j = 0; j < k; ++j) shift += shifts[j];  // cluster order, as the CPU: it decides convergence
-        status->iterations += 1;
-        if (!legacy && shift <= tol_abs) {
-            status->converged = 1;
-            status->done = 1;
-        } else if (status->iterations >= max_iter) {
-            status->done = 1;
-        }
-    }
-}
 
-// Distance of every pixel to its nearest centroid (the relocation's D_i, §3.7).
-template <typename T, typename D>
-__global__ void nearest_distance(Pixels<T> px, std::int64_t n, int k, const D* cent, D* out) {
-    const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    D d;
-    km::nearest(px(i), cent, k, px.m, d);
-    out[i] = d;
-}
-
-// Final pass (§3.8): labels (pre-sort numbering), counts, f64 inertia against `paint`, and the
-// exact fixed-point inertia that chooses between restarts.
-// M > 0: band count known at compile time. shared_counts: k counters fit in shared memory.
-template <typename T, typename D, int M>
-__global__ void __launch_bounds__(kBlock) final_assign(Pixels<T> px, std::int64_t n, int k, const D* assign,
-                                                       const D* paint, const std::int64_t* qpaint, double scale_d,
-                                                       std::int32_t* labels, u64* counts, double* inertia_partial,
-                                                       u64* exact, bool shared_counts) {
-    __shared__ double scratch[kBlock];
-    extern __shared__ __align__(16) unsigned char smem[];
-    auto* s_counts = reinterpret_cast<unsigned*>(smem);  // k counters; a block counts < 2^32 pixels
-    if (shared_counts)
-        for (int t = threadIdx.x; t < k; t += blockDim.x) s_counts[t] = 0;
-    __syncthreads();
-    const int m = M > 0 ? M : px.m;
-    double acc = 0;
-    i128 ex = 0;
-    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-         i += std::int64_t(gridDim.x) * blockDim.x) {
-        const T* x = px(i);
-        D d;
-        int j;
-        if constexpr (M > 0) {
-            D xd[M];
-#pragma unroll
-            for (int b = 0; b < M; ++b) xd[b] = D(x[b]);
-            j = km::nearest(xd, assign, k, M, d);
-        } else {
-            j = km::nearest(x, assign, k, m, d);
+    // ---- final pass and result ----
+    Final final_pass(const std::vector<D>& c, const std::vector<D>& prev, bool want_labels, bool want_exact) {
+        Final f;
+        cent_.upload(ctx_, c.data(), km_elems() * sizeof(D));
+        prev_.upload(ctx_, prev.data(), km_elems() * sizeof(D));
+        counts_.fill_bytes(ctx_, 0);
+        exact_.fill_bytes(ctx_, 0);
+        DeviceBuffer d_qpaint;
+        if (want_exact) {
+            std::vector<std::int64_t> q(km_elems());
+            for (std::size_t i = 0; i < q.size(); ++i)
+                q[i] = std::isinf(c[i]) ? 0 : km::to_fixed_scaled(double(c[i]), plan_.scale_d);
+            d_qpaint = DeviceBuffer(ctx_, q.size() * 8);
+            d_qpaint.upload(ctx_, q.data(), q.size() * 8);
         }
-        if (assign != paint) d = km::sq_distance(x, paint + std::size_t(j) * m, m);
-        acc += double(d);
-        if (shared_counts) atomicAdd(&s_counts[j], 1u);
-        else atomicAdd(&counts[j], 1ull);
-        if (labels) labels[px.raster(i)] = j;
-        if (qpaint) ex += km::exact_distance(x, qpaint + std::size_t(j) * m, m, scale_d);
+        const D* assign = o_.legacy ? typed<const D>(prev_) : typed<const D>(cent_);
+        const bool shared_counts = std::size_t(k_) * sizeof(unsigned) <= 32 * 1024;
+        const std::size_t dyn = shared_counts ? std::size_t(k_) * sizeof(unsigned) : 0;
+        auto* kernel = m_ == 3 ? &final_assign<T, D, 3> : &final_assign<T, D, 0>;
+        kernel<<<grid_, kBlock, dyn, stream()>>>(
+            px_, n(), k_, assign, typed<const D>(cent_), want_exact ? typed<const std::int64_t>(d_qpaint) : nullptr,
+            plan_.scale_d, want_labels ? labels_ : LabelsOut{}, typed<u64>(counts_),
+            typed<double>(partials_), typed<u64>(exact_), shared_counts);
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans final_assign", dim3(grid_), dim3(kBlock));
+        f.counts.resize(std::size_t(k_));
+        counts_.download(ctx_, f.counts.data(), f.counts.size() * 8);
+        std::vector<double> partials(static_cast<std::size_t>(grid_));
+        partials_.download(ctx_, partials.data(), partials.size() * sizeof(double));
+        for (double p : partials) f.inertia += p;
+        u64 ex[2];
+        exact_.download(ctx_, ex, sizeof(ex));
+        f.exact = read_i128(ex);
+        return f;
     }
-    const double total = block_sum(acc, scratch);  // (its barrier also completes the shared counts)
-    if (threadIdx.x == 0) inertia_partial[blockIdx.x] = total;
-    if (shared_counts)
-        for (int t = threadIdx.x; t < k; t += blockDim.x)
-            if (s_counts[t] != 0) atomicAdd(&counts[t], u64(s_counts[t]));
-    if (qpaint && ex != 0) atomic_add_i128(exact, ex);
-}
 
-// Renumbers labels after the sort and paints the quantized image (excluded pixels untouched).
-template <typename T>
-__global__ void relabel_paint(std::int32_t* labels, std::int64_t pixels, const int* new_label, const T* palette,
-                              int m, T* quantized) {
-    const std::int64_t p = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (p >= pixels) return;
-    const std::int32_t l = labels[p];
-    if (l < 0) return;
-    const int r = new_label[l];
-    labels[p] = r;
-    if (quantized)
-        for (int b = 0; b < m; ++b) quantized[p * m + b] = palette[std::size_t(r) * m + b];
-}
+    void finish(const std::vector<D>& c, const std::vector<D>& prev) {
+        const Final f = final_pass(c, prev, /*labels=*/true, false);
+        const std::vector<int> new_label = finish_result(r_, c, f.counts, f.inertia, image_.dtype(), o_.legacy);
+        std::vector<T> pal(r_.palette.size());
+        for (std::size_t i = 0; i < pal.size(); ++i) pal[i] = T(r_.palette[i]);
+        DeviceBuffer d_map(ctx_, new_label.size() * sizeof(int)), d_pal(ctx_, pal.size() * sizeof(T));
+        d_map.upload(ctx_, new_label.data(), new_label.size() * sizeof(int));
+        d_pal.upload(ctx_, pal.data(), pal.size() * sizeof(T));
+        const auto blocks = unsigned(div_up(pixels_, kBlock));
+        relabel_paint<T><<<blocks, kBlock, 0, stream()>>>(
+            labels_, pixels_, valid_.flags.empty() ? nullptr : typed<const std::uint8_t>(valid_.flags),
+            typed<const int>(d_map), typed<const T>(d_pal), x_, m_, quantized_);
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans relabel_paint", dim3(blocks), dim3(kBlock));
+    }
 
-// k-means++ (§3.4): D_i ← min(D_i, d(x_i, c)) over the sample (exact int128), and each block's
-// sum of D (block b covers sample positions [b·kBlock, (b+1)·kBlock)).
-template <typename T>
-__global__ void __launch_bounds__(kBlock) kpp_distance(const T* x, const std::int64_t* sample, std::int64_t n, int m,
-                                                       const std::int64_t* qc, double scale_d, bool first, i128* dist,
-                                                       i128* block_sums) {
-    __shared__ i128 s[kBlock];
-    const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    i128 v = 0;
-    if (i < n) {
-        const i128 d = km::exact_distance(x + sample[i] * m, qc, m, scale_d);
-        v = first ? d : (d < dist[i] ? d : dist[i]);
-        dist[i] = v;
-    }
-    s[threadIdx.x] = v;
-    __syncthreads();
-    for (int st = blockDim.x / 2; st > 0; st /= 2) {
-        if (threadIdx.x < st) s[threadIdx.x] += s[threadIdx.x + st];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) block_sums[blockIdx.x] = s[0];
-}
-
-// φ_l = Σ_i min(D_i, d(x_i, candidate l)) for every trial l in one pass.
-template <typename T>
-__global__ void __launch_bounds__(kBlock) kpp_trials(const T* x, const std::int64_t* sample, std::int64_t n, int m,
-                                                     const std::int64_t* qcand, int trials, double scale_d,
-                                                     const i128* dist, u64* phi) {
-    __shared__ i128 s[kBlock];
-    const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    for (int l = 0; l < trials; ++l) {
-        i128 v = 0;
-        if (i < n) {
-            const i128 d = km::exact_distance(x + sample[i] * m, qcand + std::size_t(l) * m, m, scale_d);
-            v = d < dist[i] ? d : dist[i];
-        }
-        s[threadIdx.x] = v;
-        __syncthreads();
-        for (int st = blockDim.x / 2; st > 0; st /= 2) {
-            if (threadIdx.x < st) s[threadIdx.x] += s[threadIdx.x + st];
-            __syncthreads();
-        }
-        if (threadIdx.x == 0 && s[0] != 0) atomic_add_i128(phi + 2 * l, s[0]);
-        __syncthreads();
-    }
-}
+    const Context& ctx_;
+    const CubeView& image_;
+    const KmeansOptions& o_;
+    KmeansResult& r_;
+    const T* x_;  // dense BIP on the device
+    int m_, k_;
+    std::int64_t pixels_;
+    LabelsOut labels_;
+    PaintOut<T> quantized_;  // data = nullptr: nothing painted
+    DeviceValidSet valid_;
+    KmeansPlan plan_;
+    Pixels<T> px_{};
+    bool shared_ = true;
+    int grid_ = 1;
+    DeviceBuffer cent_, prev_, sums_, counts_, partials_, status_, history_, shift_, exact_;
+};
 
 }  // namespace
-}  // namespace cubekit::detail
 
-#include "kmeans/cuda_engine.inl"
+void kmeans_cuda(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                 const MutableCubeView& quantized, const KmeansOptions& options, KmeansResult& result) {
+    visit_kmeans_types(image.dtype(), [&](auto t, auto d) {
+        CudaKmeans<decltype(t), decltype(d)>(ctx, image, labels, quantized, options, result).run();
+    });
+}
+
+bool kmeans_cuda_fits_shared(int k, int m, DType dtype) {
+    const std::size_t d = dtype == DType::F64 ? 8 : 4;
+    return shared_centroid_offset(k, m) + std::size_t(k) * std::size_t(m) * d + 16 <= kSharedLimit;
+}
+
+}  // namespace cubekit::detail

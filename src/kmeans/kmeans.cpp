@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 
 #include "cubekit/error.hpp"
@@ -12,56 +14,15 @@
 
 namespace cubekit {
 
-std::string_view kmeans_init_name(KmeansInit init) {
-    switch (init) {
-        case KmeansInit::KmeansPlusPlus: return "kmeans++";
-        case KmeansInit::Random: return "random";
-        case KmeansInit::BoxDiagonal: return "box-diagonal";
-        case KmeansInit::Explicit: return "explicit";
-    }
-    return "?";
-}
-
-KmeansInit parse_kmeans_init(std::string_view name, std::string_view what) {
-    if (name == "kmeans++" || name == "k-means++") return KmeansInit::KmeansPlusPlus;
-    if (name == "random") return KmeansInit::Random;
-    if (name == "box-diagonal") return KmeansInit::BoxDiagonal;
-    if (name == "explicit") return KmeansInit::Explicit;
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) +
-                       "': expected kmeans++, random, box-diagonal or explicit");
-}
-
-std::string_view empty_policy_name(EmptyPolicy p) {
-    switch (p) {
-        case EmptyPolicy::Relocate: return "relocate";
-        case EmptyPolicy::Keep: return "keep";
-        case EmptyPolicy::LegacyZero: return "legacy-zero";
-    }
-    return "?";
-}
-
-EmptyPolicy parse_empty_policy(std::string_view name, std::string_view what) {
-    if (name == "relocate") return EmptyPolicy::Relocate;
-    if (name == "keep") return EmptyPolicy::Keep;
-    if (name == "legacy-zero") return EmptyPolicy::LegacyZero;
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected relocate, keep or legacy-zero");
-}
-
 void check_kmeans_arguments(const CubeShape& shape, const KmeansOptions& o) {
     const auto n = std::int64_t(shape.num_pixels());
     if (shape.width <= 0 || shape.height <= 0 || shape.bands <= 0)
         throw InvalidInput("kmeans: the image is " + std::to_string(shape.width) + "x" + std::to_string(shape.height) +
                            "x" + std::to_string(shape.bands) + "; width, height and bands must be at least 1");
-    if (o.k < 1) throw InvalidInput("kmeans: k = " + std::to_string(o.k) + "; expected at least 1");
+    check_fields(o, "kmeans");
     if (o.k > n)
         throw InvalidInput("kmeans: k = " + std::to_string(o.k) + " exceeds the " + std::to_string(n) +
                            " pixels of the image");
-    if (o.max_iter < 0) throw InvalidInput("kmeans: max-iter = " + std::to_string(o.max_iter) + "; expected ≥ 0");
-    if (!std::isfinite(o.tol) || o.tol < 0)
-        throw InvalidInput("kmeans: tol = " + std::to_string(o.tol) + "; expected a finite value ≥ 0");
-    if (o.n_init < 1) throw InvalidInput("kmeans: n-init = " + std::to_string(o.n_init) + "; expected at least 1");
-    if (o.init_sample < 0)
-        throw InvalidInput("kmeans: init-sample = " + std::to_string(o.init_sample) + "; expected ≥ 0 (0 = all pixels)");
     if (!o.mask.empty() && std::int64_t(o.mask.size()) != n)
         throw InvalidInput("kmeans: mask has " + std::to_string(o.mask.size()) + " values; the image has " +
                            std::to_string(n) + " pixels (" + std::to_string(shape.width) + "x" +
@@ -85,13 +46,26 @@ std::string_view kmeans_implementation(const Context& ctx, const CubeShape& shap
     return detail::kmeans_cuda_fits_shared(options.k, shape.bands, shape.dtype) ? "cuda-shared" : "cuda-tiled";
 }
 
-KmeansResult kmeans(const Context& ctx, const Cube& image, const KmeansOptions& options) {
-    check_kmeans_arguments(image.shape(), options);
-    ctx.log("kmeans: " + std::string(kmeans_implementation(ctx, image.shape(), options)) + ", k = " +
-            std::to_string(options.k) + ", " + image.shape().describe());
-    // The engine wants BIP (each spectrum contiguous); other layouts are converted once.
-    const Cube converted = image.layout() == Layout::BIP ? Cube() : image.to_layout(Layout::BIP);
-    const Cube& bip = image.layout() == Layout::BIP ? image : converted;
+namespace {
+
+// A `_into` output must live where the context computes (device memory on its device for CUDA,
+// host memory for the CPU) and have the expected shape and type.
+void check_output(const Context& ctx, const MutableCubeView& out, std::string_view name, int width, int height,
+                  int bands, DType dtype) {
+    if (out.on_device() != ctx.is_cuda())
+        throw InvalidInput("kmeans_into: " + std::string(name) + " is in " + (out.on_device() ? "device" : "host") +
+                           " memory but the context runs on the " + std::string(ctx.backend_name()) +
+                           (ctx.is_cuda() ? " (device outputs only)" : " (host outputs only)"));
+    if (out.on_device() && out.device() != ctx.device())
+        throw InvalidInput("kmeans_into: " + std::string(name) + " is on device " + std::to_string(out.device()) +
+                           ", the context on device " + std::to_string(ctx.device()));
+    if (out.width() != width || out.height() != height || out.bands() != bands || out.dtype() != dtype)
+        throw InvalidInput("kmeans_into: " + std::string(name) + " is " + out.describe() + "; expected " +
+                           std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(bands) + " " +
+                           std::string(dtype_name(dtype)));
+}
+
+KmeansResult empty_result(const CubeView& image, const KmeansOptions& options) {
     KmeansResult result;
     result.k = options.k;
     result.bands = image.bands();
@@ -99,12 +73,56 @@ KmeansResult kmeans(const Context& ctx, const Cube& image, const KmeansOptions& 
     result.height = image.height();
     result.dtype = image.dtype();
     result.centroid_type = image.dtype() == DType::F64 ? DType::F64 : DType::F32;
-    if (ctx.is_cuda()) detail::kmeans_cuda(ctx, bip, options, result);
-    else detail::kmeans_cpu(ctx, bip, options, result);
     return result;
 }
 
-KmeansResult apply_palette(const Context& ctx, const Cube& image, const std::vector<double>& palette,
+}  // namespace
+
+KmeansResult kmeans_into(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                         const KmeansOptions& options, const MutableCubeView& quantized) {
+    const CubeShape shape = shape_of(image);
+    check_kmeans_arguments(shape, options);
+    check_output(ctx, labels, "labels", shape.width, shape.height, 1, DType::I32);
+    if (!quantized.empty()) check_output(ctx, quantized, "quantized", shape.width, shape.height, shape.bands, shape.dtype);
+    ctx.log("kmeans: " + std::string(kmeans_implementation(ctx, shape, options)) + ", k = " +
+            std::to_string(options.k) + ", " + image.describe());
+    KmeansResult result = empty_result(image, options);
+    if (ctx.is_cuda()) {
+        // The kernels read dense BIP (each spectrum contiguous) on the context's device where it
+        // is; any other view is uploaded or reordered there once.
+        const CubeInLayout bip(ctx, image, Layout::BIP, Memory::Device);
+        detail::kmeans_cuda(ctx, bip.view(), labels, quantized, options, result);
+        return result;
+    }
+    // The CPU reference reads any host view through its strides; device input comes down once.
+    std::optional<CubeInLayout> host;
+    if (image.on_device()) host.emplace(ctx, image, Layout::BIP, Memory::Host);
+    detail::kmeans_cpu(ctx, host ? host->view() : image, labels, quantized, options, result);
+    return result;
+}
+
+KmeansResult kmeans(const Context& ctx, const CubeView& image, const KmeansOptions& options) {
+    check_kmeans_arguments(shape_of(image), options);
+    const int W = image.width(), H = image.height();
+    std::vector<std::int32_t> labels(std::size_t(W) * std::size_t(H));
+    Cube quantized = options.paint ? Cube(W, H, image.bands(), image.dtype(), Layout::BIP) : Cube();
+    const auto h_labels = MutableCubeView::host(labels.data(), W, H, 1, DType::I32, dense_strides(W, H, 1, Layout::BSQ));
+    KmeansResult result;
+    if (!ctx.is_cuda()) {
+        result = kmeans_into(ctx, image, h_labels, options, options.paint ? quantized.mutable_view() : MutableCubeView());
+    } else {
+        DeviceCube d_labels(ctx, CubeShape{W, H, 1, DType::I32, Layout::BSQ});
+        DeviceCube d_quantized = options.paint ? DeviceCube(ctx, quantized.shape()) : DeviceCube();
+        result = kmeans_into(ctx, image, d_labels, options, options.paint ? d_quantized.mutable_view() : MutableCubeView());
+        copy_cube(ctx, d_labels.view(), h_labels);
+        if (options.paint) copy_cube(ctx, d_quantized.view(), quantized.mutable_view());
+    }
+    result.labels = std::move(labels);
+    result.quantized = std::move(quantized);
+    return result;
+}
+
+KmeansResult apply_palette(const Context& ctx, const CubeView& image, const std::vector<double>& palette,
                            const std::vector<std::uint8_t>& mask) {
     const auto m = std::size_t(std::max(image.bands(), 1));
     if (palette.empty() || palette.size() % m != 0)
@@ -274,11 +292,12 @@ std::vector<int> sort_result(KmeansResult& result, const std::vector<double>& ce
 }
 
 #ifndef CUBEKIT_HAVE_CUDA
-void kmeans_cuda(const Context&, const Cube&, const KmeansOptions&, KmeansResult&) {
+// CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
+void kmeans_cuda(const Context&, const CubeView&, const MutableCubeView&, const MutableCubeView&, const KmeansOptions&,
+                 KmeansResult&) {
     throw DeviceError("kmeans: this cubekit was built without CUDA");
 }
-void kmeans_cuda_resident(const Context&, const Cube&, const DeviceBuffer&, const KmeansOptions&, KmeansResult&,
-                          KmeansCudaTimes&) {
+KmeansPlan prepare_kmeans_cuda(const Context&, const CubeView&, const KmeansOptions&, DeviceValidSet&) {
     throw DeviceError("kmeans: this cubekit was built without CUDA");
 }
 bool kmeans_cuda_fits_shared(int, int, DType) { return false; }

@@ -2,8 +2,11 @@
 // Pieces shared by the k-means backends: the per-run plan derived from the data, the host-side
 // steps that touch only k-sized or sample-sized arrays (so both backends run the very same code),
 // and the backend entry points. kmeans.cpp validates and dispatches.
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cubekit/kmeans.hpp"
@@ -39,12 +42,9 @@ KmeansPlan make_plan(const KmeansOptions& options, int m, std::int64_t pixels, b
 void set_tolerance(KmeansPlan& plan, double tol, const std::vector<std::int64_t>& sum_q,
                    const std::vector<km::i128>& sum_q2);
 
-/// The init sample keeps valid pixel i (its index among valid pixels) when its stream-0 draw is
-/// below init_sample / N. Returns false when every valid pixel is in the sample.
+/// Whether the init sample is a subsample (init_sample > 0 and fewer than the N valid pixels);
+/// valid pixel i is then in it when km::in_sample(seed, i, sample_rate(...)).
 bool sampling_active(const KmeansOptions& options, std::int64_t valid);
-inline bool in_sample(std::uint64_t seed, std::int64_t valid_index, double rate) {
-    return km::uniform01(km::draw53(seed, 0, std::uint64_t(valid_index))) < rate;
-}
 inline double sample_rate(const KmeansOptions& options, std::int64_t valid) {
     return double(options.init_sample) / double(valid);
 }
@@ -66,6 +66,23 @@ struct FarPixel {
 };
 std::vector<FarPixel> farthest(std::vector<FarPixel> candidates, std::size_t wanted);
 
+/// Relocation of one pixel (§3.7): it leaves the cluster of its nearest centroid among `c` (the
+/// old centroids) and becomes the whole of empty cluster `to`: sum q(x), count 1. `x` is a
+/// pointer or a km::Spectrum (x[b] is sample b; doubles carry every element type exactly).
+template <typename X, typename D>
+void relocate_pixel(X x, const std::vector<D>& c, int k, int m, int to, double scale, std::vector<std::int64_t>& sums,
+                    std::vector<std::int64_t>& counts) {
+    D d;
+    const int from = km::nearest(x, c.data(), k, m, d);
+    --counts[std::size_t(from)];
+    counts[std::size_t(to)] = 1;
+    for (int b = 0; b < m; ++b) {
+        const std::int64_t q = km::sum_value(x[b], scale);
+        sums[std::size_t(from) * m + b] -= q;
+        sums[std::size_t(to) * m + b] = q;
+    }
+}
+
 /// New order of the clusters: decreasing count, ties by lower old index (§3.8).
 std::vector<int> count_order(const std::vector<std::uint64_t>& counts);
 
@@ -74,30 +91,119 @@ std::vector<int> count_order(const std::vector<std::uint64_t>& counts);
 std::vector<int> sort_result(KmeansResult& result, const std::vector<double>& centroids,
                              const std::vector<std::uint64_t>& counts, DType dtype, bool legacy);
 
+/// Calls f(T{}, D{}) with T the input's element type and D its distance and centroid type: f64
+/// for f64 input, else f32 (spec §3.5).
+template <typename F>
+void visit_kmeans_types(DType dtype, F&& f) {
+    visit_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        f(T{}, std::conditional_t<std::is_same_v<T, double>, double, float>{});
+    });
+}
+
+/// A restart's final statistics (its final pass without labels): counts, f64 inertia and the exact
+/// fixed-point inertia that chooses between restarts.
+struct RestartStats {
+    std::vector<std::uint64_t> counts;
+    double inertia = 0;
+    km::i128 exact = 0;
+};
+
+/// The restart loop both backends run (spec §2.2 n_init): restart r starts from seed + r with
+/// init(seed) → centroids, then lloyd(c, prev, run); with several restarts each one's
+/// stats(c, prev) choose the winner (lowest exact inertia, ties the lowest r), with one the
+/// labelling pass gives its numbers later. Fills result.restarts and result.winner; returns the
+/// winner's final and previous centroids.
+template <typename D, typename Init, typename Lloyd, typename Stats>
+std::pair<std::vector<D>, std::vector<D>> run_restarts(const Context& ctx, const KmeansOptions& options,
+                                                       KmeansResult& result, Init&& init, Lloyd&& lloyd, Stats&& stats) {
+    std::vector<D> best, best_prev;
+    km::i128 best_exact = 0;
+    for (int r = 0; r < options.n_init; ++r) {
+        ctx.check_cancelled("kmeans");
+        KmeansRun run;
+        run.seed = options.seed + std::uint64_t(r);
+        std::vector<D> c = init(run.seed);
+        std::vector<D> prev = c;
+        lloyd(c, prev, run);
+        if (options.n_init > 1) {
+            const RestartStats f = stats(c, prev);
+            run.inertia = f.inertia;
+            run.k_effective = int(std::count_if(f.counts.begin(), f.counts.end(), [](std::uint64_t n) { return n > 0; }));
+            if (result.restarts.empty() || f.exact < best_exact) {
+                best_exact = f.exact;
+                best = c;
+                best_prev = prev;
+                result.winner = int(result.restarts.size());
+            }
+        } else {
+            best = c;
+            best_prev = prev;
+        }
+        result.restarts.push_back(std::move(run));
+        ctx.progress(std::size_t(r + 1), std::size_t(options.n_init));
+    }
+    return {std::move(best), std::move(best_prev)};
+}
+
+/// The winner's numbers from the final labelling pass (its counts of the unsorted clusters, its
+/// f64 inertia) and the sort (§3.8): fills inertia, iterations, converged, history, the sorted
+/// centroids, counts, palette and k_effective; returns old → new label map.
+template <typename D>
+std::vector<int> finish_result(KmeansResult& result, const std::vector<D>& centroids,
+                               const std::vector<std::uint64_t>& counts, double inertia, DType dtype, bool legacy) {
+    KmeansRun& win = result.restarts[std::size_t(result.winner)];
+    win.inertia = result.inertia = inertia;
+    result.iterations = win.iterations;
+    result.converged = win.converged;
+    result.history = win.history;
+    const std::vector<int> new_label =
+        sort_result(result, std::vector<double>(centroids.begin(), centroids.end()), counts, dtype, legacy);
+    win.k_effective = result.k_effective;
+    return new_label;
+}
+
 /// Round half away from zero and clamp to the element type's range (float types: unchanged).
 double palette_value(double centroid, DType dtype);
 
-/// The valid pixels (raster indices; mask and NaN excluded) and the plan, from the BIP image.
-KmeansPlan prepare_kmeans(const Cube& bip, const KmeansOptions& options, int threads, std::vector<std::int64_t>& valid);
+/// CPU first pass: the valid pixels (raster indices; mask and NaN excluded) and the plan, read
+/// from a host view of any strides.
+KmeansPlan prepare_kmeans(const Context& ctx, const CubeView& image, const KmeansOptions& options,
+                          std::vector<std::int64_t>& valid);
 /// Raster indices of the init sample (all valid pixels when sampling is off or the sample < k).
 std::vector<std::int64_t> init_sample_pixels(const std::vector<std::int64_t>& valid, const KmeansOptions& options,
                                              std::uint64_t seed, int threads);
-/// Initial centroids (k × m) of Explicit, BoxDiagonal and Random (from `sample`); empty for k-means++.
-std::vector<double> simple_init(const Cube& bip, const KmeansPlan& plan, const KmeansOptions& options,
-                                const std::vector<std::int64_t>& sample, std::uint64_t seed);
+/// The values (k × m, row-major, as doubles: exact for every element type) of the pixels at these
+/// positions of the init sample.
+using SampleValues = std::function<std::vector<double>(const std::vector<std::int64_t>& positions)>;
+/// Initial centroids (k × m) of Explicit, BoxDiagonal and Random (positions drawn in a sample of
+/// `sample_size` pixels, read through `values`); empty for k-means++.
+std::vector<double> simple_init(const KmeansPlan& plan, const KmeansOptions& options, std::int64_t sample_size,
+                                std::uint64_t seed, const SampleValues& values);
 
-// Backends: `image` is BIP; they fill the whole result (labels, quantized, runs).
-void kmeans_cpu(const Context& ctx, const Cube& image, const KmeansOptions& options, KmeansResult& result);
-void kmeans_cuda(const Context& ctx, const Cube& image, const KmeansOptions& options, KmeansResult& result);
-/// Benchmarks: the CUDA engine on an image already on the device (`d_bip`, the BIP samples of
-/// `bip`), with host-clock phase times (each phase ends in a synchronisation); with keep_on_device
-/// the labels and the quantized image are not downloaded.
-struct KmeansCudaTimes {
-    bool keep_on_device = false;
-    double init_ms = 0, lloyd_ms = 0, final_ms = 0, total_ms = 0;
+// Backends. They fill the small outputs of the result (centroids, counts, palette, runs...) and
+// write the labels (W×H×1 i32, −1 excluded) and, when `quantized` is not empty, the painted
+// image (W×H×m, the input's type) into the caller's views, of any strides.
+/// CPU reference: `image`, `labels` and `quantized` are host views of any strides.
+void kmeans_cpu(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                const MutableCubeView& quantized, const KmeansOptions& options, KmeansResult& result);
+/// CUDA: `image` is dense BIP on the context's device; `labels` and `quantized` are device views
+/// there. Queued on the context's stream (the labels and the painted image may still be in flight
+/// on return).
+void kmeans_cuda(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                 const MutableCubeView& quantized, const KmeansOptions& options, KmeansResult& result);
+
+/// What the CUDA first pass leaves on the device.
+struct DeviceValidSet {
+    std::int64_t valid = 0;  ///< N
+    DeviceBuffer flags;      ///< u8 per pixel, 0 = excluded; empty when every pixel is valid
+    DeviceBuffer index;      ///< i64 raster index of each valid pixel, in raster order; empty when all are valid
 };
-void kmeans_cuda_resident(const Context& ctx, const Cube& bip, const DeviceBuffer& d_bip, const KmeansOptions& options,
-                          KmeansResult& result, KmeansCudaTimes& times);
+/// The CUDA first pass (valid pixels, per-band min/max, exact moments) of a dense BIP image on the
+/// context's device; only m-sized statistics come to the host, where make_plan and set_tolerance
+/// run as for the CPU. Gives the plan prepare_kmeans gives.
+KmeansPlan prepare_kmeans_cuda(const Context& ctx, const CubeView& image, const KmeansOptions& options,
+                               DeviceValidSet& valid);
 /// Whether the CUDA backend keeps centroids and sums in shared memory for this k and m.
 bool kmeans_cuda_fits_shared(int k, int m, DType dtype);
 

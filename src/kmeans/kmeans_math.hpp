@@ -64,6 +64,12 @@ CUBEKIT_HD std::uint64_t draw53(std::uint64_t seed, std::uint32_t stream, std::u
 
 CUBEKIT_HD double uniform01(std::uint64_t bits53) { return double(bits53) * 0x1.0p-53; }
 
+/// The init sample keeps valid pixel i (its index among the valid pixels) when its stream-0 draw
+/// is below rate = init_sample / N (spec §3.4).
+CUBEKIT_HD bool in_sample(std::uint64_t seed, std::int64_t valid_index, double rate) {
+    return uniform01(draw53(seed, 0, std::uint64_t(valid_index))) < rate;
+}
+
 /// ⌊u · n⌋ for u = bits53 · 2^−53, computed exactly in integers.
 CUBEKIT_HD std::uint64_t scaled_index(std::uint64_t bits53, std::uint64_t n) {
     return std::uint64_t((u128(bits53) * u128(n)) >> 53);
@@ -82,9 +88,19 @@ CUBEKIT_HD i128 scaled_threshold(std::uint64_t bits53, i128 phi) {
     return i128((hi_prod << 11) + (lo_prod >> 53));
 }
 
+/// The m samples of one pixel, `stride` elements apart (1 for BIP): how the CPU reference reads a
+/// pixel of any view. Distances read x[b] through it exactly as through a pointer.
+template <typename T>
+struct Spectrum {
+    const T* first;
+    std::int64_t stride;
+    CUBEKIT_HD T operator[](int b) const { return first[std::int64_t(b) * stride]; }
+};
+
 /// Squared Euclidean distance in the spec's order: bands 0..m−1, each term added with one FMA.
-template <typename T, typename D>
-CUBEKIT_HD D sq_distance(const T* x, const D* c, int m) {
+/// `x` is a pointer or a Spectrum: anything whose x[b] is sample b.
+template <typename X, typename D>
+CUBEKIT_HD D sq_distance(X x, const D* c, int m) {
     D d = 0;
     for (int b = 0; b < m; ++b) {
         const D diff = D(x[b]) - c[b];
@@ -109,8 +125,8 @@ CUBEKIT_HD std::int64_t sum_value(T x, double scale) {
 
 /// Exact squared distance in the fixed point of exponent e_d (k-means++ weights, restart choice).
 /// scale_d = 2^e_d.
-template <typename T>
-CUBEKIT_HD i128 exact_distance(const T* x, const std::int64_t* qc, int m, double scale_d) {
+template <typename X>
+CUBEKIT_HD i128 exact_distance(X x, const std::int64_t* qc, int m, double scale_d) {
     i128 d = 0;
     for (int b = 0; b < m; ++b) {
         const i128 diff = i128(to_fixed_scaled(double(x[b]), scale_d)) - i128(qc[b]);
@@ -149,8 +165,8 @@ CUBEKIT_HD double update_cluster(const std::int64_t* sums, std::int64_t count, D
 }
 
 /// Nearest set centroid of x (ties: lowest index); returns the index, writes the distance.
-template <typename T, typename D>
-CUBEKIT_HD int nearest(const T* x, const D* centroids, int k, int m, D& best) {
+template <typename X, typename D>
+CUBEKIT_HD int nearest(X x, const D* centroids, int k, int m, D& best) {
     best = sq_distance(x, centroids, m);
     int label = 0;
     for (int j = 1; j < k; ++j) {

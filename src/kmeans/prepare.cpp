@@ -1,25 +1,40 @@
-// Host steps of k-means that both backends share, so that they start from the same numbers:
-// the valid set, the plan (fixed-point exponents, tolerance), the init sample and the
-// initialisations that need no pass over the data (spec kmeans.md §3.3–3.4).
+// Host steps of k-means that both backends share, so that they start from the same numbers
+// (spec kmeans.md §3.3–3.4): the CPU first pass (valid set, plan, tolerance), the init sample and
+// the initialisations that need no pass over the data. The first pass reads a host view of any
+// strides where it is; the CUDA backend has its own first pass on the device (prepare_cuda.cu)
+// and shares make_plan/set_tolerance (kmeans.cpp) and simple_init with this one.
 #include <cmath>
 #include <limits>
 
 #include "kmeans/kmeans_internal.hpp"
 
 namespace cubekit::detail {
+namespace {
 
-KmeansPlan prepare_kmeans(const Cube& bip, const KmeansOptions& o, int threads, std::vector<std::int64_t>& valid) {
-    return visit_dtype(bip.dtype(), [&](auto tag) {
+// The m samples of raster pixel p of a view.
+template <typename T>
+km::Spectrum<T> spectrum(const StridedView<const T>& v, std::int64_t p) {
+    return {&v(int(p % v.width), int(p / v.width), 0), v.strides.b};
+}
+
+}  // namespace
+
+KmeansPlan prepare_kmeans(const Context& ctx, const CubeView& image, const KmeansOptions& o,
+                          std::vector<std::int64_t>& valid) {
+    const int threads = ctx.threads();
+    return visit_dtype(image.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        const T* x = bip.data<T>();
-        const int m = bip.bands();
-        const auto pixels = std::int64_t(bip.shape().num_pixels());
+        const StridedView<const T> x = image.typed<T>();
+        const int m = x.bands;
+        const auto pixels = std::int64_t(image.num_pixels());
         std::vector<std::uint8_t> ok(static_cast<std::size_t>(pixels));
 #pragma omp parallel for num_threads(threads) if(pixels >= 32768) schedule(static)
         for (std::int64_t p = 0; p < pixels; ++p) {
             bool v = o.mask.empty() || o.mask[std::size_t(p)] != 0;
-            if constexpr (std::is_floating_point_v<T>)
-                for (int b = 0; b < m && v; ++b) v = !std::isnan(x[p * m + b]);
+            if constexpr (std::is_floating_point_v<T>) {
+                const km::Spectrum<T> s = spectrum(x, p);
+                for (int b = 0; b < m && v; ++b) v = !std::isnan(s[b]);
+            }
             ok[std::size_t(p)] = v;
         }
         valid.clear();
@@ -35,12 +50,14 @@ KmeansPlan prepare_kmeans(const Cube& bip, const KmeansOptions& o, int threads, 
         {
             std::vector<double> lo(stats.lo), hi(stats.hi);
 #pragma omp for schedule(static) nowait
-            for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t i = 0; i < n; ++i) {
+                const km::Spectrum<T> s = spectrum(x, valid[std::size_t(i)]);
                 for (int b = 0; b < m; ++b) {
-                    const double v = double(x[valid[std::size_t(i)] * m + b]);
+                    const double v = double(s[b]);
                     lo[std::size_t(b)] = std::min(lo[std::size_t(b)], v);
                     hi[std::size_t(b)] = std::max(hi[std::size_t(b)], v);
                 }
+            }
 #pragma omp critical
             for (int b = 0; b < m; ++b) {
                 stats.lo[std::size_t(b)] = std::min(stats.lo[std::size_t(b)], lo[std::size_t(b)]);
@@ -56,12 +73,14 @@ KmeansPlan prepare_kmeans(const Cube& bip, const KmeansOptions& o, int threads, 
             std::vector<std::int64_t> s1(static_cast<std::size_t>(m), 0);
             std::vector<km::i128> s2(static_cast<std::size_t>(m), 0);
 #pragma omp for schedule(static) nowait
-            for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t i = 0; i < n; ++i) {
+                const km::Spectrum<T> s = spectrum(x, valid[std::size_t(i)]);
                 for (int b = 0; b < m; ++b) {
-                    const std::int64_t q = km::sum_value(x[valid[std::size_t(i)] * m + b], plan.scale);
+                    const std::int64_t q = km::sum_value(s[b], plan.scale);
                     s1[std::size_t(b)] += q;
                     s2[std::size_t(b)] += km::i128(q) * km::i128(q);
                 }
+            }
 #pragma omp critical
             for (int b = 0; b < m; ++b) {
                 sq[std::size_t(b)] += s1[std::size_t(b)];
@@ -80,7 +99,7 @@ std::vector<std::int64_t> init_sample_pixels(const std::vector<std::int64_t>& va
     const double rate = sample_rate(o, n);
     std::vector<std::uint8_t> in(static_cast<std::size_t>(n));
 #pragma omp parallel for num_threads(threads) if(n >= 32768) schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) in[std::size_t(i)] = in_sample(seed, i, rate);
+    for (std::int64_t i = 0; i < n; ++i) in[std::size_t(i)] = km::in_sample(seed, i, rate);
     std::vector<std::int64_t> sample;
     for (std::int64_t i = 0; i < n; ++i)
         if (in[std::size_t(i)]) sample.push_back(valid[std::size_t(i)]);
@@ -88,21 +107,13 @@ std::vector<std::int64_t> init_sample_pixels(const std::vector<std::int64_t>& va
     return sample;
 }
 
-std::vector<double> simple_init(const Cube& bip, const KmeansPlan& plan, const KmeansOptions& o,
-                                const std::vector<std::int64_t>& sample, std::uint64_t seed) {
+std::vector<double> simple_init(const KmeansPlan& plan, const KmeansOptions& o, std::int64_t sample_size,
+                                std::uint64_t seed, const SampleValues& values) {
     std::vector<double> c;
     switch (o.init) {
         case KmeansInit::Explicit: c = o.init_centroids; break;
         case KmeansInit::BoxDiagonal: c = box_diagonal(plan); break;
-        case KmeansInit::Random: {
-            const auto pos = floyd_positions(seed, std::int64_t(sample.size()), plan.k);
-            c.resize(std::size_t(plan.k) * plan.m);
-            for (int j = 0; j < plan.k; ++j)
-                for (int b = 0; b < plan.m; ++b)
-                    c[std::size_t(j) * plan.m + b] = bip.value(int(sample[std::size_t(pos[std::size_t(j)])] % bip.width()),
-                                                               int(sample[std::size_t(pos[std::size_t(j)])] / bip.width()), b);
-            break;
-        }
+        case KmeansInit::Random: c = values(floyd_positions(seed, sample_size, plan.k)); break;
         case KmeansInit::KmeansPlusPlus: break;  // backend-specific passes
     }
     if (o.legacy)

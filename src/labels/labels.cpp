@@ -1,9 +1,11 @@
-// Connected-component labelling front door: validate once, choose the backend (spec edges.md
-// §3.7 "E3", §4.3).
+// Connected-component labelling front door: validate once, choose the backend, place the input
+// where the backend reads it (spec edges.md §3.7 "E3", §4.3).
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <string>
 
+#include "core/outputs.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/labels.hpp"
 #include "labels/labels_internal.hpp"
@@ -27,9 +29,9 @@ void check_label_geometry(const char* function, int width, int height, int plane
 
 namespace {
 
-// Argument checks shared by both public functions; `what` names the cube ("image", "mask").
+// Argument checks shared by the public functions; `what` names the cube ("image", "mask").
 // u8_only: the mask of remove_small_components.
-void check_cube(const char* function, const char* what, const Cube& cube, int connectivity, bool u8_only) {
+void check_cube(const char* function, const char* what, const CubeView& cube, int connectivity, bool u8_only) {
     const std::string f(function);
     detail::check_label_geometry(function, cube.width(), cube.height(), cube.bands(), connectivity);
     if (cube.empty())
@@ -41,64 +43,99 @@ void check_cube(const char* function, const char* what, const Cube& cube, int co
                            (u8_only ? "; expected u8" : "; expected an integer type (u8, u16, i16, u32, i32)"));
 }
 
-Cube as_bsq(const Cube& cube) { return cube.layout() == Layout::BSQ ? cube.clone() : cube.to_layout(Layout::BSQ); }
+// The output of an _into call: the input's size, `dtype`, in the context's memory.
+void check_output(const char* function, const Context& ctx, const CubeView& input, const MutableCubeView& out,
+                  DType dtype) {
+    const std::string who = std::string(function) + ": the output is";
+    detail::check_output_memory(ctx, out, who);
+    detail::check_output_shape(out, input.width(), input.height(), input.bands(), dtype, who);
+}
 
-// True when every nonzero sample holds the same value: then "equal neighbours join" and "any
-// nonzero neighbours join" are the same rule, and the binary fast path is exact.
-bool single_foreground_value(const Cube& mask) {
-    const std::uint8_t* p = mask.data<std::uint8_t>();
-    std::uint8_t seen = 0;
-    for (std::size_t i = 0, n = mask.num_elements(); i < n; ++i) {
-        if (p[i] == 0) continue;
-        if (seen == 0) seen = p[i];
-        else if (p[i] != seen) return false;
-    }
-    return true;
+// `out` is `mask` itself (views of one cube start at the same sample; other overlaps are refused by
+// the documentation, not detected).
+bool same_samples(const CubeView& a, const CubeView& b) { return a.data() == b.data() && a.memory() == b.memory(); }
+
+// The input where the CUDA kernels read it: itself, or one converted copy (upload or reorder).
+CubeView for_cuda(const Context& ctx, const CubeView& input, std::optional<CubeInLayout>& storage) {
+    if (detail::labels_cuda_accepts(ctx, input)) return input;
+    storage.emplace(ctx, input, Layout::BSQ, Memory::Device);
+    return storage->view();
+}
+
+// The input where the CPU reads it: itself (any host view), or one download.
+CubeView for_cpu(const Context& ctx, const CubeView& input, std::optional<CubeInLayout>& storage) {
+    if (!input.on_device()) return input;
+    storage.emplace(ctx, input, Layout::BSQ, Memory::Host);
+    return storage->view();
 }
 
 }  // namespace
 
-Components label_components(const Context& ctx, const Cube& image, int connectivity) {
+ComponentStats label_components_into(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                                     int connectivity) {
     check_cube("label_components", "image", image, connectivity, false);
-    ctx.log("label_components: " + std::string(ctx.backend_name()) + ", " + image.shape().describe() +
-            ", connectivity " + std::to_string(connectivity));
-    const Cube converted = image.layout() == Layout::BSQ ? Cube() : image.to_layout(Layout::BSQ);
-    const Cube& bsq = image.layout() == Layout::BSQ ? image : converted;
-    if (ctx.is_cuda()) return detail::label_components_device(ctx, bsq, connectivity);
-    return detail::label_components_cpu(ctx, bsq, connectivity);
+    check_output("label_components_into", ctx, image, labels, DType::I32);
+    ctx.log("label_components: " + std::string(ctx.backend_name()) + ", " + image.describe() + ", connectivity " +
+            std::to_string(connectivity));
+    std::optional<CubeInLayout> converted;
+    if (!ctx.is_cuda()) return detail::label_components_cpu(ctx, for_cpu(ctx, image, converted), labels, connectivity);
+    const CubeView input = for_cuda(ctx, image, converted);
+    if (detail::labels_cuda_accepts(ctx, labels)) return detail::label_components_cuda(ctx, input, labels, connectivity);
+    DeviceCube dense(ctx, CubeShape{image.width(), image.height(), image.bands(), DType::I32, Layout::BSQ});
+    ComponentStats stats = detail::label_components_cuda(ctx, input, dense.mutable_view(), connectivity);
+    copy_cube(ctx, dense.view(), labels);
+    return stats;
 }
 
-Cube remove_small_components(const Context& ctx, const Cube& mask, std::int64_t min_size, int connectivity) {
+Components label_components(const Context& ctx, const CubeView& image, int connectivity) {
+    check_cube("label_components", "image", image, connectivity, false);
+    Components out;
+    out.labels = detail::host_result(ctx, {image.width(), image.height(), image.bands(), DType::I32, Layout::BSQ},
+                                     [&](const MutableCubeView& labels) {
+                                         out.per_band = label_components_into(ctx, image, labels, connectivity);
+                                     });
+    return out;
+}
+
+void remove_small_components_into(const Context& ctx, const CubeView& mask, const MutableCubeView& out,
+                                  std::int64_t min_size, int connectivity) {
     check_cube("remove_small_components", "mask", mask, connectivity, true);
-    Cube out = as_bsq(mask);
-    if (min_size <= 1) return out;  // every component has at least one pixel
-    ctx.log("remove_small_components: " + std::string(ctx.backend_name()) + ", " + mask.shape().describe() +
-            ", min size " + std::to_string(min_size) + ", connectivity " + std::to_string(connectivity));
-    const int W = out.width(), H = out.height(), B = out.bands();
-    if (single_foreground_value(out)) {
-        std::uint8_t* maps = out.data<std::uint8_t>();
-        if (!ctx.is_cuda()) {
-            detail::remove_small_components_cpu(ctx, maps, W, H, B, min_size, connectivity);
-            return out;
-        }
-        DeviceBuffer d_maps(ctx, out.num_bytes());
-        d_maps.upload(ctx, maps, out.num_bytes());
-        detail::remove_small_components_device(ctx, static_cast<std::uint8_t*>(d_maps.data()), W, H, B, min_size,
-                                               connectivity);
-        d_maps.download(ctx, maps, out.num_bytes());
+    check_output("remove_small_components_into", ctx, mask, out, DType::U8);
+    const bool in_place = same_samples(mask, out);
+    if (min_size <= 1) {  // every component has at least one pixel
+        if (!in_place) copy_cube(ctx, mask, out);
+        return;
+    }
+    ctx.log("remove_small_components: " + std::string(ctx.backend_name()) + ", " + mask.describe() + ", min size " +
+            std::to_string(min_size) + ", connectivity " + std::to_string(connectivity));
+    if (!ctx.is_cuda()) {
+        if (!in_place) copy_cube(ctx, mask, out);
+        // The equal-value rule is exact for any mask (the binary rule only for one foreground value).
+        detail::remove_small_components_cpu(ctx, out, min_size, connectivity, true);
+        return;
+    }
+    std::optional<CubeInLayout> converted;
+    const CubeView source = for_cuda(ctx, mask, converted);
+    if (detail::labels_cuda_accepts(ctx, out)) {
+        detail::remove_small_components_cuda(ctx, source, out, min_size, connectivity);
+        return;
+    }
+    DeviceCube dense(ctx, CubeShape{mask.width(), mask.height(), mask.bands(), DType::U8, Layout::BSQ});
+    detail::remove_small_components_cuda(ctx, source, dense.mutable_view(), min_size, connectivity);
+    copy_cube(ctx, dense.view(), out);
+}
+
+Cube remove_small_components(const Context& ctx, const CubeView& mask, std::int64_t min_size, int connectivity) {
+    check_cube("remove_small_components", "mask", mask, connectivity, true);
+    const CubeShape shape{mask.width(), mask.height(), mask.bands(), DType::U8, Layout::BSQ};
+    if (min_size <= 1) {  // a copy, wherever the mask is
+        Cube out(shape.width, shape.height, shape.bands, shape.dtype, shape.layout);
+        copy_cube(ctx, mask, out);
         return out;
     }
-    // Several foreground values: label with the equal-value rule, then clear by size.
-    const Components c = label_components(ctx, out, connectivity);
-    const std::size_t plane = std::size_t(W) * std::size_t(H);
-    std::uint8_t* maps = out.data<std::uint8_t>();
-    const std::int32_t* labels = c.labels.data<std::int32_t>();
-    for (int b = 0; b < B; ++b) {
-        const std::vector<ComponentInfo>& info = c.per_band[std::size_t(b)];
-        for (std::size_t i = std::size_t(b) * plane, end = i + plane; i < end; ++i)
-            if (labels[i] != 0 && info[std::size_t(labels[i] - 1)].size < min_size) maps[i] = 0;
-    }
-    return out;
+    return detail::host_result(ctx, shape, [&](const MutableCubeView& out) {
+        remove_small_components_into(ctx, mask, out, min_size, connectivity);
+    });
 }
 
 }  // namespace cubekit
@@ -109,8 +146,12 @@ namespace cubekit::detail {
 void remove_small_components_device(const Context&, std::uint8_t*, int, int, int, std::int64_t, int) {
     throw DeviceError("remove_small_components: this cubekit was built without CUDA");
 }
-Components label_components_device(const Context&, const Cube&, int) {
+bool labels_cuda_accepts(const Context&, const CubeView&) { return false; }
+ComponentStats label_components_cuda(const Context&, const CubeView&, const MutableCubeView&, int) {
     throw DeviceError("label_components: this cubekit was built without CUDA");
+}
+void remove_small_components_cuda(const Context&, const CubeView&, const MutableCubeView&, std::int64_t, int) {
+    throw DeviceError("remove_small_components: this cubekit was built without CUDA");
 }
 }  // namespace cubekit::detail
 #endif

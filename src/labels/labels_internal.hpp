@@ -1,7 +1,7 @@
 #pragma once
 // Backends of the connected-component labelling (labels.cpp validates and dispatches). The
-// remove_small_components_* functions are also called directly by the edge detector on raw
-// buffers of per-band edge maps.
+// remove_small_components_* functions on raw planes are also called directly by the edge detector
+// on its per-band edge maps.
 #include <cstdint>
 
 #include "cubekit/labels.hpp"
@@ -31,9 +31,38 @@ void remove_small_components_cpu(const Context& ctx, std::uint8_t* maps, int wid
 void remove_small_components_device(const Context& ctx, std::uint8_t* maps, int width, int height, int planes,
                                     std::int64_t min_size, int connectivity);
 
-// ---- Full labelling (equal-value rule), host cube in, host result out ------------------------
-// image: BSQ, integer element type, validated by the caller.
-Components label_components_cpu(const Context& ctx, const Cube& image, int connectivity);
-Components label_components_device(const Context& ctx, const Cube& image, int connectivity);
+/// CUDA, the same on pitched planes (rows row_stride elements apart, planes plane_stride apart: a
+/// window of a BSQ cube), with the binary rule or (equal_values) the public equal-value rule.
+void remove_small_components_pitched(const Context& ctx, std::uint8_t* maps, int width, int height, int planes,
+                                     std::int64_t row_stride, std::int64_t plane_stride, std::int64_t min_size,
+                                     int connectivity, bool equal_values);
+
+// ---- Views (the public calls), validated by labels.cpp ---------------------------------------
+
+/// CPU removal in place on a host u8 view of any strides. equal_values: the public rule (equal
+/// neighbours join); else the binary rule above.
+void remove_small_components_cpu(const Context& ctx, const MutableCubeView& maps, std::int64_t min_size,
+                                 int connectivity, bool equal_values);
+
+/// CPU labelling (equal-value rule). image: host view, integer type, any strides; labels: host
+/// i32 view of the same size, any strides.
+ComponentStats label_components_cpu(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                                    int connectivity);
+
+/// True when the CUDA kernels read or write `view` where it is: a BSQ cube or a window of one
+/// (rows contiguous, any row and plane pitch) on the context's device.
+bool labels_cuda_accepts(const Context& ctx, const CubeView& view);
+
+/// CUDA labelling. image: a device view labels_cuda_accepts, integer type; labels: the same for an
+/// i32 view. Returns the statistics (downloaded: the call waits for them); the labels are queued.
+ComponentStats label_components_cuda(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                                     int connectivity);
+
+/// CUDA removal: copies `mask` into `maps` (skipped when they are the same memory) while finding
+/// whether the mask holds a single foreground value, reads that 8-byte answer, then removes in
+/// place with the binary rule (one value) or the equal-value rule. Both views labels_cuda_accepts
+/// and hold u8; min_size ≥ 2.
+void remove_small_components_cuda(const Context& ctx, const CubeView& mask, const MutableCubeView& maps,
+                                  std::int64_t min_size, int connectivity);
 
 }  // namespace cubekit::detail

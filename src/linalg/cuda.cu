@@ -268,12 +268,11 @@ int sm_count(const Context& ctx) {
 i128 read_i128(const u64* two) { return i128((u128(two[1]) << 64) | u128(two[0])); }
 
 template <typename T>
-PcaSums sums_cuda(const Context& ctx, const DeviceCube& cube) {
+PcaSums sums_cuda(const Context& ctx, const CubeView& cube) {
     using S = Syrk<T>;
-    const CubeShape& shape = cube.shape();
-    const int B = shape.bands, n = B + 1;
-    const auto P = std::int64_t(shape.num_pixels());
-    const T* x = static_cast<const T*>(cube.data());
+    const int B = cube.bands(), n = B + 1;
+    const auto P = std::int64_t(cube.num_pixels());
+    const T* x = reinterpret_cast<const T*>(cube.data());
     const cudaStream_t stream = stream_of(ctx);
     const int sms = sm_count(ctx);
     PcaSums s;
@@ -311,7 +310,7 @@ PcaSums sums_cuda(const Context& ctx, const DeviceCube& cube) {
     std::int64_t slice_pixels = std::min((chunks + slices - 1) / slices * kChunkPixels, S::kMaxSlice);
     slices = (P + slice_pixels - 1) / slice_pixels;
     if (pairs > 0x7fffffff || slices > 65535)
-        throw InvalidInput("pca_fit: " + shape.describe() + " is too large for the CUDA sums");
+        throw InvalidInput("pca_fit: " + cube.describe() + " is too large for the CUDA sums");
 
     const std::size_t sum_words = 2 * std::size_t(n) * std::size_t(n);
     DeviceBuffer d_sums(ctx, sum_words * sizeof(u64));
@@ -345,28 +344,28 @@ void launch_project(const Context& ctx, const T* x, std::int64_t P, int B, const
     CUBEKIT_CHECK_LAUNCH(ctx, "pca project_kernel", grid, block);
 }
 
-void check_device_cube(const Context& ctx, const DeviceCube& cube, const char* fn) {
+void check_device_cube(const Context& ctx, const CubeView& cube, const char* fn) {
     if (!ctx.is_cuda()) throw InvalidInput(std::string(fn) + ": the context runs on the CPU; device cubes need a CUDA context");
-    check_pca_cube(cube.shape(), fn);
-    if (cube.shape().layout != Layout::BSQ)
-        throw InvalidInput(std::string(fn) + ": the device cube is " + std::string(layout_name(cube.shape().layout)) +
-                           "; expected bsq");
+    check_pca_cube(shape_of(cube), fn);
+    if (!cube.on_device() || cube.device() != ctx.device() || !cube.is_dense(Layout::BSQ))
+        throw InvalidInput(std::string(fn) + ": the cube is " + cube.describe() + "; the device path wants a dense bsq "
+                           "cube on device " + std::to_string(ctx.device()));
 }
 
 }  // namespace
 
-PcaModel pca_fit_device(const Context& ctx, const DeviceCube& cube, int components) {
+PcaModel pca_fit_device(const Context& ctx, const CubeView& cube, int components) {
     check_device_cube(ctx, cube, "pca_fit");
-    check_pca_components(components, cube.shape().bands, "pca_fit");
-    const PcaSums sums = visit_dtype(cube.shape().dtype, [&](auto tag) { return sums_cuda<decltype(tag)>(ctx, cube); });
+    check_pca_components(components, cube.bands(), "pca_fit");
+    const PcaSums sums = visit_dtype(cube.dtype(), [&](auto tag) { return sums_cuda<decltype(tag)>(ctx, cube); });
     return pca_model_from_sums(sums, components);
 }
 
-void pca_transform_device(const Context& ctx, const DeviceCube& cube, const PcaModel& model, double* out) {
+void pca_transform_device(const Context& ctx, const CubeView& cube, const PcaModel& model, double* out) {
     check_device_cube(ctx, cube, "pca_transform");
-    check_pca_model(model, cube.shape().bands, "pca_transform");
+    check_pca_model(model, cube.bands(), "pca_transform");
     const int B = model.bands, k = model.num_components();
-    const auto P = std::int64_t(cube.shape().num_pixels());
+    const auto P = std::int64_t(cube.num_pixels());
     // The model on the device: mean (B) then the components (k×B). Freed stream-ordered after the
     // kernels.
     std::vector<double> params(model.mean);
@@ -375,9 +374,9 @@ void pca_transform_device(const Context& ctx, const DeviceCube& cube, const PcaM
     d_params.upload(ctx, params.data(), params.size() * sizeof(double));
     const double* mean = static_cast<const double*>(d_params.data());
     const double* comps = mean + B;
-    visit_dtype(cube.shape().dtype, [&](auto tag) {
+    visit_dtype(cube.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        const T* x = static_cast<const T*>(cube.data());
+        const T* x = reinterpret_cast<const T*>(cube.data());
         for (int j0 = 0; j0 < k; j0 += 8) {
             const int count = std::min(8, k - j0);
             if (count <= 4) launch_project<T, 4>(ctx, x, P, B, mean, comps, j0, count, out);

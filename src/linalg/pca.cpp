@@ -1,5 +1,5 @@
-// PCA (spec edges.md §3.9 "E5"): the front door, the host routine both backends share (exact
-// sums → mean, covariance, one LAPACK eigensolve, sign rule) and the CPU backend.
+// PCA (spec edges.md §3.9 "E5"): the front door and the host routine both backends share (exact
+// sums → mean, covariance, one LAPACK eigensolve, sign rule); the CPU backend is cpu.cpp.
 //
 // Exactness: the backends only produce integer sums (PcaSums), which do not depend on the order
 // of the additions; everything in floating point after that happens here, once, for both. The
@@ -11,9 +11,11 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <type_traits>
 
+#include "core/outputs.hpp"
 #include "cubekit/error.hpp"
 #include "linalg/pca_internal.hpp"
 
@@ -280,218 +282,103 @@ void check_pca_model(const PcaModel& model, int cube_bands, const char* fn) {
                            " bands; the model was fitted on " + std::to_string(model.bands));
 }
 
-// ---- CPU backend -----------------------------------------------------------------------------------
+}  // namespace detail
+
+// ---- front door ------------------------------------------------------------------------------------
 
 namespace {
 
-// Per element type: a block's values Q, one block's dot product Dot, a thread's running sum Acc.
-// Blocks hold kBlock = 256 pixels. u8: 256·255² < 2^31 and P·255² < 2^63; 16-bit: P·65535² < 2^63
-// (P < 2^31); 32-bit integers and fixed point: 128-bit products and sums.
-constexpr int kBlock = 256;
-template <typename T> struct CpuSumTypes { using Q = std::int64_t; using Dot = i128; using Acc = i128; };
-template <> struct CpuSumTypes<std::uint8_t> { using Q = std::int32_t; using Dot = std::int32_t; using Acc = std::int64_t; };
-template <> struct CpuSumTypes<std::uint16_t> { using Q = std::int64_t; using Dot = std::int64_t; using Acc = std::int64_t; };
-template <> struct CpuSumTypes<std::int16_t> { using Q = std::int64_t; using Dot = std::int64_t; using Acc = std::int64_t; };
-
-template <typename T>
-PcaSums sums_cpu(const Context& ctx, const Cube& bsq) {
-    using Q = typename CpuSumTypes<T>::Q;
-    using Dot = typename CpuSumTypes<T>::Dot;
-    using Acc = typename CpuSumTypes<T>::Acc;
-    constexpr bool is_float = std::is_floating_point_v<T>;
-    const int B = bsq.bands();
-    const std::size_t nb = std::size_t(B);
-    const auto P = std::int64_t(bsq.shape().num_pixels());
-    const std::int64_t blocks = (P + kBlock - 1) / kBlock;
-    const T* x = bsq.data<T>();
-    PcaSums s;
-    s.bands = B;
-    s.count = P;
-    // Float input: the pixels used (all bands finite), max|x| over them, then the exponent.
-    std::vector<std::uint8_t> valid;
-    double scale = 1;
-    if constexpr (is_float) {
-        valid.assign(std::size_t(P), 1);
-        double max_abs = 0;
-        std::int64_t count = 0;
-#pragma omp parallel for num_threads(ctx.threads()) schedule(static) reduction(max : max_abs) reduction(+ : count)
-        for (std::int64_t blk = 0; blk < blocks; ++blk) {
-            const std::int64_t p0 = blk * kBlock, p1 = std::min(P, p0 + kBlock);
-            for (int b = 0; b < B; ++b)
-                for (std::int64_t p = p0; p < p1; ++p)
-                    if (!std::isfinite(x[std::int64_t(b) * P + p])) valid[std::size_t(p)] = 0;
-            for (std::int64_t p = p0; p < p1; ++p) {
-                if (!valid[std::size_t(p)]) continue;
-                ++count;
-                for (int b = 0; b < B; ++b) max_abs = std::max(max_abs, std::fabs(double(x[std::int64_t(b) * P + p])));
-            }
-        }
-        s.count = count;
-        s.exponent = pca_fixed_point_exponent(max_abs, count);
-        scale = std::ldexp(1.0, s.exponent);
-    }
-    s.first.assign(nb, 0);
-    s.second.assign(nb * nb, 0);
-    const std::size_t pairs = nb * (nb + 1) / 2;
-#pragma omp parallel num_threads(ctx.threads())
-    {
-        std::vector<Q> q(nb * kBlock);  // band b of the block: q[b·kBlock ..], zero beyond the cube
-        std::vector<std::int64_t> s1(nb, 0);
-        std::vector<Acc> s2(pairs, 0);  // packed upper triangle, row by row
-#pragma omp for schedule(static)
-        for (std::int64_t blk = 0; blk < blocks; ++blk) {
-            const std::int64_t p0 = blk * kBlock;
-            const int n = int(std::min<std::int64_t>(kBlock, P - p0));
-            for (int b = 0; b < B; ++b) {
-                Q* row = q.data() + std::size_t(b) * kBlock;
-                const T* src = x + std::int64_t(b) * P + p0;
-                std::int64_t first = 0;
-                for (int i = 0; i < n; ++i) {
-                    if constexpr (is_float) row[i] = valid[std::size_t(p0 + i)] ? km::to_fixed_scaled(double(src[i]), scale) : 0;
-                    else row[i] = Q(src[i]);
-                    first += row[i];
-                }
-                std::fill(row + n, row + kBlock, Q(0));
-                s1[std::size_t(b)] += first;
-            }
-            std::size_t t = 0;
-            for (int i = 0; i < B; ++i) {
-                const Q* qi = q.data() + std::size_t(i) * kBlock;
-                for (int j = i; j < B; ++j, ++t) {
-                    const Q* qj = q.data() + std::size_t(j) * kBlock;
-                    Dot d = 0;
-                    for (int k = 0; k < kBlock; ++k) d += Dot(qi[k]) * Dot(qj[k]);
-                    s2[t] += Acc(d);
-                }
-            }
-        }
-#pragma omp critical(cubekit_pca_sums)
-        {
-            std::size_t t = 0;
-            for (std::size_t i = 0; i < nb; ++i) {
-                s.first[i] += s1[i];
-                for (std::size_t j = i; j < nb; ++j, ++t) s.second[i * nb + j] += i128(s2[t]);
-            }
-        }
-    }
-    return s;
+// The cube where the backend reads it: the CPU any host view as it is (a device view comes down
+// once); CUDA a dense BSQ cube on its device as it is (anything else is uploaded or reordered once).
+CubeView pca_input(const Context& ctx, const CubeView& cube, std::optional<CubeInLayout>& storage) {
+    if (!ctx.is_cuda() && !cube.on_device()) return cube;
+    storage.emplace(ctx, cube, Layout::BSQ, ctx.is_cuda() ? Memory::Device : Memory::Host);
+    return storage->view();
 }
 
-template <typename T>
-void transform_cpu(const Context& ctx, const Cube& bsq, const PcaModel& model, Cube& out) {
-    const int W = bsq.width(), H = bsq.height(), B = bsq.bands(), k = model.num_components();
-    const auto P = std::int64_t(bsq.shape().num_pixels());
-    const T* x = bsq.data<T>();
-    double* y = out.data<double>();
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-#pragma omp parallel num_threads(ctx.threads())
-    {
-        std::vector<double> acc(std::size_t(k) * std::size_t(W)), diff(static_cast<std::size_t>(W));
-        std::vector<std::uint8_t> ok(static_cast<std::size_t>(W));
-#pragma omp for schedule(static)
-        for (int row = 0; row < H; ++row) {
-            std::fill(acc.begin(), acc.end(), 0.0);
-            std::fill(ok.begin(), ok.end(), std::uint8_t(1));
-            for (int b = 0; b < B; ++b) {
-                const T* src = x + std::int64_t(b) * P + std::int64_t(row) * W;
-                const double mean = model.mean[std::size_t(b)];
-                for (int i = 0; i < W; ++i) {
-                    const double v = double(src[i]);
-                    if constexpr (std::is_floating_point_v<T>) ok[std::size_t(i)] &= std::uint8_t(std::isfinite(v));
-                    diff[std::size_t(i)] = v - mean;
-                }
-                for (int j = 0; j < k; ++j) {
-                    const double c = model.components[std::size_t(j) * std::size_t(B) + std::size_t(b)];
-                    double* a = acc.data() + std::size_t(j) * std::size_t(W);
-                    for (int i = 0; i < W; ++i) a[i] = a[i] + diff[std::size_t(i)] * c;  // no contraction
-                }
-            }
-            for (int j = 0; j < k; ++j) {
-                double* dst = y + std::int64_t(j) * P + std::int64_t(row) * W;
-                const double* a = acc.data() + std::size_t(j) * std::size_t(W);
-                for (int i = 0; i < W; ++i) dst[i] = ok[std::size_t(i)] ? a[i] : nan;
-            }
-        }
-    }
+PcaModel fit_on(const Context& ctx, const CubeView& input, int components) {
+    if (!ctx.is_cuda()) return detail::pca_model_from_sums(detail::pca_sums_cpu(ctx, input), components);
+    return detail::pca_fit_device(ctx, input, components);
 }
 
-const Cube& as_bsq(const Cube& cube, Cube& storage) {
-    if (cube.layout() == Layout::BSQ) return cube;
-    storage = cube.to_layout(Layout::BSQ);
-    return storage;
-}
-
-// The scores cube: bands named PC1..PCk; the input's georeferencing kept (same pixel grid).
-Cube scores_cube(const Cube& input, int components) {
-    Cube out(input.width(), input.height(), components, DType::F64, Layout::BSQ);
-    for (int j = 0; j < components; ++j) out.metadata().band_names.push_back("PC" + std::to_string(j + 1));
-    out.metadata().map_info = input.metadata().map_info;
-    out.metadata().coordinate_system = input.metadata().coordinate_system;
-    return out;
-}
-
-Cube transform_on(const Context& ctx, const Cube& bsq, const DeviceCube* device, const PcaModel& model) {
-    Cube out = scores_cube(bsq, model.num_components());
+// `scores`: checked by check_scores. CUDA writes a dense BSQ output directly, any other through one
+// device copy.
+void transform_on(const Context& ctx, const CubeView& input, const PcaModel& model, const MutableCubeView& scores) {
     if (!ctx.is_cuda()) {
-        pca_transform_cpu(ctx, bsq, model, out);
-        return out;
+        detail::pca_transform_cpu(ctx, input, model, scores);
+        return;
     }
-    DeviceBuffer d_out(ctx, out.num_bytes());
-    pca_transform_device(ctx, *device, model, static_cast<double*>(d_out.data()));
-    d_out.download(ctx, out.bytes(), out.num_bytes());
+    if (scores.is_dense(Layout::BSQ)) {
+        detail::pca_transform_device(ctx, input, model, reinterpret_cast<double*>(scores.data()));
+        return;
+    }
+    DeviceCube dense(ctx, CubeShape{scores.width(), scores.height(), scores.bands(), DType::F64, Layout::BSQ});
+    detail::pca_transform_device(ctx, input, model, static_cast<double*>(dense.data()));
+    copy_cube(ctx, dense.view(), scores);
+}
+
+void check_scores(const Context& ctx, const CubeView& cube, int components, const MutableCubeView& scores,
+                  const char* fn) {
+    const std::string who = std::string(fn) + ": scores are";
+    detail::check_output_memory(ctx, scores, who);
+    detail::check_output_shape(scores, cube.width(), cube.height(), components, DType::F64, who);
+}
+
+// The host scores of the plain calls (bands named PC1..PCk), through a device cube on a CUDA context.
+Cube host_scores(const Context& ctx, const CubeView& input, const PcaModel& model) {
+    const int k = model.num_components();
+    Cube out = detail::host_result(ctx, {input.width(), input.height(), k, DType::F64, Layout::BSQ},
+                                   [&](const MutableCubeView& scores) { transform_on(ctx, input, model, scores); });
+    for (int j = 0; j < k; ++j) out.metadata().band_names.push_back("PC" + std::to_string(j + 1));
     return out;
 }
 
 }  // namespace
 
-PcaSums pca_sums_cpu(const Context& ctx, const Cube& bsq) {
-    return visit_dtype(bsq.dtype(), [&](auto tag) { return sums_cpu<decltype(tag)>(ctx, bsq); });
-}
-
-void pca_transform_cpu(const Context& ctx, const Cube& bsq, const PcaModel& model, Cube& out) {
-    visit_dtype(bsq.dtype(), [&](auto tag) { transform_cpu<decltype(tag)>(ctx, bsq, model, out); });
-}
-
-}  // namespace detail
-
-// ---- front door ------------------------------------------------------------------------------------
-
-PcaModel pca_fit(const Context& ctx, const Cube& cube, const PcaOptions& options) {
-    detail::check_pca_cube(cube.shape(), "pca_fit");
+PcaModel pca_fit(const Context& ctx, const CubeView& cube, const PcaOptions& options) {
+    detail::check_pca_cube(shape_of(cube), "pca_fit");
     detail::check_pca_components(options.components, cube.bands(), "pca_fit");
-    ctx.log("pca_fit: " + std::string(ctx.backend_name()) + ", " + cube.shape().describe());
-    Cube storage;
-    const Cube& bsq = detail::as_bsq(cube, storage);
-    if (!ctx.is_cuda()) return detail::pca_model_from_sums(detail::pca_sums_cpu(ctx, bsq), options.components);
-    const DeviceCube d_cube = DeviceCube::upload(ctx, bsq);
-    return detail::pca_fit_device(ctx, d_cube, options.components);
+    ctx.log("pca_fit: " + std::string(ctx.backend_name()) + ", " + cube.describe());
+    std::optional<CubeInLayout> storage;
+    return fit_on(ctx, pca_input(ctx, cube, storage), options.components);
 }
 
-Cube pca_transform(const Context& ctx, const Cube& cube, const PcaModel& model) {
-    detail::check_pca_cube(cube.shape(), "pca_transform");
+void pca_transform_into(const Context& ctx, const CubeView& cube, const PcaModel& model, const MutableCubeView& scores) {
+    detail::check_pca_cube(shape_of(cube), "pca_transform");
     detail::check_pca_model(model, cube.bands(), "pca_transform");
-    Cube storage;
-    const Cube& bsq = detail::as_bsq(cube, storage);
-    if (!ctx.is_cuda()) return detail::transform_on(ctx, bsq, nullptr, model);
-    const DeviceCube d_cube = DeviceCube::upload(ctx, bsq);
-    return detail::transform_on(ctx, bsq, &d_cube, model);
+    check_scores(ctx, cube, model.num_components(), scores, "pca_transform_into");
+    std::optional<CubeInLayout> storage;
+    transform_on(ctx, pca_input(ctx, cube, storage), model, scores);
 }
 
-PcaResult pca(const Context& ctx, const Cube& cube, const PcaOptions& options) {
-    detail::check_pca_cube(cube.shape(), "pca");
+Cube pca_transform(const Context& ctx, const CubeView& cube, const PcaModel& model) {
+    detail::check_pca_cube(shape_of(cube), "pca_transform");
+    detail::check_pca_model(model, cube.bands(), "pca_transform");
+    std::optional<CubeInLayout> storage;
+    return host_scores(ctx, pca_input(ctx, cube, storage), model);
+}
+
+PcaModel pca_into(const Context& ctx, const CubeView& cube, const MutableCubeView& scores, const PcaOptions& options) {
+    detail::check_pca_cube(shape_of(cube), "pca");
     detail::check_pca_components(options.components, cube.bands(), "pca");
-    ctx.log("pca: " + std::string(ctx.backend_name()) + ", " + cube.shape().describe());
-    Cube storage;
-    const Cube& bsq = detail::as_bsq(cube, storage);
+    check_scores(ctx, cube, options.components, scores, "pca_into");
+    ctx.log("pca: " + std::string(ctx.backend_name()) + ", " + cube.describe());
+    std::optional<CubeInLayout> storage;
+    const CubeView input = pca_input(ctx, cube, storage);  // one upload or reorder for the fit and the scores
+    PcaModel model = fit_on(ctx, input, options.components);
+    transform_on(ctx, input, model, scores);
+    return model;
+}
+
+PcaResult pca(const Context& ctx, const CubeView& cube, const PcaOptions& options) {
+    detail::check_pca_cube(shape_of(cube), "pca");
+    detail::check_pca_components(options.components, cube.bands(), "pca");
+    ctx.log("pca: " + std::string(ctx.backend_name()) + ", " + cube.describe());
+    std::optional<CubeInLayout> storage;
+    const CubeView input = pca_input(ctx, cube, storage);  // one upload or reorder for the fit and the scores
     PcaResult r;
-    if (!ctx.is_cuda()) {
-        r.model = detail::pca_model_from_sums(detail::pca_sums_cpu(ctx, bsq), options.components);
-        r.scores = detail::transform_on(ctx, bsq, nullptr, r.model);
-        return r;
-    }
-    const DeviceCube d_cube = DeviceCube::upload(ctx, bsq);  // one upload for the fit and the scores
-    r.model = detail::pca_fit_device(ctx, d_cube, options.components);
-    r.scores = detail::transform_on(ctx, bsq, &d_cube, r.model);
+    r.model = fit_on(ctx, input, options.components);
+    r.scores = host_scores(ctx, input, r.model);
     return r;
 }
 
@@ -500,10 +387,10 @@ PcaResult pca(const Context& ctx, const Cube& cube, const PcaOptions& options) {
 #ifndef CUBEKIT_HAVE_CUDA
 namespace cubekit::detail {
 // CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
-PcaModel pca_fit_device(const Context&, const DeviceCube&, int) {
+PcaModel pca_fit_device(const Context&, const CubeView&, int) {
     throw DeviceError("pca: this cubekit was built without CUDA");
 }
-void pca_transform_device(const Context&, const DeviceCube&, const PcaModel&, double*) {
+void pca_transform_device(const Context&, const CubeView&, const PcaModel&, double*) {
     throw DeviceError("pca: this cubekit was built without CUDA");
 }
 }  // namespace cubekit::detail

@@ -38,14 +38,16 @@ void check_pca_cube(const CubeShape& shape, const char* fn);
 void check_pca_components(int components, int bands, const char* fn);
 void check_pca_model(const PcaModel& model, int cube_bands, const char* fn);
 
-/// CPU backend. `bsq`: any element type, BSQ.
-PcaSums pca_sums_cpu(const Context& ctx, const Cube& bsq);
-void pca_transform_cpu(const Context& ctx, const Cube& bsq, const PcaModel& model, Cube& out);
+/// CPU backend (cpu.cpp). `cube`: a host view, any element type, any strides; `out`: a host
+/// W×H×k f64 view, any strides.
+PcaSums pca_sums_cpu(const Context& ctx, const CubeView& cube);
+void pca_transform_cpu(const Context& ctx, const CubeView& cube, const PcaModel& model, const MutableCubeView& out);
 
-/// Device-resident entry points, stream-ordered on ctx's stream. `cube`: any element type, BSQ
-/// (BIL/BIP: InvalidInput). pca_fit_device waits for the sums (the eigensolve is on the host).
-PcaModel pca_fit_device(const Context& ctx, const DeviceCube& cube, int components);
+/// Device-resident entry points (cuda.cu), stream-ordered on ctx's stream. `cube`: any element
+/// type, a dense BSQ view on ctx's device (anything else: InvalidInput). pca_fit_device waits for
+/// the sums (the eigensolve is on the host).
+PcaModel pca_fit_device(const Context& ctx, const CubeView& cube, int components);
 /// `out`: device memory for k planes of H×W f64 (plane j = scores of component j).
-void pca_transform_device(const Context& ctx, const DeviceCube& cube, const PcaModel& model, double* out);
+void pca_transform_device(const Context& ctx, const CubeView& cube, const PcaModel& model, double* out);
 
 }  // namespace cubekit::detail

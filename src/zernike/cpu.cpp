@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/parallel.hpp"
 #include "cubekit/error.hpp"
 #include "zernike/zernike_internal.hpp"
 
@@ -126,80 +127,94 @@ private:
     std::vector<Order> orders_;
 };
 
+// Σ over the points of L of f·V* for every wanted moment of band b of `img`, added row by row:
+// each row sums into its own slot of `partial`, then the slots are added in row order.
+template <typename T, typename E>
+void band_sums(const Context& ctx, const Evaluator<T>& eval, const PointLayout& L, const StridedView<const E>& img,
+               int b, std::size_t M, std::vector<C>& partial, std::complex<double>* out) {
+    const int W = img.width, H = img.height;
+    // f at centred coordinates (u, v): column (u + W − 1)/2, row (H − 1 − v)/2.
+    auto f = [&](int u, int v) { return double(img((u + W - 1) / 2, (H - 1 - v) / 2, b)); };
+    const std::size_t rows = L.rows.size();
+    std::fill(partial.begin(), partial.end(), C{0.0, 0.0});
+    // Cancellation is checked between rows.
+    detail::parallel_for(ctx, std::int64_t(rows),
+                         {.where = "zernike", .schedule = detail::Schedule::Dynamic, .parallel = L.points() >= 4096},
+                         [&](std::int64_t r) {
+        const PointRow row = L.rows[std::size_t(r)];
+        C* acc = partial.data() + std::size_t(r) * M;
+        for (int j = 0; j < row.count; ++j) {
+            double X, Y, t;
+            if (L.custom) {
+                const int x = row.first + j;
+                custom_point(L.cx, L.cy, L.rho, x, row.v, X, Y, t);
+                eval.add(X, Y, t, plain_point(double(img(x, row.v, b))), acc);
+                continue;
+            }
+            const int u = row.first + 2 * j;
+            centred_point(L.centred, u, row.v, X, Y, t);
+            eval.add(X, Y, t, L.symmetric ? fold_representative(f, u, row.v) : plain_point(f(u, row.v)), acc);
+        }
+    });
+    for (std::size_t k = 0; k < M; ++k) {
+        C s{0.0, 0.0};
+        for (std::size_t r = 0; r < rows; ++r) {
+            s.re += partial[r * M + k].re;
+            s.im += partial[r * M + k].im;
+        }
+        out[k] = {s.re, s.im};
+    }
+}
+
 template <typename T>
-std::vector<std::complex<double>> sums(const Context& ctx, const Cube& images, const ZernikeDisk& disk,
+std::vector<std::complex<double>> sums(const Context& ctx, const CubeView& images, const ZernikeDisk& disk,
                                        const Request& request) {
     const Coefficients co = coefficients(request.max_order(), request.radial == ZernikeRadial::Explicit,
                                          request.method == ZernikeMethod::QRecursive);
     const Evaluator<T> eval(request, co);
     const PointLayout L = point_layout(disk, request.symmetric);
-    const int W = images.width(), H = images.height(), B = images.bands();
-    const std::size_t M = request.wanted.size(), rows = L.rows.size();
+    const int B = images.bands();
+    const std::size_t M = request.wanted.size();
     std::vector<std::complex<double>> out(std::size_t(B) * M);
-    std::vector<double> band(std::size_t(W) * std::size_t(H));
-    std::vector<C> partial(rows * M);
-    for (int b = 0; b < B; ++b) {
-        ctx.check_cancelled("zernike");
-        visit_dtype(images.dtype(), [&](auto tag) {
-            using E = decltype(tag);
-            const E* p = images.data<E>() + std::size_t(b) * band.size();
-            for (std::size_t i = 0; i < band.size(); ++i) band[i] = double(p[i]);
-        });
-        // f at centred coordinates (u, v): column (u + W − 1)/2, row (H − 1 − v)/2.
-        auto f = [&](int u, int v) { return band[std::size_t((H - 1 - v) / 2) * std::size_t(W) + std::size_t((u + W - 1) / 2)]; };
-        std::fill(partial.begin(), partial.end(), C{0.0, 0.0});
-#pragma omp parallel for schedule(dynamic) num_threads(ctx.threads()) if (L.points() >= 4096)
-        for (std::ptrdiff_t r = 0; r < std::ptrdiff_t(rows); ++r) {
-            const PointRow row = L.rows[std::size_t(r)];
-            C* acc = partial.data() + std::size_t(r) * M;
-            for (int j = 0; j < row.count; ++j) {
-                double X, Y, t;
-                if (L.custom) {
-                    const int x = row.first + j;
-                    custom_point(L.cx, L.cy, L.rho, x, row.v, X, Y, t);
-                    eval.add(X, Y, t, plain_point(band[std::size_t(row.v) * std::size_t(W) + std::size_t(x)]), acc);
-                    continue;
-                }
-                const int u = row.first + 2 * j;
-                centred_point(L.centred, u, row.v, X, Y, t);
-                eval.add(X, Y, t, L.symmetric ? fold_representative(f, u, row.v) : plain_point(f(u, row.v)), acc);
-            }
+    std::vector<C> partial(L.rows.size() * M);
+    // Samples are read through the view's strides (any layout or window, no copy), each converted
+    // to double where it is loaded.
+    visit_dtype(images.dtype(), [&](auto tag) {
+        using E = decltype(tag);
+        const StridedView<const E> img = images.typed<E>();
+        for (int b = 0; b < B; ++b) {
+            ctx.check_cancelled("zernike");
+            band_sums(ctx, eval, L, img, b, M, partial, out.data() + std::size_t(b) * M);
+            ctx.progress(std::size_t(b) + 1, std::size_t(B));
         }
-        for (std::size_t k = 0; k < M; ++k) {
-            C s{0.0, 0.0};
-            for (std::size_t r = 0; r < rows; ++r) {
-                s.re += partial[r * M + k].re;
-                s.im += partial[r * M + k].im;
-            }
-            out[std::size_t(b) * M + k] = {s.re, s.im};
-        }
-        ctx.progress(std::size_t(b) + 1, std::size_t(B));
-    }
+    });
     return out;
 }
 
 }  // namespace
 
-std::vector<std::complex<double>> sums_cpu(const Context& ctx, const Cube& images, const ZernikeDisk& disk,
+std::vector<std::complex<double>> sums_cpu(const Context& ctx, const CubeView& images, const ZernikeDisk& disk,
                                            const Request& request) {
     return request.precision == ZernikePrecision::Float ? sums<float>(ctx, images, disk, request)
                                                         : sums<double>(ctx, images, disk, request);
 }
 
-Cube reconstruct_cpu(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
-                     const ZernikeDisk& disk) {
+void reconstruct_cpu(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
+                     const ZernikeDisk& disk, const MutableCubeView& out) {
     const Coefficients co = coefficients(K, false, false);
     const PointLayout L = point_layout(disk, false);  // every pixel inside the disk, row by row
     const int W = disk.width, H = disk.height;
-    Cube out(W, H, images, DType::F64, Layout::BSQ);
-    double* o = out.data<double>();
+    const StridedView<double> o = out.typed<double>();
     const std::size_t size = zernike_set_size(K);
     for (int b = 0; b < images; ++b) {
         ctx.check_cancelled("zernike_reconstruct");
         const C* A = reinterpret_cast<const C*>(set.data() + std::size_t(b) * size);
-        double* plane = o + std::size_t(b) * std::size_t(W) * std::size_t(H);
-#pragma omp parallel for schedule(dynamic) num_threads(ctx.threads()) if (L.points() >= 4096)
-        for (std::ptrdiff_t r = 0; r < std::ptrdiff_t(L.rows.size()); ++r) {
+        for (int y = 0; y < H; ++y)  // outside the disk stays 0
+            for (int x = 0; x < W; ++x) o(x, y, b) = 0.0;
+        detail::parallel_for(ctx, std::int64_t(L.rows.size()),
+                             {.where = "zernike_reconstruct", .schedule = detail::Schedule::Dynamic,
+                              .parallel = L.points() >= 4096},
+                             [&](std::int64_t r) {
             const PointRow row = L.rows[std::size_t(r)];
             for (int j = 0; j < row.count; ++j) {
                 double X, Y, t;
@@ -214,12 +229,11 @@ Cube reconstruct_cpu(const Context& ctx, const std::vector<std::complex<double>>
                     y = (H - 1 - row.v) / 2;
                     centred_point(L.centred, u, row.v, X, Y, t);
                 }
-                plane[std::size_t(y) * std::size_t(W) + std::size_t(x)] = reconstruct_point(A, K, co.kintner.data(), X, Y, t);
+                o(x, y, b) = reconstruct_point(A, K, co.kintner.data(), X, Y, t);
             }
-        }
+        });
         ctx.progress(std::size_t(b) + 1, std::size_t(images));
     }
-    return out;
 }
 
 }  // namespace cubekit::zernike

@@ -2,12 +2,15 @@
 //   1. geometry: (X, Y, t) of every point of the layout (a representative on the 8-fold path, a
 //      pixel otherwise), shared by all images;
 //   2. fold: each image's values at every point, folded over the 8 mirrors (8 doubles per
-//      representative, 1 per pixel), converted to double on load;
+//      representative, 1 per pixel), converted to double on load; the samples are read through
+//      the input view's strides, so a window or a BIP cube on the device is read where it is
+//      (the fold gathers mirror pixels anyway; the moments kernel, not the fold, sets the time);
 //   3. moments: one fused kernel for everything requested. Block (x, task, image): a grid-stride
 //      loop over the image's points; the task's ≤ kMaxSlots moments are generated on the fly
 //      (Kintner chains, explicit sums or the scaled q-recursion, with (X − jY)^m) and accumulated
 //      in registers; then a fixed-order block reduction writes one partial per block;
-//   4. finalise: the partials of each moment added in block order.
+//   4. finalise: the partials of each moment added in block order, scaled by (n + 1)/denominator
+//      and written into the caller's output (any strides).
 // The per-point arithmetic is zernike_math.hpp, shared with the CPU reference; the block count
 // per image depends only on the point count, so results are deterministic and a batch gives each
 // image exactly what it gets alone.
@@ -28,6 +31,7 @@ constexpr int kPointsPerThread = 16;  // points per thread before another block 
 constexpr int kMinPointsPerThread = 8;
 constexpr int kFillBlocks = 1600;  // ≈ 4 waves of 3 blocks on 132 SMs
 constexpr int kMaxBlocksPerImage = 1024;
+constexpr int kMaxGridY = 65535;
 
 __device__ int row_of(const std::int64_t* offsets, int rows, std::int64_t p) {
     int lo = 0, hi = rows - 1;  // offsets[lo] ≤ p < offsets[hi + 1]
@@ -53,13 +57,14 @@ __device__ int2 point_at(const PointRow* rows, const std::int64_t* offsets, int 
     return make_int2(row.first + 2 * j, row.v);
 }
 
-// Folds every point of `chunk` images: folded[(b * 8 + k) * P + p] (symmetric) or
-// folded[b * P + p] (plain); with `geo_out`, also writes the geometry of every point.
+// Folds every point of `chunk` images (the bands of `images`, read through its strides: any
+// layout or window): folded[(b * 8 + k) * P + p] (symmetric) or folded[b * P + p] (plain); with
+// `write_geometry`, also writes the geometry of every point.
 template <typename E, bool Sym>
-__global__ void fold_kernel(const E* images, int W, int H, const PointRow* rows, const std::int64_t* offsets, int nrows,
+__global__ void fold_kernel(StridedView<const E> images, const PointRow* rows, const std::int64_t* offsets, int nrows,
                             bool custom, CentredGeometry g, double cx, double cy, double rho, std::int64_t P, int chunk,
                             double* folded, bool write_geometry, Geometry geo) {
-    const std::size_t plane = std::size_t(W) * std::size_t(H);
+    const int W = images.width, H = images.height;
     for (std::int64_t q = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; q < P * chunk;
          q += std::int64_t(gridDim.x) * blockDim.x) {
         const int b = int(q / P);
@@ -72,10 +77,7 @@ __global__ void fold_kernel(const E* images, int W, int H, const PointRow* rows,
             geo.t[p] = t;
             geo.at[p] = a;
         }
-        const E* img = images + std::size_t(b) * plane;
-        auto f = [&](int u, int v) {
-            return double(img[std::size_t((H - 1 - v) / 2) * std::size_t(W) + std::size_t((u + W - 1) / 2)]);
-        };
+        auto f = [&](int u, int v) { return double(images((u + W - 1) / 2, (H - 1 - v) / 2, b)); };
         if constexpr (Sym) {
             const Folded s = fold_representative(f, a.x, a.y);
             double* o = folded + std::size_t(b) * 8 * std::size_t(P) + std::size_t(p);
@@ -83,8 +85,7 @@ __global__ void fold_kernel(const E* images, int W, int H, const PointRow* rows,
 #pragma unroll
             for (int k = 0; k < 8; ++k) o[std::size_t(k) * std::size_t(P)] = v[k];
         } else {
-            folded[std::size_t(b) * std::size_t(P) + std::size_t(p)] =
-                custom ? double(img[std::size_t(a.y) * std::size_t(W) + std::size_t(a.x)]) : f(a.x, a.y);
+            folded[std::size_t(b) * std::size_t(P) + std::size_t(p)] = custom ? double(images(a.x, a.y, b)) : f(a.x, a.y);
         }
     }
 }
@@ -145,10 +146,11 @@ std::vector<SlotInfo> slot_infos(const Plan& plan, const Coefficients& co) {
     return out;
 }
 
-// out[(b * M + k) * 2 + c] = Σ over blocks of moment k's partials: one warp per value, each lane
-// adding every 32nd block in order, then a fixed shuffle tree (deterministic).
-__global__ void finalise_kernel(const double* partial, const int2* where, int M, int tasks, int blocks, int chunk,
-                                double* out) {
+// out(k, b, c) = (Σ over blocks of moment k's partials) · factor[k] / denominator, c = 0 (re) or
+// 1 (im): one warp per value, each lane adding every 32nd block in order, then a fixed shuffle
+// tree (deterministic); the scaling is the CPU's, operation for operation.
+__global__ void finalise_kernel(const double* partial, const int2* where, const double* factor, double denominator,
+                                int M, int tasks, int blocks, int chunk, StridedView<double> out) {
     const int q = int((blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32), lane = threadIdx.x % 32;
     if (q >= chunk * M * 2) return;
     const int c = q % 2, k = (q / 2) % M, b = q / (2 * M);
@@ -158,18 +160,28 @@ __global__ void finalise_kernel(const double* partial, const int2* where, int M,
     double s = 0.0;
     for (int x = lane; x < blocks; x += 32) s += p[std::size_t(x) * (2 * kMaxSlots)];
     s = warp_sum(s);
-    if (lane == 0) out[q] = s;
+    if (lane == 0) out(k, b, c) = s * factor[k] / denominator;
 }
 
-__global__ void reconstruct_kernel(Geometry geo, std::int64_t P, int W, int H, bool custom, const Cplx<double>* set,
-                                   std::size_t set_size, int K, const KintnerCoef* kintner, double* out) {
-    const int b = blockIdx.y;
+// Every sample of `out` set to 0 (the pixels outside the disk of a reconstruction).
+__global__ void zero_kernel(StridedView<double> out) {
+    const std::int64_t plane = std::int64_t(out.width) * out.height, n = plane * out.bands;
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+        const int b = int(i / plane), y = int((i % plane) / out.width), x = int(i % out.width);
+        out(x, y, b) = 0.0;
+    }
+}
+
+// Thread → point of the disk (grid-stride), blockIdx.y → image: out(x, y, image) = f̂ there.
+__global__ void reconstruct_kernel(Geometry geo, std::int64_t P, bool custom, const Cplx<double>* set,
+                                   std::size_t set_size, int K, const KintnerCoef* kintner, StridedView<double> out) {
+    const int b = blockIdx.y, W = out.width, H = out.height;
     for (std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; p < P;
          p += std::int64_t(gridDim.x) * blockDim.x) {
         const int2 a = geo.at[p];
         const int x = custom ? a.x : (a.x + W - 1) / 2, y = custom ? a.y : (H - 1 - a.y) / 2;
-        out[(std::size_t(b) * H + std::size_t(y)) * W + std::size_t(x)] =
-            reconstruct_point(set + std::size_t(b) * set_size, K, kintner, geo.X[p], geo.Y[p], geo.t[p]);
+        out(x, y, b) = reconstruct_point(set + std::size_t(b) * set_size, K, kintner, geo.X[p], geo.Y[p], geo.t[p]);
     }
 }
 
@@ -267,64 +279,62 @@ void launch_moments(const Context& ctx, PlanKind kind, dim3 grid, Geometry geo, 
 
 }  // namespace
 
-std::vector<std::complex<double>> sums_device(const Context& ctx, const DeviceCube& images, const ZernikeDisk& disk,
-                                              const Request& request) {
-    const CubeShape& shape = images.shape();
-    if (shape.layout != Layout::BSQ) throw InvalidInput("zernike: the device cube must be BSQ");
+void moments_cuda(const Context& ctx, const CubeView& images, const ZernikeDisk& disk, const Request& request,
+                  const MutableCubeView& out) {
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(ctx.device()));
     const PointLayout L = point_layout(disk, request.symmetric);
     const Plan plan = make_plan(request);
     const Coefficients co = coefficients(request.max_order(), plan.kind == PlanKind::Explicit,
                                          plan.kind == PlanKind::QRec);
-    const int M = int(request.wanted.size()), B = shape.bands;
-    if (plan.tasks > 65535)
+    const int M = int(request.wanted.size()), B = images.bands();
+    if (plan.tasks > kMaxGridY)
         throw InvalidInput("zernike: " + std::to_string(M) + " moments need " + std::to_string(plan.tasks) +
                            " blocks per image row of the CUDA grid (at most 65535); request fewer moments per call");
     std::vector<int2> where(std::size_t(M), make_int2(0, 0));  // moment → (task, slot)
     for (int t = 0; t < plan.tasks; ++t)
         for (int i = 0; i < plan.slot_count[std::size_t(t)]; ++i)
             where[std::size_t(plan.slots[std::size_t(t) * kMaxSlots + std::size_t(i)].out)] = make_int2(t, i);
+    std::vector<double> factor(request.wanted.size());  // n + 1 of each moment
+    for (int k = 0; k < M; ++k) factor[std::size_t(k)] = double(request.wanted[std::size_t(k)].n + 1);
 
     Blob blob;
     const std::size_t rows_at = blob.add(L.rows), offsets_at = blob.add(L.offsets);
     const std::size_t slots_at = blob.add(slot_infos(plan, co)), count_at = blob.add(plan.slot_count);
     const std::size_t kin_at = blob.add(co.kintner), qrec_at = blob.add(co.qrec);
     const std::size_t beta_at = blob.add(co.beta), boff_at = blob.add(co.beta_offset);
-    const std::size_t where_at = blob.add(where);
+    const std::size_t where_at = blob.add(where), factor_at = blob.add(factor);
     const DeviceBuffer d_blob = blob.upload(ctx);
     const Tables tab{section<SlotInfo>(d_blob, slots_at), section<int>(d_blob, count_at),
                      section<KintnerCoef>(d_blob, kin_at), section<QRecCoef>(d_blob, qrec_at),
                      section<double>(d_blob, beta_at), section<std::int32_t>(d_blob, boff_at)};
 
+    // disk.pixel_count ≥ 1 (zernike_disk rejects an empty disk), so every layout has a point.
     const std::int64_t P = L.points();
     const int per_point = L.symmetric ? 8 : 1;
     const int blocks = blocks_per_image(P, plan.tasks);
     // Images in chunks of at most ~512 MB of folded values (the result does not depend on it).
     const std::size_t np = std::size_t(std::max<std::int64_t>(P, 1));
     const std::size_t per_image = np * per_point * sizeof(double);
-    const int chunk = int(std::clamp<std::size_t>((std::size_t(512) << 20) / per_image, 1, std::size_t(std::min(B, 65535))));
-    // One scratch allocation: geometry (X, Y, t, at), folded values, block partials, sums.
+    const int chunk = int(std::clamp<std::size_t>((std::size_t(512) << 20) / per_image, 1, std::size_t(std::min(B, kMaxGridY))));
+    // One scratch allocation: geometry (X, Y, t, at), folded values, block partials.
     const std::size_t geo_bytes = np * (3 * sizeof(double) + sizeof(int2));
     const std::size_t folded_bytes = per_image * std::size_t(chunk);
     const std::size_t partial_bytes = std::size_t(chunk) * plan.tasks * blocks * 2 * kMaxSlots * sizeof(double);
-    const std::size_t sums_bytes = std::size_t(B) * M * 2 * sizeof(double);
-    detail::keep_pool_memory(ctx, geo_bytes + folded_bytes + partial_bytes + sums_bytes + 1024);
-    DeviceBuffer scratch(ctx, geo_bytes + folded_bytes + partial_bytes + sums_bytes);
+    detail::keep_pool_memory(ctx, geo_bytes + folded_bytes + partial_bytes + 1024);
+    DeviceBuffer scratch(ctx, geo_bytes + folded_bytes + partial_bytes);
     double* base = static_cast<double*>(scratch.data());
     const Geometry geo{base, base + np, base + 2 * np, reinterpret_cast<int2*>(base + 3 * np)};
     double* folded = base + geo_bytes / sizeof(double);
     double* part = folded + folded_bytes / sizeof(double);
-    double* sums = part + partial_bytes / sizeof(double);
-    const std::size_t plane = shape.num_pixels();
-    for (int b0 = 0; b0 < B && P > 0; b0 += chunk) {
+    for (int b0 = 0; b0 < B; b0 += chunk) {
         ctx.check_cancelled("zernike");
         const int n = std::min(chunk, B - b0);
-        visit_dtype(shape.dtype, [&](auto tag) {
+        visit_dtype(images.dtype(), [&](auto tag) {
             using E = decltype(tag);
-            const E* img = static_cast<const E*>(images.data()) + std::size_t(b0) * plane;
+            const StridedView<const E> img = images.band_range(b0, n).typed<E>();
             const int grid = grid_for(P * n);
             auto fold = L.symmetric ? fold_kernel<E, true> : fold_kernel<E, false>;
-            fold<<<grid, 256, 0, detail::stream_of(ctx)>>>(img, shape.width, shape.height,
-                                                            section<PointRow>(d_blob, rows_at),
+            fold<<<grid, 256, 0, detail::stream_of(ctx)>>>(img, section<PointRow>(d_blob, rows_at),
                                                             section<std::int64_t>(d_blob, offsets_at),
                                                             int(L.rows.size()), L.custom, L.centred, L.cx, L.cy, L.rho,
                                                             P, n, folded, b0 == 0, geo);
@@ -340,27 +350,17 @@ std::vector<std::complex<double>> sums_device(const Context& ctx, const DeviceCu
         }
         const int total = n * M * 2, fgrid = int((std::int64_t(total) * 32 + 255) / 256);
         finalise_kernel<<<fgrid, 256, 0, detail::stream_of(ctx)>>>(
-            part, section<int2>(d_blob, where_at), M, plan.tasks, blocks, n,
-            sums + std::size_t(b0) * M * 2);
+            part, section<int2>(d_blob, where_at), section<double>(d_blob, factor_at), disk.denominator, M, plan.tasks,
+            blocks, n, out.window(0, b0, M, n).typed<double>());
         CUBEKIT_CHECK_LAUNCH(ctx, "zernike finalise_kernel", dim3(fgrid), dim3(256));
         ctx.progress(std::size_t(b0 + n), std::size_t(B));
     }
-    std::vector<std::complex<double>> out(std::size_t(B) * M, {0.0, 0.0});
-    if (P > 0) {
-        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(out.data(), sums, sums_bytes, cudaMemcpyDeviceToHost, detail::stream_of(ctx)));
-        ctx.synchronize();
-    }
-    return out;
 }
 
-std::vector<std::complex<double>> sums_cuda(const Context& ctx, const Cube& images, const ZernikeDisk& disk,
-                                            const Request& request) {
-    const DeviceCube d = DeviceCube::upload(ctx, images);
-    return sums_device(ctx, d, disk, request);
-}
-
-Cube reconstruct_cuda(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
-                      const ZernikeDisk& disk) {
+void reconstruct_cuda(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
+                      const ZernikeDisk& disk, const MutableCubeView& out) {
+    if (out.empty()) return;
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(ctx.device()));
     const PointLayout L = point_layout(disk, false);
     const Coefficients co = coefficients(K, false, false);
     Blob blob;
@@ -368,20 +368,19 @@ Cube reconstruct_cuda(const Context& ctx, const std::vector<std::complex<double>
     const std::size_t set_at = blob.add(set);
     const DeviceBuffer d_blob = blob.upload(ctx);
     DeviceGeometry geo = make_geometry(ctx, L, d_blob, rows_at, offsets_at);
-    const int W = disk.width, H = disk.height;
-    DeviceBuffer out(ctx, std::size_t(W) * H * std::size_t(images) * sizeof(double));
-    CUBEKIT_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.size(), detail::stream_of(ctx)));
+    const int zgrid = grid_for(std::int64_t(out.num_elements()));
+    zero_kernel<<<zgrid, 256, 0, detail::stream_of(ctx)>>>(out.typed<double>());
+    CUBEKIT_CHECK_LAUNCH(ctx, "zernike zero_kernel", dim3(zgrid), dim3(256));
     const std::int64_t P = L.points();
-    if (P > 0 && images > 0) {
-        const dim3 grid(unsigned(grid_for(P)), unsigned(images));
+    const std::size_t size = zernike_set_size(K);
+    for (int b0 = 0; b0 < images && P > 0; b0 += kMaxGridY) {  // grid y = image, at most 65535 per launch
+        const int n = std::min(kMaxGridY, images - b0);
+        const dim3 grid(unsigned(grid_for(P)), unsigned(n));
         reconstruct_kernel<<<grid, 256, 0, detail::stream_of(ctx)>>>(
-            geo.view(), P, W, H, L.custom, section<Cplx<double>>(d_blob, set_at), zernike_set_size(K), K,
-            section<KintnerCoef>(d_blob, kin_at), static_cast<double*>(out.data()));
+            geo.view(), P, L.custom, section<Cplx<double>>(d_blob, set_at) + std::size_t(b0) * size, size, K,
+            section<KintnerCoef>(d_blob, kin_at), out.band_range(b0, n).typed<double>());
         CUBEKIT_CHECK_LAUNCH(ctx, "zernike reconstruct_kernel", grid, dim3(256));
     }
-    Cube result(W, H, images, DType::F64, Layout::BSQ);
-    out.download(ctx, result.data<double>(), result.num_bytes());
-    return result;
 }
 
 }  // namespace cubekit::zernike

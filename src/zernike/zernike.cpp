@@ -1,11 +1,13 @@
-// Zernike moments front door: names, index arithmetic, validation, the method rule of spec
-// zernike.md §3.9, backend dispatch, normalisation; reconstruction and invariants.
+// Zernike moments front door: index arithmetic, validation, the method rule of spec zernike.md
+// §3.9, backend dispatch, normalisation; invariants. Reconstruction is in reconstruct.cpp.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "core/outputs.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/zernike.hpp"
 #include "zernike/zernike_internal.hpp"
@@ -17,37 +19,6 @@ namespace {
 // Orders above this would need coefficient tables of ⌊(N+2)²/4⌋ entries beyond ~100 MB; the
 // stable recurrences stay accurate far below it (spec §3.10).
 constexpr int kOrderLimit = 4096;
-
-template <typename E, std::size_t K>
-E parse_name(std::string_view name, std::string_view what, const std::pair<const char*, E> (&table)[K]) {
-    std::string accepted;
-    for (const auto& [text, value] : table) {
-        if (name == text) return value;
-        accepted += (accepted.empty() ? "" : ", ") + std::string(text);
-    }
-    throw InvalidInput(std::string(what) + " = '" + std::string(name) + "': expected " + accepted);
-}
-
-constexpr std::pair<const char*, ZernikeMethod> kMethods[] = {{"auto", ZernikeMethod::Auto},
-                                                              {"direct", ZernikeMethod::Direct},
-                                                              {"qrecursive", ZernikeMethod::QRecursive},
-                                                              {"kintner", ZernikeMethod::Kintner}};
-constexpr std::pair<const char*, ZernikeMapping> kMappings[] = {{"inscribed", ZernikeMapping::Inscribed},
-                                                                {"circumscribed", ZernikeMapping::Circumscribed},
-                                                                {"custom", ZernikeMapping::Custom}};
-constexpr std::pair<const char*, ZernikeNormalization> kNormalizations[] = {
-    {"default", ZernikeNormalization::Default},
-    {"pixelcount", ZernikeNormalization::PixelCount},
-    {"area", ZernikeNormalization::Area}};
-constexpr std::pair<const char*, ZernikePrecision> kPrecisions[] = {{"f64", ZernikePrecision::Double},
-                                                                    {"f32", ZernikePrecision::Float}};
-
-template <typename E, std::size_t K>
-std::string_view name_of(E value, const std::pair<const char*, E> (&table)[K]) {
-    for (const auto& [text, v] : table)
-        if (v == value) return text;
-    return "?";
-}
 
 std::string moment_name(const ZernikeIndex& z) { return "A(" + std::to_string(z.n) + "," + std::to_string(z.m) + ")"; }
 
@@ -64,27 +35,52 @@ void check_index(const char* function, const ZernikeIndex& z) {
     if ((z.n - z.m) % 2 != 0) throw InvalidInput(f + ": " + moment_name(z) + " has n - m odd; expected n - m even");
 }
 
-ZernikeMoments compute(const char* function, const Context& ctx, const Cube& images,
-                       std::vector<ZernikeIndex> wanted, ZernikeMethod auto_choice, const ZernikeOptions& options) {
+void check_set_order(const char* function, int nmax) {
+    if (nmax < 0)
+        throw InvalidInput(std::string(function) + ": maximum order = " + std::to_string(nmax) + "; expected >= 0");
+    check_index(function, {nmax, nmax % 2});
+}
+
+// Throws InvalidInput naming the first moment (in request order) asked for twice. Sorting the
+// set indices finds whether there is one without a node allocation per moment (this runs on every
+// call, the device-resident ones included).
+void check_no_repeats(const char* function, const std::vector<ZernikeIndex>& wanted) {
+    std::vector<std::size_t> keys;
+    keys.reserve(wanted.size());
+    for (const ZernikeIndex& z : wanted) keys.push_back(zernike_set_index(z.n, z.m));
+    std::sort(keys.begin(), keys.end());
+    if (std::adjacent_find(keys.begin(), keys.end()) == keys.end()) return;
+    std::set<std::pair<int, int>> seen;
+    for (const ZernikeIndex& z : wanted)
+        if (!seen.insert({z.n, z.m}).second)
+            throw InvalidInput(std::string(function) + ": " + moment_name(z) + " is requested twice");
+}
+
+// A request after validation: what the output holds (info) and what the backends run (request).
+struct Prepared {
+    ZernikeMomentsInfo info;
+    zernike::Request request;
+};
+
+Prepared prepare(const char* function, const CubeView& images, std::vector<ZernikeIndex> wanted,
+                 ZernikeMethod auto_choice, const ZernikeOptions& options) {
     const std::string f(function);
     if (images.empty())
         throw InvalidInput(f + ": the image is " + std::to_string(images.width()) + "x" +
                            std::to_string(images.height()) + "x" + std::to_string(images.bands()) +
                            "; width, height and bands must be at least 1");
     if (wanted.empty()) throw InvalidInput(f + ": no moment requested");
-    std::set<std::pair<int, int>> seen;
-    for (const ZernikeIndex& z : wanted) {
-        check_index(function, z);
-        if (!seen.insert({z.n, z.m}).second) throw InvalidInput(f + ": " + moment_name(z) + " is requested twice");
-    }
-    ZernikeMoments out;
+    for (const ZernikeIndex& z : wanted) check_index(function, z);
+    check_no_repeats(function, wanted);
+    Prepared p;
+    ZernikeMomentsInfo& out = p.info;
     out.disk = zernike_disk(images.width(), images.height(), options);
     out.width = images.width();
     out.height = images.height();
     out.images = images.bands();
     out.indices = std::move(wanted);
 
-    zernike::Request request;
+    zernike::Request& request = p.request;
     request.wanted = out.indices;
     request.method = options.method == ZernikeMethod::Auto ? auto_choice : options.method;
     if (options.method == ZernikeMethod::Auto && request.method == ZernikeMethod::QRecursive &&
@@ -106,38 +102,83 @@ ZernikeMoments compute(const char* function, const Context& ctx, const Cube& ima
                                    " (cancellation in the factorial sum); order " + std::to_string(nmax) +
                                    " requested, use the stable radial evaluation");
     }
-    ctx.log(f + ": " + std::string(ctx.backend_name()) + ", " + images.shape().describe() + ", " +
-            std::to_string(out.indices.size()) + " moments up to order " + std::to_string(nmax) + ", " +
-            std::string(zernike_method_name(request.method)) + (request.symmetric ? ", 8-fold symmetric" : "") +
-            ", " + std::string(zernike_precision_name(request.precision)));
+    return p;
+}
 
-    const Cube converted = images.layout() == Layout::BSQ ? Cube() : images.to_layout(Layout::BSQ);
-    const Cube& bsq = images.layout() == Layout::BSQ ? images : converted;
-    out.values = ctx.is_cuda() ? zernike::sums_cuda(ctx, bsq, out.disk, request)
-                               : zernike::sums_cpu(ctx, bsq, out.disk, request);
-    const std::size_t count = out.indices.size();
-    for (std::size_t i = 0; i < out.values.size(); ++i) {
-        const double factor = double(out.indices[i % count].n + 1);
-        out.values[i] = {out.values[i].real() * factor / out.disk.denominator,
-                         out.values[i].imag() * factor / out.disk.denominator};
+void check_moments_output(const char* function, const Context& ctx, const ZernikeMomentsInfo& info,
+                          const MutableCubeView& out) {
+    const std::string who = std::string(function) + ": out is";
+    detail::check_output_memory(ctx, out, who);
+    detail::check_output_shape(out, int(info.count()), info.images, 2, DType::F64, who);
+}
+
+// out[k, image] = Σ · (n + 1) / denominator, the order of operations the CUDA finalise follows.
+void write_scaled(const std::vector<std::complex<double>>& sums, const ZernikeMomentsInfo& info,
+                  const MutableCubeView& out) {
+    const StridedView<double> o = out.typed<double>();
+    const std::size_t count = info.count();
+    for (int i = 0; i < info.images; ++i)
+        for (std::size_t k = 0; k < count; ++k) {
+            const std::complex<double> s = sums[std::size_t(i) * count + k];
+            const double factor = double(info.indices[k].n + 1);
+            o(int(k), i, 0) = s.real() * factor / info.disk.denominator;
+            o(int(k), i, 1) = s.imag() * factor / info.disk.denominator;
+        }
+}
+
+// Runs a prepared request into `out` (in the context's memory, shape checked). CUDA reads device
+// samples on its device where they are, any strides, and uploads anything else once (no reorder
+// of a dense host cube); the CPU reads host samples where they are.
+void run(const char* function, const Context& ctx, const CubeView& images, const Prepared& p,
+         const MutableCubeView& out) {
+    ctx.log(std::string(function) + ": " + std::string(ctx.backend_name()) + ", " + images.describe() + ", " +
+            std::to_string(p.info.count()) + " moments up to order " + std::to_string(p.request.max_order()) + ", " +
+            std::string(zernike_method_name(p.request.method)) + (p.request.symmetric ? ", 8-fold symmetric" : "") +
+            ", " + std::string(zernike_precision_name(p.request.precision)));
+    if (ctx.is_cuda()) {
+        const bool in_place = images.on_device() && images.device() == ctx.device();
+        std::optional<CubeInLayout> moved;
+        if (!in_place) moved.emplace(ctx, images, images.dense_layout().value_or(Layout::BSQ), Memory::Device);
+        zernike::moments_cuda(ctx, in_place ? images : moved->view(), p.info.disk, p.request, out);
+        if (moved) ctx.synchronize();  // the moved copy is freed stream-ordered; finish before it goes
+        return;
     }
+    std::optional<CubeInLayout> host;  // device samples come down once (a CUDA build's copy)
+    if (images.on_device()) host.emplace(ctx, images, Layout::BSQ, Memory::Host);
+    write_scaled(zernike::sums_cpu(ctx, host ? host->view() : images, p.info.disk, p.request), p.info, out);
+}
+
+ZernikeMomentsInfo compute_into(const char* function, const Context& ctx, const CubeView& images,
+                                std::vector<ZernikeIndex> wanted, ZernikeMethod auto_choice, const MutableCubeView& out,
+                                const ZernikeOptions& options) {
+    Prepared p = prepare(function, images, std::move(wanted), auto_choice, options);
+    check_moments_output(function, ctx, p.info, out);
+    run(function, ctx, images, p, out);
+    return std::move(p.info);
+}
+
+// The plain calls: the _into path into a host array (CPU) or a device output brought down once.
+ZernikeMoments compute(const char* function, const Context& ctx, const CubeView& images,
+                       std::vector<ZernikeIndex> wanted, ZernikeMethod auto_choice, const ZernikeOptions& options) {
+    Prepared p = prepare(function, images, std::move(wanted), auto_choice, options);
+    ZernikeMoments out;
+    const CubeShape shape = zernike_moments_shape(p.info.images, int(p.info.count()));
+    out.values.resize(shape.num_pixels());
+    const MutableCubeView host = MutableCubeView::host(out.values.data(), shape.width, shape.height, shape.bands,
+                                                       shape.dtype, dense_strides(shape.width, shape.height,
+                                                                                  shape.bands, shape.layout));
+    if (ctx.is_cuda()) {
+        DeviceCube d_out(ctx, shape);
+        run(function, ctx, images, p, d_out);
+        copy_cube(ctx, d_out, host);
+    } else {
+        run(function, ctx, images, p, host);
+    }
+    static_cast<ZernikeMomentsInfo&>(out) = std::move(p.info);
     return out;
 }
 
 }  // namespace
-
-std::string_view zernike_method_name(ZernikeMethod m) { return name_of(m, kMethods); }
-std::string_view zernike_mapping_name(ZernikeMapping m) { return name_of(m, kMappings); }
-std::string_view zernike_normalization_name(ZernikeNormalization n) { return name_of(n, kNormalizations); }
-std::string_view zernike_precision_name(ZernikePrecision p) { return name_of(p, kPrecisions); }
-ZernikeMethod parse_zernike_method(std::string_view name, std::string_view what) { return parse_name(name, what, kMethods); }
-ZernikeMapping parse_zernike_mapping(std::string_view name, std::string_view what) { return parse_name(name, what, kMappings); }
-ZernikeNormalization parse_zernike_normalization(std::string_view name, std::string_view what) {
-    return parse_name(name, what, kNormalizations);
-}
-ZernikePrecision parse_zernike_precision(std::string_view name, std::string_view what) {
-    return parse_name(name, what, kPrecisions);
-}
 
 std::size_t zernike_set_size(int nmax) {
     if (nmax < 0) return 0;
@@ -177,90 +218,54 @@ std::complex<double> ZernikeMoments::at(int image_index, int n, int m) const {
     throw InvalidInput("ZernikeMoments::at: A(" + std::to_string(n) + "," + std::to_string(m) + ") was not computed");
 }
 
-int ZernikeMoments::max_order() const {
+int ZernikeMomentsInfo::max_order() const {
     int n = -1;
     for (const ZernikeIndex& z : indices) n = std::max(n, z.n);
     return n;
 }
 
-ZernikeMoments zernike_moment(const Context& ctx, const Cube& images, int n, int m, const ZernikeOptions& options) {
+CubeShape zernike_moments_shape(int images, int count) { return {count, images, 2, DType::F64, Layout::BIP}; }
+
+ZernikeMoments zernike_moment(const Context& ctx, const CubeView& images, int n, int m, const ZernikeOptions& options) {
     return compute("zernike_moment", ctx, images, {{n, m}}, ZernikeMethod::Direct, options);
 }
 
-ZernikeMoments zernike_order(const Context& ctx, const Cube& images, int n, const ZernikeOptions& options) {
+ZernikeMoments zernike_order(const Context& ctx, const CubeView& images, int n, const ZernikeOptions& options) {
     check_index("zernike_order", {n, n % 2 == 0 || n < 0 ? 0 : 1});
     return compute("zernike_order", ctx, images, zernike_order_indices(n), ZernikeMethod::QRecursive, options);
 }
 
-ZernikeMoments zernike_set(const Context& ctx, const Cube& images, int nmax, const ZernikeOptions& options) {
-    if (nmax < 0) throw InvalidInput("zernike_set: maximum order = " + std::to_string(nmax) + "; expected >= 0");
-    check_index("zernike_set", {nmax, nmax % 2});
+ZernikeMoments zernike_set(const Context& ctx, const CubeView& images, int nmax, const ZernikeOptions& options) {
+    check_set_order("zernike_set", nmax);
     return compute("zernike_set", ctx, images, zernike_set_indices(nmax), ZernikeMethod::Kintner, options);
 }
 
-ZernikeMoments zernike_moments(const Context& ctx, const Cube& images, const std::vector<ZernikeIndex>& wanted,
+ZernikeMoments zernike_moments(const Context& ctx, const CubeView& images, const std::vector<ZernikeIndex>& wanted,
                                const ZernikeOptions& options) {
     return compute("zernike_moments", ctx, images, wanted, ZernikeMethod::Kintner, options);
 }
 
-Cube zernike_reconstruct(const Context& ctx, const ZernikeMoments& moments, const ZernikeDisk& disk, int max_order) {
-    // The highest order K such that every (n, m), n ≤ K, is present.
-    std::set<std::pair<int, int>> have;
-    for (const ZernikeIndex& z : moments.indices) have.insert({z.n, z.m});
-    int complete = -1;
-    for (int n = 0;; ++n) {
-        bool all = true;
-        for (int m = n % 2; m <= n && all; m += 2) all = have.count({n, m}) > 0;
-        if (!all) break;
-        complete = n;
-    }
-    if (max_order < 0) max_order = complete;
-    if (max_order < 0) throw InvalidInput("zernike_reconstruct: A(0,0) is missing; nothing to reconstruct");
-    if (max_order > complete)
-        throw InvalidInput("zernike_reconstruct: order " + std::to_string(max_order) + " asked for, but the moments are " +
-                           "complete only up to order " + std::to_string(complete));
-    if (disk.width < 1 || disk.height < 1 || disk.pixel_count < 1)
-        throw InvalidInput("zernike_reconstruct: the target disk is empty; build it with zernike_disk()");
-    const std::size_t size = zernike_set_size(max_order);
-    std::vector<std::complex<double>> set(size * std::size_t(moments.images));
-    for (std::size_t k = 0; k < moments.indices.size(); ++k) {
-        const ZernikeIndex z = moments.indices[k];
-        if (z.n > max_order) continue;
-        for (int i = 0; i < moments.images; ++i) set[std::size_t(i) * size + zernike_set_index(z.n, z.m)] = moments.image(i)[k];
-    }
-    ctx.log("zernike_reconstruct: " + std::string(ctx.backend_name()) + ", " + std::to_string(disk.width) + "x" +
-            std::to_string(disk.height) + ", " + std::to_string(moments.images) + " images, order " +
-            std::to_string(max_order));
-    return ctx.is_cuda() ? zernike::reconstruct_cuda(ctx, set, moments.images, max_order, disk)
-                         : zernike::reconstruct_cpu(ctx, set, moments.images, max_order, disk);
+ZernikeMomentsInfo zernike_moments_into(const Context& ctx, const CubeView& images, const std::vector<ZernikeIndex>& wanted,
+                                        const MutableCubeView& out, const ZernikeOptions& options) {
+    return compute_into("zernike_moments_into", ctx, images, wanted, ZernikeMethod::Kintner, out, options);
 }
 
-Cube zernike_reconstruct(const Context& ctx, const ZernikeMoments& moments, int max_order) {
-    return zernike_reconstruct(ctx, moments, moments.disk, max_order);
+ZernikeMomentsInfo zernike_set_into(const Context& ctx, const CubeView& images, int nmax, const MutableCubeView& out,
+                                    const ZernikeOptions& options) {
+    check_set_order("zernike_set_into", nmax);
+    return compute_into("zernike_set_into", ctx, images, zernike_set_indices(nmax), ZernikeMethod::Kintner, out, options);
 }
 
-std::vector<double> zernike_reconstruction_error(const Cube& original, const Cube& reconstruction,
-                                                 const ZernikeDisk& disk) {
-    if (original.width() != disk.width || original.height() != disk.height ||
-        reconstruction.width() != disk.width || reconstruction.height() != disk.height ||
-        original.bands() != reconstruction.bands())
-        throw InvalidInput("zernike_reconstruction_error: the original (" + original.shape().describe() +
-                           ") and the reconstruction (" + reconstruction.shape().describe() +
-                           ") must both match the disk's " + std::to_string(disk.width) + "x" +
-                           std::to_string(disk.height) + " and have as many bands");
-    std::vector<double> out;
-    for (int b = 0; b < original.bands(); ++b) {
-        double diff = 0.0, norm = 0.0;
-        for (int y = 0; y < disk.height; ++y)
-            for (int x = 0; x < disk.width; ++x) {
-                if (!disk.inside(x, y)) continue;
-                const double f = original.value(x, y, b), g = reconstruction.value(x, y, b);
-                diff += (g - f) * (g - f);
-                norm += f * f;
-            }
-        out.push_back(norm > 0.0 ? std::sqrt(diff / norm) : (diff > 0.0 ? INFINITY : 0.0));
-    }
-    return out;
+ZernikeMomentsInfo zernike_order_into(const Context& ctx, const CubeView& images, int n, const MutableCubeView& out,
+                                      const ZernikeOptions& options) {
+    check_index("zernike_order_into", {n, n % 2 == 0 || n < 0 ? 0 : 1});
+    return compute_into("zernike_order_into", ctx, images, zernike_order_indices(n), ZernikeMethod::QRecursive, out,
+                        options);
+}
+
+ZernikeMomentsInfo zernike_moment_into(const Context& ctx, const CubeView& images, int n, int m,
+                                       const MutableCubeView& out, const ZernikeOptions& options) {
+    return compute_into("zernike_moment_into", ctx, images, {{n, m}}, ZernikeMethod::Direct, out, options);
 }
 
 std::vector<double> zernike_invariants(const ZernikeMoments& moments) {
@@ -273,13 +278,12 @@ std::vector<double> zernike_invariants(const ZernikeMoments& moments) {
 
 #ifndef CUBEKIT_HAVE_CUDA
 namespace cubekit::zernike {
-std::vector<std::complex<double>> sums_cuda(const Context&, const Cube&, const ZernikeDisk&, const Request&) {
+// CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
+void moments_cuda(const Context&, const CubeView&, const ZernikeDisk&, const Request&, const MutableCubeView&) {
     throw DeviceError("zernike: this cubekit was built without CUDA");
 }
-std::vector<std::complex<double>> sums_device(const Context&, const DeviceCube&, const ZernikeDisk&, const Request&) {
-    throw DeviceError("zernike: this cubekit was built without CUDA");
-}
-Cube reconstruct_cuda(const Context&, const std::vector<std::complex<double>>&, int, int, const ZernikeDisk&) {
+void reconstruct_cuda(const Context&, const std::vector<std::complex<double>>&, int, int, const ZernikeDisk&,
+                      const MutableCubeView&) {
     throw DeviceError("zernike_reconstruct: this cubekit was built without CUDA");
 }
 }  // namespace cubekit::zernike

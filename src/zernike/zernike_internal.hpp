@@ -61,21 +61,23 @@ struct Coefficients {
 Coefficients coefficients(int nmax, bool explicit_beta, bool qrec = true);
 
 /// Σ f·V*(n, m) over the disk for every wanted moment of every band (not yet scaled by
-/// (n + 1)·disk.scale): result[image * wanted.size() + k]. `images` is BSQ, any element type.
-std::vector<std::complex<double>> sums_cpu(const Context& ctx, const Cube& images, const ZernikeDisk& disk,
+/// (n + 1) / disk.denominator): result[image * wanted.size() + k]. `images`: host view, any
+/// element type, any strides (read where it is).
+std::vector<std::complex<double>> sums_cpu(const Context& ctx, const CubeView& images, const ZernikeDisk& disk,
                                            const Request& request);
-std::vector<std::complex<double>> sums_cuda(const Context& ctx, const Cube& images, const ZernikeDisk& disk,
-                                            const Request& request);
-/// The same for a device-resident BSQ cube (the benchmark times the device work alone).
-std::vector<std::complex<double>> sums_device(const Context& ctx, const DeviceCube& images, const ZernikeDisk& disk,
-                                              const Request& request);
+/// The moments A = Σ f·V* · (n + 1) / disk.denominator of every band into `out` (count × images × 2
+/// f64, any strides; see zernike_moments_shape), queued on the context's stream. `images` and `out`:
+/// device views on the context's device, any element type and strides; disk.pixel_count ≥ 1.
+void moments_cuda(const Context& ctx, const CubeView& images, const ZernikeDisk& disk, const Request& request,
+                  const MutableCubeView& out);
 
 /// Reconstruction to order K: `set` holds, per image, the whole set n ≤ K in canonical order.
-/// Returns f64, W×H×images, BSQ; 0 outside the disk.
-Cube reconstruct_cpu(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
-                     const ZernikeDisk& disk);
-Cube reconstruct_cuda(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
-                      const ZernikeDisk& disk);
+/// Writes every sample of `out` (W×H×images f64, any strides; 0 outside the disk): a host view for
+/// the CPU, a device view on the context's device for CUDA (queued on its stream).
+void reconstruct_cpu(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
+                     const ZernikeDisk& disk, const MutableCubeView& out);
+void reconstruct_cuda(const Context& ctx, const std::vector<std::complex<double>>& set, int images, int K,
+                      const ZernikeDisk& disk, const MutableCubeView& out);
 
 /// Work plan of the fused CUDA kernel. Every block runs one task: up to kMaxSlots moments, each
 /// with its register accumulator ("slot"). Chain kind (Kintner, Direct + Stable): a slot with

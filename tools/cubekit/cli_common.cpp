@@ -2,20 +2,19 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 #include "cubekit/io.hpp"
+#include "option_flags.hpp"
 
 namespace cubekit::cli {
 
 void add_common_flags(CLI::App& app, CommonOptions& common) {
-    app.add_option("--backend", common.backend, "auto (CUDA device if any, else CPU), cpu, or cuda (never falls back)")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-        ->capture_default_str();
-    app.add_option("--device", common.device, "CUDA device index (naming one requires it)");
-    app.add_option("--threads", common.threads, "CPU threads (0 = all cores)")->check(CLI::Range(0, 4096));
+    bind_flags(app, common.context);  // --backend, --device, --threads
     app.add_flag("--json", common.json, "print one JSON object on stdout (and nothing else)");
     app.add_flag("-q,--quiet", common.quiet, "no progress bar or status lines on stderr");
     app.add_option("--var", common.var, "MATLAB variable to read (default: the only 3-D array)");
@@ -24,14 +23,21 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
 
 namespace {
 
-// Draws "task [########        ]  45%" on stderr, at most ~20 times a second.
+// Draws "task [########        ]  45%" on stderr, at most ~20 times a second. Safe to call from
+// any thread: one update at a time (whole lines, no torn output), and within one total the bar
+// never goes back (a late, smaller `done` from another thread is ignored). A bar that reaches 100%
+// ends its line at once, so that the status lines printed next start on a line of their own.
 class ProgressBar {
 public:
     explicit ProgressBar(std::string task) : task_(std::move(task)) {}
     ~ProgressBar() {
-        if (drawn_) std::fputs("\n", stderr);
+        if (open_) std::fputs("\n", stderr);
     }
     void update(std::size_t done, std::size_t total) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (total != total_) total_ = total, done_ = 0, finished_ = false;
+        if (finished_ || done < done_) return;
+        done_ = done = std::min(done, total);
         const auto now = std::chrono::steady_clock::now();
         if (total == 0 || (done < total && now - last_ < std::chrono::milliseconds(50))) return;
         if (!drawn_ && now - start_ < std::chrono::milliseconds(300) && done < total) return;  // short work: no bar
@@ -40,6 +46,9 @@ public:
         const int width = 30, filled = int(width * done / total);
         std::fprintf(stderr, "\r%s [%s%s] %3d%%", task_.c_str(), std::string(filled, '#').c_str(),
                      std::string(width - filled, ' ').c_str(), int(100 * done / total));
+        finished_ = done == total;
+        open_ = !finished_;
+        if (finished_) std::fputs("\n", stderr);
         std::fflush(stderr);
     }
 
@@ -47,12 +56,15 @@ private:
     std::string task_;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
     bool drawn_ = false;
+    std::mutex mutex_;
+    std::size_t done_ = 0, total_ = 0;  // the furthest point reached for the current total
+    bool finished_ = false, open_ = false;  // this total drawn at 100%; a line without its newline
 };
 
 }  // namespace
 
 Context make_context(const CommonOptions& common, const std::string& task) {
-    ContextOptions options{.backend = parse_backend(common.backend), .device = common.device, .threads = common.threads};
+    ContextOptions options = common.context;
     if (!common.quiet && isatty(STDERR_FILENO)) {
         auto bar = std::make_shared<ProgressBar>(task);
         options.progress = [bar](std::size_t done, std::size_t total) { bar->update(done, total); };
@@ -61,10 +73,16 @@ Context make_context(const CommonOptions& common, const std::string& task) {
     return Context(std::move(options));
 }
 
-Cube read_input(const std::filesystem::path& path, const CommonOptions& common) {
-    Cube cube = read_cube(path, {.var = common.var});
-    if (!common.bands.empty()) cube = cube.select_bands(parse_band_list(common.bands, cube.bands(), "--bands"));
-    return cube;
+Input read_input(const std::filesystem::path& path, const CommonOptions& common) {
+    Input in{.cube = read_cube(path, {.var = common.var}), .bands = {}};
+    if (common.bands.empty()) {
+        in.bands.resize(std::size_t(in.cube.bands()));
+        for (int b = 0; b < in.cube.bands(); ++b) in.bands[std::size_t(b)] = b;
+    } else {
+        in.bands = parse_band_list(common.bands, in.cube.bands(), "--bands");
+        in.cube = in.cube.select_bands(in.bands);
+    }
+    return in;
 }
 
 void say(const CommonOptions& common, const std::string& line) {

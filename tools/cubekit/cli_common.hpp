@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
@@ -14,9 +15,7 @@
 namespace cubekit::cli {
 
 struct CommonOptions {
-    std::string backend = "auto";
-    int device = -1;
-    int threads = 0;
+    ContextOptions context;  // --backend, --device, --threads (declared in context.hpp)
     bool json = false;
     bool quiet = false;
     std::string var;    // MATLAB variable
@@ -29,8 +28,14 @@ void add_common_flags(CLI::App& app, CommonOptions& common);
 /// The context the flags ask for; a progress bar on stderr when stderr is a terminal.
 Context make_context(const CommonOptions& common, const std::string& task);
 
+/// An input as read, and the band indices of the file it holds (all of them without --bands).
+struct Input {
+    Cube cube;
+    std::vector<int> bands;
+};
+
 /// Reads IN (format from content and extension), applying --var and --bands.
-Cube read_input(const std::filesystem::path& path, const CommonOptions& common);
+Input read_input(const std::filesystem::path& path, const CommonOptions& common);
 
 /// A human-readable line on stderr (suppressed by --quiet).
 void say(const CommonOptions& common, const std::string& line);

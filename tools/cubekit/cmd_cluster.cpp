@@ -17,6 +17,7 @@
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "kmeans_output.hpp"
+#include "outputs.hpp"
 
 namespace cubekit::cli {
 
@@ -118,15 +119,152 @@ std::vector<double> read_centroids_json(const std::string& path, int m) {
     return values;
 }
 
+/// The centroid files: <stem>.centroids.csv (cluster,count,<band columns>) and the JSON object of
+/// <stem>.centroids.json.
+struct CentroidFiles {
+    std::string csv;
+    nlohmann::ordered_json json;
+};
+
+CentroidFiles centroid_files(const KmeansResult& r, const Cube& cube, const std::string& input,
+                             const std::vector<int>& band_indices) {
+    const int m = cube.bands();
+    const Metadata& md = cube.metadata();
+    const bool named_by_wavelength = md.wavelengths.size() == std::size_t(m);
+    CentroidFiles f;
+    f.csv = "cluster,count";
+    for (int b = 0; b < m; ++b)
+        f.csv += "," + (named_by_wavelength ? number(md.wavelengths[std::size_t(b)], DType::F64) : "b" + std::to_string(b));
+    f.csv += "\n";
+    nlohmann::ordered_json centroids = nlohmann::ordered_json::array();
+    for (int j = 0; j < r.k; ++j) {
+        const auto first = r.centroids.begin() + std::ptrdiff_t(std::size_t(j) * std::size_t(m));
+        const std::vector<double> spectrum(first, first + m);
+        const std::uint64_t count = std::size_t(j) < r.counts.size() ? r.counts[std::size_t(j)] : 0;
+        f.csv += std::to_string(j) + "," + std::to_string(count);
+        for (const double v : spectrum) f.csv += "," + number(v, r.centroid_type);
+        f.csv += "\n";
+        centroids.push_back({{"cluster", j}, {"count", count}, {"colour", class_colour(j)}, {"spectrum", spectrum}});
+    }
+    f.json = {{"k", r.k},
+              {"bands", m},
+              {"dtype", std::string(dtype_name(cube.dtype()))},
+              {"centroid_type", std::string(dtype_name(r.centroid_type))},
+              {"centroids", centroids},
+              {"inertia", r.inertia},
+              {"iterations", r.iterations},
+              {"converged", r.converged},
+              {"k_effective", r.k_effective},
+              {"valid_pixels", r.valid_pixels},
+              {"source", input}};
+    if (named_by_wavelength) f.json["wavelengths"] = md.wavelengths, f.json["wavelength_units"] = md.wavelength_units;
+    if (!band_indices.empty()) f.json["band_indices"] = band_indices;
+    return f;
+}
+
+struct ClusterArgs {
+    CommonOptions common;
+    KmeansFlags kmeans;
+    std::string input, output, centroids_in;
+};
+
+/// Fits k-means, or classifies with --centroids-in; returns the result and "fit" or "apply".
+std::pair<KmeansResult, std::string> classify(const Context& ctx, const Cube& cube, const ClusterArgs& a,
+                                              KmeansOptions& options) {
+    if (!a.kmeans.mask.empty()) options.mask = read_mask(a.kmeans.mask, cube.shape());
+    std::vector<double> given;
+    if (!a.centroids_in.empty()) {
+        given = read_centroids_json(a.centroids_in, cube.bands());
+        const int n = int(given.size() / std::size_t(cube.bands()));
+        if (a.kmeans.k_given() && options.k != n)
+            throw InvalidInput("-k " + std::to_string(options.k) + " disagrees with --centroids-in " + a.centroids_in +
+                               ", which has " + std::to_string(n) + " centroids");
+        options.k = n;
+    }
+    if (!given.empty() && options.init != KmeansInit::Explicit)
+        return {apply_palette(ctx, cube, given, options.mask), "apply"};
+    options.init_centroids = given;
+    return {kmeans(ctx, cube, options), "fit"};
+}
+
+/// Writes the labels, the class map and the centroid files; a failure takes back what was written.
+OutputList write_cluster_outputs(const KmeansResult& r, const Cube& cube, const std::string& out,
+                                 const CentroidFiles& files, Cube& labels) {
+    const std::string png_path = beside(out, ".png"), csv_path = beside(out, ".centroids.csv"),
+                      json_path = beside(out, ".centroids.json");
+    labels = label_image(r, r.k, cube.width(), cube.height(), cube.metadata());
+    OutputList outputs;
+    try {
+        write_cube(labels, out);
+        outputs.add(out, "labels", std::string(format_name(output_format(out))), std::string(dtype_name(labels.dtype())));
+        write_cube(class_map(r, cube.width(), cube.height()), png_path);
+        outputs.add(png_path, "class-map", "png", "u8");
+        write_text_file(csv_path, files.csv);
+        outputs.add(csv_path, "centroids", "csv");
+        write_text_file(json_path, readable_json(files.json));
+        outputs.add(json_path, "centroids", "json");
+    } catch (...) {
+        outputs.remove_all();
+        throw;
+    }
+    return outputs;
+}
+
+void cluster_command(const ClusterArgs& a) {
+    const auto t_start = std::chrono::steady_clock::now();
+    const CommonOptions& common = a.common;
+    const std::string& out = a.output;
+    const FileFormat out_format = output_format(out);
+    if (out_format != FileFormat::Npy && out_format != FileFormat::Envi)
+        throw InvalidInput(out + ": the label image is written as .npy or ENVI (.hdr/.img), e.g. " +
+                           beside(out, ".npy") + " (the class-map PNG is written next to it)");
+    KmeansOptions options = a.kmeans.options;
+    options.paint = false;  // labels and centroids are all cluster writes
+    if (options.init == KmeansInit::Explicit && a.centroids_in.empty())
+        throw InvalidInput("--init explicit needs --centroids-in FILE (the initial centroid spectra)");
+    check_distinct({out, beside(out, ".png"), beside(out, ".centroids.csv"), beside(out, ".centroids.json")},
+                   "OUT " + out);
+    Context ctx = make_context(common, "cluster");
+    auto t0 = std::chrono::steady_clock::now();
+    const Input in = read_input(a.input, common);
+    const Cube& cube = in.cube;
+    const std::vector<int> band_indices = common.bands.empty() ? std::vector<int>{} : in.bands;
+    const double read_ms = elapsed_ms(t0);
+    t0 = std::chrono::steady_clock::now();
+    const auto [r, mode] = classify(ctx, cube, a, options);
+    const double kmeans_ms = elapsed_ms(t0);
+    t0 = std::chrono::steady_clock::now();
+    Cube labels;
+    const OutputList outputs = write_cluster_outputs(r, cube, out, centroid_files(r, cube, a.input, band_indices), labels);
+    const double write_ms = elapsed_ms(t0);
+
+    nlohmann::json j = summary("cluster", ctx);
+    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["parameters"] = kmeans_parameters_json(options, a.kmeans.mask);
+    j["parameters"]["centroids_in"] = a.centroids_in.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.centroids_in);
+    if (!band_indices.empty()) j["parameters"]["bands"] = band_indices;
+    j["mode"] = mode;
+    j["implementation"] = std::string(kmeans_implementation(ctx, cube.shape(), options));
+    j.update(kmeans_numbers_json(r));
+    j["label_dtype"] = std::string(dtype_name(labels.dtype()));
+    j["counts"] = r.counts;
+    j["elapsed_ms"] = elapsed_ms(t_start);
+    j["timings_ms"] = {{"read", read_ms}, {"kmeans", kmeans_ms}, {"write", write_ms}};
+    j["outputs"] = outputs.json();
+    j["warnings"] = r.warnings;
+    say(common, "cluster: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
+                    j["implementation"].get<std::string>() + "]: k = " + std::to_string(r.k) + " (" +
+                    std::to_string(r.k_effective) + " non-empty), inertia " + std::to_string(r.inertia) + ", " +
+                    std::to_string(r.iterations) + " iterations" + (r.converged ? " (converged)" : " (not converged)"));
+    for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
+    for (const std::string& w : r.warnings) std::cerr << "cubekit: warning: " << w << "\n";
+    emit_json(common, j);
+}
+
 }  // namespace
 
 Action add_cluster(CLI::App& root) {
-    struct Args {
-        CommonOptions common;
-        KmeansFlags kmeans;
-        std::string input, output, centroids_in;
-    };
-    auto args = std::make_shared<Args>();
+    auto args = std::make_shared<ClusterArgs>();
     CLI::App* app =
         root.add_subcommand("cluster", "Unsupervised classification: k-means clusters of the pixel spectra of a cube");
     app->footer(
@@ -147,133 +285,13 @@ Action add_cluster(CLI::App& root) {
         "  cubekit cluster scene2.hdr c2.npy --centroids-in classes.centroids.json     # classify with given spectra");
     app->add_option("IN", args->input, "input cube (any format cubekit reads)")->required();
     app->add_option("OUT", args->output, "label image: .npy or ENVI (.hdr/.img)")->required();
-    add_kmeans_flags(*app, args->kmeans, 10, "--centroids-in");
+    args->kmeans.options.k = kClusterDefaultK;  // the spec's default for classification
+    add_kmeans_flags(*app, args->kmeans, "--centroids-in");
     app->add_option("--centroids-in", args->centroids_in,
                     "classify with the centroid spectra of this JSON file (as written by cluster) without\n"
                     "fitting; with --init explicit, start k-means from them instead");
     add_common_flags(*app, args->common);
-    return [args] {
-        const auto t_start = std::chrono::steady_clock::now();
-        const CommonOptions& common = args->common;
-        const std::string& out = args->output;
-        const FileFormat out_format = output_format(out);
-        if (out_format != FileFormat::Npy && out_format != FileFormat::Envi)
-            throw InvalidInput(out + ": the label image is written as .npy or ENVI (.hdr/.img), e.g. " +
-                               beside(out, ".npy") + " (the class-map PNG is written next to it)");
-        KmeansOptions options = kmeans_options(args->kmeans);
-        options.paint = false;  // labels and centroids are all cluster writes
-        if (options.init == KmeansInit::Explicit && args->centroids_in.empty())
-            throw InvalidInput("--init explicit needs --centroids-in FILE (the initial centroid spectra)");
-        const std::string png_path = beside(out, ".png"), csv_path = beside(out, ".centroids.csv"),
-                          json_path = beside(out, ".centroids.json");
-        check_distinct({out, png_path, csv_path, json_path}, "OUT " + out);
-        Context ctx = make_context(common, "cluster");
-        auto t0 = std::chrono::steady_clock::now();
-        Cube cube = read_cube(args->input, {.var = common.var});
-        std::vector<int> band_indices;
-        if (!common.bands.empty()) {
-            band_indices = parse_band_list(common.bands, cube.bands(), "--bands");
-            cube = cube.select_bands(band_indices);
-        }
-        const double read_ms = elapsed_ms(t0);
-        const int m = cube.bands();
-        if (!args->kmeans.mask.empty()) options.mask = read_mask(args->kmeans.mask, cube.shape());
-        std::vector<double> given;
-        if (!args->centroids_in.empty()) {
-            given = read_centroids_json(args->centroids_in, m);
-            const int n = int(given.size() / std::size_t(m));
-            if (args->kmeans.k_given() && options.k != n)
-                throw InvalidInput("-k " + std::to_string(options.k) + " disagrees with --centroids-in " +
-                                   args->centroids_in + ", which has " + std::to_string(n) + " centroids");
-            options.k = n;
-        }
-        std::string mode = "fit";
-        t0 = std::chrono::steady_clock::now();
-        KmeansResult r;
-        if (!given.empty() && options.init != KmeansInit::Explicit) {
-            mode = "apply";
-            r = apply_palette(ctx, cube, given, options.mask);
-        } else {
-            options.init_centroids = given;
-            r = kmeans(ctx, cube, options);
-        }
-        const double kmeans_ms = elapsed_ms(t0);
-
-        // ---- outputs ---------------------------------------------------------------------------
-        const Metadata& md = cube.metadata();
-        const bool named_by_wavelength = md.wavelengths.size() == std::size_t(m);
-        std::string csv = "cluster,count";
-        for (int b = 0; b < m; ++b)
-            csv += "," +
-                   (named_by_wavelength ? number(md.wavelengths[std::size_t(b)], DType::F64) : "b" + std::to_string(b));
-        csv += "\n";
-        nlohmann::ordered_json centroids = nlohmann::ordered_json::array();
-        for (int j = 0; j < r.k; ++j) {
-            const auto first = r.centroids.begin() + std::ptrdiff_t(std::size_t(j) * std::size_t(m));
-            const std::vector<double> spectrum(first, first + m);
-            const std::uint64_t count = std::size_t(j) < r.counts.size() ? r.counts[std::size_t(j)] : 0;
-            csv += std::to_string(j) + "," + std::to_string(count);
-            for (const double v : spectrum) csv += "," + number(v, r.centroid_type);
-            csv += "\n";
-            const auto colour = class_colour(j);
-            centroids.push_back({{"cluster", j}, {"count", count}, {"colour", colour}, {"spectrum", spectrum}});
-        }
-        nlohmann::ordered_json cj = {{"k", r.k},
-                                     {"bands", m},
-                                     {"dtype", std::string(dtype_name(cube.dtype()))},
-                                     {"centroid_type", std::string(dtype_name(r.centroid_type))},
-                                     {"centroids", centroids},
-                                     {"inertia", r.inertia},
-                                     {"iterations", r.iterations},
-                                     {"converged", r.converged},
-                                     {"k_effective", r.k_effective},
-                                     {"valid_pixels", r.valid_pixels},
-                                     {"source", args->input}};
-        if (named_by_wavelength) cj["wavelengths"] = md.wavelengths, cj["wavelength_units"] = md.wavelength_units;
-        if (!band_indices.empty()) cj["band_indices"] = band_indices;
-
-        t0 = std::chrono::steady_clock::now();
-        const Cube labels = label_image(r, r.k, cube.width(), cube.height(), md);
-        OutputList outputs;
-        try {
-            write_cube(labels, out);
-            outputs.add(out, "labels", std::string(format_name(out_format)), std::string(dtype_name(labels.dtype())));
-            write_cube(class_map(r, cube.width(), cube.height()), png_path);
-            outputs.add(png_path, "class-map", "png", "u8");
-            write_text_file(csv_path, csv);
-            outputs.add(csv_path, "centroids", "csv");
-            write_text_file(json_path, readable_json(cj));
-            outputs.add(json_path, "centroids", "json");
-        } catch (...) {
-            outputs.remove_all();
-            throw;
-        }
-        const double write_ms = elapsed_ms(t0);
-
-        nlohmann::json j = summary("cluster", ctx);
-        j["input"] = {{"path", args->input}, {"shape", shape_json(cube.shape())}};
-        j["parameters"] = kmeans_parameters_json(options, args->kmeans.mask);
-        j["parameters"]["centroids_in"] =
-            args->centroids_in.empty() ? nlohmann::json(nullptr) : nlohmann::json(args->centroids_in);
-        if (!band_indices.empty()) j["parameters"]["bands"] = band_indices;
-        j["mode"] = mode;
-        j["implementation"] = std::string(kmeans_implementation(ctx, cube.shape(), options));
-        j.update(kmeans_numbers_json(r));
-        j["label_dtype"] = std::string(dtype_name(labels.dtype()));
-        j["counts"] = r.counts;
-        j["elapsed_ms"] = elapsed_ms(t_start);
-        j["timings_ms"] = {{"read", read_ms}, {"kmeans", kmeans_ms}, {"write", write_ms}};
-        j["outputs"] = outputs.json();
-        j["warnings"] = r.warnings;
-        say(common, "cluster: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
-                        j["implementation"].get<std::string>() + "]: k = " + std::to_string(r.k) + " (" +
-                        std::to_string(r.k_effective) + " non-empty), inertia " + std::to_string(r.inertia) + ", " +
-                        std::to_string(r.iterations) + " iterations" +
-                        (r.converged ? " (converged)" : " (not converged)"));
-        for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
-        for (const std::string& w : r.warnings) std::cerr << "cubekit: warning: " << w << "\n";
-        emit_json(common, j);
-    };
+    return [args] { cluster_command(*args); };
 }
 
 }  // namespace cubekit::cli

@@ -47,7 +47,7 @@ Action add_convert(CLI::App& root) {
         if (!args->out_type.empty()) cube = cube.to_dtype(parse_dtype(args->out_type, "--out-type"));
         WriteOptions wo{.format = out_format};
         if (!args->layout.empty()) {
-            const Layout l = parse_layout(args->layout, "--layout");
+            const Layout l = parse_enum<Layout>(args->layout, "--layout");
             cube = cube.to_layout(l);
         }
         write_cube(cube, args->output, wo);

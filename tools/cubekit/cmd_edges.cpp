@@ -10,7 +10,8 @@
 #include "cubekit/edges.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
-#include "kmeans_output.hpp"
+#include "option_flags.hpp"
+#include "outputs.hpp"
 
 namespace cubekit::cli {
 
@@ -19,29 +20,12 @@ namespace {
 struct EdgesArgs {
     CommonOptions common;
     std::string input, output;
-    std::string fusion;  // "" = none for one band, vote-edges for more
-    double vote_percent = 15.0;
-    int pca_components = 3;
-    double q = 0.5;
-    std::int64_t min_component = 0;
-    int connectivity = 8;
-    bool filter_each_band = false, invert = false;
-    std::string quantize = "per-band";
+    EntropyEdgeOptions options;
+    bool invert = false;
     std::string thresholds_out, per_band_out, vote_count_out;
 };
 
 bool is_npy(const std::string& path) { return output_format(path) == FileFormat::Npy; }
-
-/// 0/1 maps to what a file holds: PNG 255 for an edge (0 with --invert, El-Sayed's look), .npy 0/1.
-Cube for_file(const Cube& maps, const std::string& path, bool invert) {
-    if (is_npy(path)) return maps.clone();
-    Cube out = maps.clone();
-    for (std::size_t i = 0; i < out.num_elements(); ++i) {
-        const bool edge = out.data<std::uint8_t>()[i] != 0;
-        out.data<std::uint8_t>()[i] = (edge != invert) ? 255 : 0;
-    }
-    return out;
-}
 
 nlohmann::json thresholds_json(const EdgeThresholds& t) {
     return {{"t1", t.t1}, {"t2", t.t2}, {"t3", t.t3}, {"levels", t.levels}, {"constant", t.constant}};
@@ -74,60 +58,44 @@ std::string band_file(const std::string& dir, const char* stem, int index) {
     return (std::filesystem::path(dir) / name).string();
 }
 
-void run_edges(const EdgesArgs& a) {
-    const CommonOptions& common = a.common;
-    // Read all bands and select here, so that the thresholds file can name the input band indices.
-    CommonOptions all_bands = common;
-    all_bands.bands.clear();
-    Context ctx = make_context(common, "edges");
-    const auto t0 = std::chrono::steady_clock::now();
-    Cube cube = read_input(a.input, all_bands);
-    std::vector<int> band_index(std::size_t(cube.bands()));
-    for (int b = 0; b < cube.bands(); ++b) band_index[std::size_t(b)] = b;
-    if (!common.bands.empty()) {
-        band_index = parse_band_list(common.bands, cube.bands());
-        cube = cube.select_bands(band_index);
-    }
-    const double read_ms = elapsed_ms(t0);
-
-    EntropyEdgeOptions o;
-    o.fusion = a.fusion.empty() ? (cube.bands() == 1 ? EdgeFusion::None : EdgeFusion::EdgeVote) : parse_fusion(a.fusion);
-    o.vote_percent = a.vote_percent;
-    o.pca_components = a.pca_components;
-    o.q = a.q;
-    o.min_component = a.min_component;
-    o.connectivity = a.connectivity;
-    o.filter_each_band = a.filter_each_band;
-    o.quantize = parse_quantize(a.quantize);
-    o.keep_band_edges = !a.per_band_out.empty() && o.fusion != EdgeFusion::None;
-    const bool per_band = o.fusion == EdgeFusion::None && cube.bands() > 1;
+/// Refuses what cannot work with this many bands and these outputs, before the work.
+void check_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, int bands) {
+    const bool per_band = o.fusion == EdgeFusion::None && bands > 1;
     if (a.output.empty() && a.per_band_out.empty())
         throw InvalidInput("edges: no output: give OUT (.png or .npy) or --per-band-out DIR");
     if (!a.output.empty() && per_band && !is_npy(a.output))
-        throw InvalidInput("edges: OUT = " + a.output + ": with --fusion none and " + std::to_string(cube.bands()) +
+        throw InvalidInput("edges: OUT = " + a.output + ": with --fusion none and " + std::to_string(bands) +
                            " bands there is one map per band; write OUT as .npy (H x W x B) or give --per-band-out DIR "
                            "(band_NNN.png) without OUT, or pick one band with --bands");
     if (!a.vote_count_out.empty() && !fusion_is_vote(o.fusion))
         throw InvalidInput("edges: --vote-count-out needs a vote fusion (vote-edges, vote-binary, pca-vote-edges, "
                            "pca-vote-binary); --fusion is " + std::string(fusion_name(o.fusion)));
-    if (fusion_uses_pca(o.fusion) && o.pca_components > cube.bands())
-        say(common, "edges: --pca-components " + std::to_string(o.pca_components) + " clamped to the " +
-                        std::to_string(cube.bands()) + " bands of the input");
     std::vector<std::string> paths;
     for (const std::string* p : {&a.output, &a.thresholds_out, &a.vote_count_out})
         if (!p->empty()) paths.push_back(*p);
     check_distinct(paths, "edges outputs");
     for (const std::string* p : {&a.output, &a.vote_count_out})
         if (!p->empty()) output_format(*p);  // a bad extension fails before the work
+}
 
-    const auto t1 = std::chrono::steady_clock::now();
-    const EntropyEdgeResult r = entropy_edges(ctx, cube, o);
-    const double compute_ms = elapsed_ms(t1);
+/// The vote count as its file holds it: .npy u16 counts, PNG 255·count/K rounded.
+Cube vote_count_for_file(const EntropyEdgeResult& r, const EntropyEdgeOptions& o, int bands, const std::string& path) {
+    Cube count = r.vote_count.clone();
+    if (is_npy(path)) return count;
+    const int K = fusion_uses_pca(o.fusion) ? r.pca_components_used : bands;
+    Cube scaled(count.width(), count.height(), 1, DType::U8);
+    for (std::size_t i = 0; i < count.num_elements(); ++i)
+        scaled.data<std::uint8_t>()[i] = std::uint8_t((count.data<std::uint16_t>()[i] * 510 + K) / (2 * K));
+    return scaled;
+}
 
+/// Writes every output asked for; a failure takes back what was written.
+OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, const EntropyEdgeResult& r,
+                               const std::vector<int>& band_index) {
     OutputList written;
     try {
         if (!a.output.empty()) {
-            write_cube(for_file(r.edges, a.output, a.invert), a.output);
+            write_cube(binary_map_for_file(r.edges, a.output, a.invert), a.output);
             written.add(a.output, "edges", std::string(format_name(output_format(a.output))), "u8");
         }
         if (!a.per_band_out.empty()) {
@@ -137,8 +105,9 @@ void run_edges(const EdgesArgs& a) {
             const Cube& maps = o.fusion == EdgeFusion::None ? r.edges : r.band_edges;
             const bool pca = fusion_uses_pca(o.fusion);
             for (int b = 0; b < maps.bands(); ++b) {
-                const std::string path = band_file(a.per_band_out, pca ? "pc" : "band", pca ? b : band_index[std::size_t(b)]);
-                write_cube(for_file(maps.select_bands({b}), path, a.invert), path);
+                const std::string path =
+                    band_file(a.per_band_out, pca ? "pc" : "band", pca ? b : band_index[std::size_t(b)]);
+                write_cube(binary_map_for_file(maps.select_bands({b}), path, a.invert), path);
                 written.add(path, pca ? "component edges" : "band edges", "png", "u8");
             }
         }
@@ -147,14 +116,7 @@ void run_edges(const EdgesArgs& a) {
             written.add(a.thresholds_out, "thresholds", "json");
         }
         if (!a.vote_count_out.empty()) {
-            Cube count = r.vote_count.clone();
-            if (!is_npy(a.vote_count_out)) {  // PNG: 255·count/K, rounded
-                const int K = fusion_uses_pca(o.fusion) ? r.pca_components_used : cube.bands();
-                Cube scaled(count.width(), count.height(), 1, DType::U8);
-                for (std::size_t i = 0; i < count.num_elements(); ++i)
-                    scaled.data<std::uint8_t>()[i] = std::uint8_t((count.data<std::uint16_t>()[i] * 510 + K) / (2 * K));
-                count = std::move(scaled);
-            }
+            const Cube count = vote_count_for_file(r, o, int(band_index.size()), a.vote_count_out);
             write_cube(count, a.vote_count_out);
             written.add(a.vote_count_out, "vote count", std::string(format_name(output_format(a.vote_count_out))),
                         std::string(dtype_name(count.dtype())));
@@ -163,15 +125,35 @@ void run_edges(const EdgesArgs& a) {
         written.remove_all();
         throw;
     }
+    return written;
+}
+
+void run_edges(const EdgesArgs& a) {
+    const CommonOptions& common = a.common;
+    Context ctx = make_context(common, "edges");
+    const auto t0 = std::chrono::steady_clock::now();
+    const Input in = read_input(a.input, common);  // its band indices name the bands in the thresholds file
+    const Cube& cube = in.cube;
+    const double read_ms = elapsed_ms(t0);
+
+    EntropyEdgeOptions o = a.options;
+    o.fusion = resolved_fusion(o.fusion, cube.bands());  // the fusion that runs, for the checks and the summary
+    o.keep_band_edges = !a.per_band_out.empty() && o.fusion != EdgeFusion::None;
+    check_edges_outputs(a, o, cube.bands());
+    if (fusion_uses_pca(o.fusion) && o.pca_components > cube.bands())
+        say(common, "edges: --pca-components " + std::to_string(o.pca_components) + " clamped to the " +
+                        std::to_string(cube.bands()) + " bands of the input");
+
+    const auto t1 = std::chrono::steady_clock::now();
+    const EntropyEdgeResult r = entropy_edges(ctx, cube, o);
+    const double compute_ms = elapsed_ms(t1);
+    const OutputList written = write_edges_outputs(a, o, r, in.bands);
 
     std::int64_t edge_pixels = 0;
     for (std::size_t i = 0; i < r.edges.num_elements(); ++i) edge_pixels += r.edges.data<std::uint8_t>()[i] != 0;
     nlohmann::json j = summary("edges", ctx);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}, {"bands_used", band_index}};
-    j["parameters"] = {{"fusion", std::string(fusion_name(o.fusion))}, {"q", o.q}, {"min_component", o.min_component},
-                       {"connectivity", o.connectivity}, {"vote_percent", o.vote_percent},
-                       {"pca_components", o.pca_components}, {"filter_each_band", o.filter_each_band},
-                       {"quantize", std::string(quantize_name(o.quantize))}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}, {"bands_used", in.bands}};
+    j["parameters"] = parameters_json(o);
     if (fusion_is_vote(o.fusion)) j["votes_needed"] = r.votes_needed;
     if (fusion_uses_pca(o.fusion)) {
         j["pca_components_used"] = r.pca_components_used;
@@ -206,17 +188,7 @@ Action add_edges(CLI::App& root) {
         "  cubekit edges scene.hdr maps.npy --fusion none --bands 0-9");
     app->add_option("IN", a->input, "input image or cube (any format cubekit reads)")->required();
     app->add_option("OUT", a->output, "edge map: .png or .npy (may be omitted with --per-band-out)");
-    app->add_option("--fusion", a->fusion, "none|mean|pca|vote-edges|vote-binary|threshold-mean|pca-vote-edges|pca-vote-binary "
-                                           "(default: none for one band, vote-edges for more)");
-    app->add_option("--vote-percent", a->vote_percent, "vote: a pixel is set when 100*count > X*K (0 <= X < 100)")->capture_default_str();
-    app->add_option("--pca-components", a->pca_components, "principal components of the PCA fusions (clamped to the bands)")
-        ->capture_default_str();
-    app->add_option("--q", a->q, "Tsallis index of T2/T3 (0.5 = the seed's; 1 = Shannon)")->capture_default_str();
-    app->add_option("--min-component", a->min_component, "remove edge components of fewer pixels (0 = off)")->capture_default_str();
-    app->add_option("--connectivity", a->connectivity, "components: 8 or 4")->check(CLI::IsMember({4, 8}))->capture_default_str();
-    app->add_flag("--filter-each-band", a->filter_each_band, "also remove small components from every band's map before a vote");
-    app->add_option("--quantize", a->quantize, "scaling of non-8-bit input: per-band or global")
-        ->check(CLI::IsMember({"per-band", "global"}))->capture_default_str();
+    bind_flags(*app, a->options);
     app->add_option("--thresholds-out", a->thresholds_out, "JSON file of every band's T1, T2, T3 (and of derived images)");
     app->add_option("--per-band-out", a->per_band_out, "folder for one PNG edge map per band");
     app->add_option("--vote-count-out", a->vote_count_out, "vote fusions: the vote count per pixel (.npy u16, or .png scaled 255*count/K)");

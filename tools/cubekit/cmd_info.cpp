@@ -60,7 +60,7 @@ Action add_info(CLI::App& root) {
         // device that does not exist is an error here too.
         Context ctx = make_context(common, "info");
         const FileFormat format = detect_format(args->input);
-        const Cube cube = read_input(args->input, common);
+        const Cube cube = read_input(args->input, common).cube;
         const std::vector<BandStats> stats = band_stats(ctx, cube);
         const Metadata& meta = cube.metadata();
         if (common.json) {

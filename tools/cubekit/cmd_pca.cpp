@@ -9,7 +9,8 @@
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/linalg.hpp"
-#include "kmeans_output.hpp"
+#include "option_flags.hpp"
+#include "outputs.hpp"
 
 namespace cubekit::cli {
 namespace {
@@ -32,15 +33,71 @@ nlohmann::ordered_json model_json(const PcaModel& m, const std::string& input) {
     return j;
 }
 
+struct PcaArgs {
+    CommonOptions common;
+    std::string input, output, model_out;
+    PcaOptions options;
+};
+
+void pca_command(const PcaArgs& a) {
+    const CommonOptions& common = a.common;
+    // Refuse bad output names before any work.
+    const FileFormat format = output_format(a.output);
+    if (format != FileFormat::Npy && format != FileFormat::Envi)
+        throw InvalidInput("pca: OUT = " + a.output + ": the components are float64; use .npy or ENVI (.hdr/.img)");
+    const std::string model_path = a.model_out.empty() ? beside(a.output, ".pca.json") : a.model_out;
+    check_distinct({a.output, model_path}, "pca");
+    Context ctx = make_context(common, "pca");
+
+    auto t0 = std::chrono::steady_clock::now();
+    const Cube cube = read_input(a.input, common).cube;
+    const double read_ms = elapsed_ms(t0);
+    // The CLI clamps K to the bands (the library refuses K > B, as scikit-learn does).
+    PcaOptions options = a.options;
+    options.components = std::min(a.options.components, cube.bands());
+    if (options.components < a.options.components)
+        say(common, "pca: note: --components " + std::to_string(a.options.components) + " exceeds the " +
+                        std::to_string(cube.bands()) + " bands; using " + std::to_string(options.components));
+
+    t0 = std::chrono::steady_clock::now();
+    const PcaResult r = pca(ctx, cube, options);
+    const double pca_ms = elapsed_ms(t0);
+
+    t0 = std::chrono::steady_clock::now();
+    OutputList outputs;
+    try {
+        write_cube(r.scores, a.output);
+        outputs.add(a.output, "components", std::string(format_name(format)), "f64");
+        write_text_file(model_path, model_json(r.model, a.input).dump(2) + "\n");
+        outputs.add(model_path, "model", "json");
+    } catch (...) {
+        outputs.remove_all();  // nothing half-written: a failed model file takes the cube back
+        throw;
+    }
+    const double write_ms = elapsed_ms(t0);
+
+    say(common, "pca: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
+                    std::to_string(r.model.samples) + " pixels used, " + std::to_string(options.components) +
+                    " components, explained variance of PC1 " + std::to_string(r.model.explained_variance_ratio.front()));
+    for (const auto& o : outputs.json()) say(common, "  wrote " + o["path"].get<std::string>());
+    nlohmann::json j = summary("pca", ctx);
+    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["parameters"] = parameters_json(options);
+    j["parameters"]["components_requested"] = a.options.components;
+    j["model"] = {{"bands", r.model.bands},
+                  {"samples", r.model.samples},
+                  {"eigenvalues", r.model.eigenvalues},
+                  {"explained_variance_ratio", r.model.explained_variance_ratio}};
+    j["explained_variance_ratio"] = r.model.explained_variance_ratio;
+    j["outputs"] = outputs.json();
+    j["timings_ms"] = {{"read", read_ms}, {"pca", pca_ms}, {"write", write_ms}};
+    emit_json(common, j);
+}
+
 }  // namespace
 
 Action add_pca(CLI::App& root) {
-    struct Args {
-        CommonOptions common;
-        std::string input, output, model_out;
-        int components = 3;
-    };
-    auto args = std::make_shared<Args>();
+    auto args = std::make_shared<PcaArgs>();
     CLI::App* app = root.add_subcommand("pca", "Principal components of a cube: component images and the model");
     app->footer(
         "Pixels are samples, bands are variables; pixels with a non-finite band are left out of the fit and get\n"
@@ -56,63 +113,10 @@ Action add_pca(CLI::App& root) {
     app->add_option("IN", args->input, "input cube (any format cubekit reads)")->required();
     app->add_option("OUT", args->output, "component cube: .npy or ENVI .hdr/.img (float64); written atomically")
         ->required();
-    app->add_option("--components,-k", args->components, "components K (clamped to the number of bands)")
-        ->check(CLI::Range(1, 1 << 20))
-        ->capture_default_str();
+    bind_flags(*app, args->options)["components"]->description("components K (clamped to the number of bands)");
     app->add_option("--model-out", args->model_out, "model JSON (default: <OUT without extension>.pca.json)");
     add_common_flags(*app, args->common);
-    return [args] {
-        const CommonOptions& common = args->common;
-        // Refuse bad output names before any work.
-        const FileFormat format = output_format(args->output);
-        if (format != FileFormat::Npy && format != FileFormat::Envi)
-            throw InvalidInput("pca: OUT = " + args->output + ": the components are float64; use .npy or ENVI (.hdr/.img)");
-        const std::string model_path = args->model_out.empty() ? beside(args->output, ".pca.json") : args->model_out;
-        check_distinct({args->output, model_path}, "pca");
-        Context ctx = make_context(common, "pca");
-
-        auto t0 = std::chrono::steady_clock::now();
-        const Cube cube = read_input(args->input, common);
-        const double read_ms = elapsed_ms(t0);
-        const int k = std::min(args->components, cube.bands());
-        if (k < args->components)
-            say(common, "pca: note: --components " + std::to_string(args->components) + " exceeds the " +
-                            std::to_string(cube.bands()) + " bands; using " + std::to_string(k));
-
-        t0 = std::chrono::steady_clock::now();
-        const PcaResult r = pca(ctx, cube, {.components = k});
-        const double pca_ms = elapsed_ms(t0);
-
-        t0 = std::chrono::steady_clock::now();
-        OutputList outputs;
-        try {
-            write_cube(r.scores, args->output);
-            outputs.add(args->output, "components", std::string(format_name(format)), "f64");
-            write_text_file(model_path, model_json(r.model, args->input).dump(2) + "\n");
-            outputs.add(model_path, "model", "json");
-        } catch (...) {
-            outputs.remove_all();  // nothing half-written: a failed model file takes the cube back
-            throw;
-        }
-        const double write_ms = elapsed_ms(t0);
-
-        say(common, "pca: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
-                        std::to_string(r.model.samples) + " pixels used, " + std::to_string(k) +
-                        " components, explained variance of PC1 " +
-                        std::to_string(r.model.explained_variance_ratio.front()));
-        for (const auto& o : outputs.json()) say(common, "  wrote " + o["path"].get<std::string>());
-        nlohmann::json j = summary("pca", ctx);
-        j["input"] = {{"path", args->input}, {"shape", shape_json(cube.shape())}};
-        j["parameters"] = {{"components", k}, {"components_requested", args->components}};
-        j["model"] = {{"bands", r.model.bands},
-                      {"samples", r.model.samples},
-                      {"eigenvalues", r.model.eigenvalues},
-                      {"explained_variance_ratio", r.model.explained_variance_ratio}};
-        j["explained_variance_ratio"] = r.model.explained_variance_ratio;
-        j["outputs"] = outputs.json();
-        j["timings_ms"] = {{"read", read_ms}, {"pca", pca_ms}, {"write", write_ms}};
-        emit_json(common, j);
-    };
+    return [args] { pca_command(*args); };
 }
 
 }  // namespace cubekit::cli

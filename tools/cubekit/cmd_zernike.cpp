@@ -2,6 +2,7 @@
 // images (a folder or a list of files) as a CSV or JSON table; optionally the reconstruction from a
 // whole set with its error (spec zernike.md §2, §3.12).
 #include <algorithm>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -15,7 +16,8 @@
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/zernike.hpp"
-#include "kmeans_output.hpp"
+#include "option_flags.hpp"
+#include "outputs.hpp"
 #include "zernike_table.hpp"
 
 namespace cubekit::cli {
@@ -30,10 +32,8 @@ struct ZernikeArgs {
     int max_order = 20, order = 0;
     std::string moment;
     CLI::Option *max_order_opt = nullptr, *order_opt = nullptr, *moment_opt = nullptr;
-    std::string method = "auto", mapping = "inscribed", normalization = "default", precision = "f64", radial = "stable";
-    std::string center;
-    double radius = 0.0;
-    bool no_symmetry = false;
+    ZernikeOptions options;
+    BoundFlags bound;  // the flags of `options`
     std::string output, reconstruct, reconstruct_image;
     int reconstruct_band = -1;
 };
@@ -43,49 +43,28 @@ std::string lower(std::string s) {
     return s;
 }
 
-/// "A,B" as two numbers; false when it is not exactly that.
-template <typename T>
-bool parse_pair(const std::string& text, T& a, T& b) {
+/// "N,M" as a moment index; false when it is not exactly two integers.
+bool parse_moment(const std::string& text, ZernikeIndex& z) {
     const std::size_t comma = text.find(',');
-    if (comma == std::string::npos) return false;
-    try {
-        std::size_t used = 0;
-        const std::string first = text.substr(0, comma), second = text.substr(comma + 1);
-        if constexpr (std::is_same_v<T, int>) {
-            a = std::stoi(first, &used);
-            if (used != first.size()) return false;
-            b = std::stoi(second, &used);
-        } else {
-            a = std::stod(first, &used);
-            if (used != first.size()) return false;
-            b = std::stod(second, &used);
-        }
-        return used == second.size();
-    } catch (const std::exception&) {
+    long long n = 0, m = 0;
+    if (comma == std::string::npos || !detail::parse_integer(text.substr(0, comma), n) ||
+        !detail::parse_integer(text.substr(comma + 1), m) || n < INT_MIN || n > INT_MAX || m < INT_MIN || m > INT_MAX)
         return false;
-    }
+    z = {int(n), int(m)};
+    return true;
 }
 
-ZernikeOptions parse_options(const ZernikeArgs& a) {
-    ZernikeOptions o;
-    o.method = parse_zernike_method(a.method, "--method");
-    o.mapping = parse_zernike_mapping(a.mapping, "--mapping");
-    o.normalization = parse_zernike_normalization(a.normalization, "--normalization");
-    o.precision = parse_zernike_precision(a.precision, "--precision");
-    if (a.radial != "stable" && a.radial != "explicit")
-        throw InvalidInput("--radial = '" + a.radial + "': expected stable, explicit");
-    o.radial = a.radial == "explicit" ? ZernikeRadial::Explicit : ZernikeRadial::Stable;
-    o.symmetry = !a.no_symmetry;
-    const bool custom = o.mapping == ZernikeMapping::Custom;
-    if (custom && (a.center.empty() || a.radius <= 0.0))
+/// The options as given; the disk flags checked together (centre and radius belong to a custom disk).
+ZernikeOptions checked_options(const ZernikeArgs& a) {
+    const ZernikeOptions& o = a.options;
+    const bool custom = o.mapping == ZernikeMapping::Custom, center_given = a.bound.given("center");
+    if (custom && (!center_given || o.radius <= 0.0))
         throw InvalidInput("--mapping custom needs --center CX,CY and --radius R > 0 (pixel units; got " +
-                           (a.center.empty() ? std::string("no --center") : "--center " + a.center) + ", --radius " +
-                           std::to_string(a.radius) + ")");
-    if (!custom && (!a.center.empty() || a.radius != 0.0))
-        throw InvalidInput("--center and --radius need --mapping custom (--mapping is " + a.mapping + ")");
-    if (custom && !parse_pair(a.center, o.center_x, o.center_y))
-        throw InvalidInput("--center = '" + a.center + "': expected CX,CY (pixel units, e.g. 31.5,31.5)");
-    o.radius = a.radius;
+                           (center_given ? "--center " + value_text(o.center) : std::string("no --center")) +
+                           ", --radius " + std::to_string(o.radius) + ")");
+    if (!custom && (center_given || o.radius != 0.0))
+        throw InvalidInput("--center and --radius need --mapping custom (--mapping is " +
+                           std::string(enum_name(o.mapping)) + ")");
     return o;
 }
 
@@ -132,20 +111,13 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs, b
 /// the files' own when they agree, else f64) and the table's sources.
 Cube read_batch(const ZernikeArgs& a, ZernikeTable& t) {
     const std::vector<std::string> files = expand_inputs(a.inputs, t.batch);
-    CommonOptions all = a.common;
-    all.bands.clear();
     std::vector<Cube> cubes;
     std::set<std::string> names;
     bool unique = true;
     for (const std::string& file : files) {
-        Cube c = read_input(file, all);
-        ZernikeSource s{fs::path(file).filename().string(), file, {}};
-        if (a.common.bands.empty()) {
-            for (int b = 0; b < c.bands(); ++b) s.bands.push_back(b);
-        } else {
-            s.bands = parse_band_list(a.common.bands, c.bands(), "--bands");
-            c = c.select_bands(s.bands);
-        }
+        Input in = read_input(file, a.common);
+        Cube c = std::move(in.cube);
+        ZernikeSource s{fs::path(file).filename().string(), file, std::move(in.bands)};
         if (!cubes.empty() && (c.width() != cubes.front().width() || c.height() != cubes.front().height()))
             throw InvalidInput("IN " + file + " is " + std::to_string(c.width()) + "x" + std::to_string(c.height()) +
                                " but " + t.sources.front().path + " is " + std::to_string(cubes.front().width()) + "x" +
@@ -211,10 +183,8 @@ std::string band_label(const ZernikeTable& t, int s) {
 
 // ---- the command ------------------------------------------------------------------------------------
 
-void run_zernike(const ZernikeArgs& a) {
-    const CommonOptions& common = a.common;
-    const auto start = std::chrono::steady_clock::now();
-    // Everything that can be refused without the input, before any work.
+/// What `cubekit zernike` computes: set, order or moment (refused when more than one is given).
+std::string zernike_mode(const ZernikeArgs& a, ZernikeIndex& single) {
     std::vector<std::string> modes;
     for (CLI::Option* o : {a.max_order_opt, a.order_opt, a.moment_opt})
         if (o->count() > 0) modes.push_back(o->get_name() + " " + o->as<std::string>());
@@ -222,18 +192,22 @@ void run_zernike(const ZernikeArgs& a) {
         throw InvalidInput("zernike: " + modes[0] + " and " + modes[1] +
                            " exclude each other; give one of --max-order N (whole set), --order N, --moment N,M");
     const std::string mode = a.order_opt->count() ? "order" : a.moment_opt->count() ? "moment" : "set";
-    ZernikeIndex single;
     if (mode == "moment") {
-        if (!parse_pair(a.moment, single.n, single.m))
+        if (!parse_moment(a.moment, single))
             throw InvalidInput("--moment = '" + a.moment + "': expected N,M (e.g. 4,2)");
         if (single.n < 0 || single.m < 0 || single.m > single.n || (single.n - single.m) % 2 != 0)
-            throw InvalidInput("--moment = " + a.moment + ": A(" + std::to_string(single.n) + "," + std::to_string(single.m) +
-                               ") does not exist; expected 0 <= M <= N with N - M even");
+            throw InvalidInput("--moment = " + a.moment + ": A(" + std::to_string(single.n) + "," +
+                               std::to_string(single.m) + ") does not exist; expected 0 <= M <= N with N - M even");
     }
     if (mode == "set" && a.max_order < 0)
         throw InvalidInput("--max-order = " + std::to_string(a.max_order) + ": expected an order >= 0");
-    if (mode == "order" && a.order < 0) throw InvalidInput("--order = " + std::to_string(a.order) + ": expected an order >= 0");
-    const ZernikeOptions options = parse_options(a);
+    if (mode == "order" && a.order < 0)
+        throw InvalidInput("--order = " + std::to_string(a.order) + ": expected an order >= 0");
+    return mode;
+}
+
+/// Refuses output names and reconstruction flags that cannot work, before any work.
+void check_zernike_outputs(const ZernikeArgs& a, const std::string& mode) {
     const std::string oext = lower(fs::path(a.output).extension().string());
     if (!a.output.empty() && oext != ".csv" && oext != ".json")
         throw InvalidInput("-o " + a.output + ": extension '" + oext + "'; expected .csv or .json");
@@ -250,86 +224,99 @@ void run_zernike(const ZernikeArgs& a) {
     for (const std::string* p : {&a.output, &a.reconstruct})
         if (!p->empty()) outs.push_back(*p);
     check_distinct(outs, "zernike outputs");
+}
 
-    Context ctx = make_context(common, "zernike");
+/// One run: the table, the input, the reconstruction and the timings.
+struct ZernikeRun {
     ZernikeTable t;
-    t.mode = mode;
-    auto t0 = std::chrono::steady_clock::now();
-    const Cube cube = read_batch(a, t);
-    const double read_ms = elapsed_ms(t0);
-    const int target = a.reconstruct.empty() ? 0 : reconstruct_target(a, t);
-
-    t0 = std::chrono::steady_clock::now();
-    if (mode == "set") t.moments = zernike_set(ctx, cube, a.max_order, options);
-    else if (mode == "order") t.moments = zernike_order(ctx, cube, a.order, options);
-    else t.moments = zernike_moment(ctx, cube, single.n, single.m, options);
-    const double zernike_ms = elapsed_ms(t0);
-    const ZernikeMoments& z = t.moments;
-    for (const std::string& w : z.warnings) say(common, "zernike: warning: " + w);
-
+    Cube cube;
+    ZernikeIndex single;
     Cube rebuilt;
-    std::vector<double> errors;
-    double reconstruct_ms = 0.0;
+    std::vector<double> errors;  ///< per band, with --reconstruct
+    int target = 0;              ///< the stacked band the PNG shows
+    PngScale scale;
+    double read_ms = 0, zernike_ms = 0, reconstruct_ms = 0, write_ms = 0;
+};
+
+void compute_moments(const Context& ctx, const ZernikeArgs& a, const ZernikeOptions& options, ZernikeRun& run) {
+    const std::string& mode = run.t.mode;
+    auto t0 = std::chrono::steady_clock::now();
+    if (mode == "set") run.t.moments = zernike_set(ctx, run.cube, a.max_order, options);
+    else if (mode == "order") run.t.moments = zernike_order(ctx, run.cube, a.order, options);
+    else run.t.moments = zernike_moment(ctx, run.cube, run.single.n, run.single.m, options);
+    run.zernike_ms = elapsed_ms(t0);
     if (!a.reconstruct.empty()) {
         t0 = std::chrono::steady_clock::now();
-        rebuilt = zernike_reconstruct(ctx, z);
-        errors = zernike_reconstruction_error(cube, rebuilt, z.disk);
-        reconstruct_ms = elapsed_ms(t0);
+        run.rebuilt = zernike_reconstruct(ctx, run.t.moments);
+        run.errors = zernike_reconstruction_error(run.cube, run.rebuilt, run.t.moments.disk);
+        run.reconstruct_ms = elapsed_ms(t0);
     }
+}
 
-    t0 = std::chrono::steady_clock::now();
+OutputList write_zernike_outputs(const ZernikeArgs& a, ZernikeRun& run) {
+    const auto t0 = std::chrono::steady_clock::now();
     OutputList written;
-    PngScale scale;
     try {
         if (!a.output.empty()) {
-            write_text_file(a.output, oext == ".csv" ? zernike_csv(t) : readable_json(zernike_json_file(t)));
+            const std::string oext = lower(fs::path(a.output).extension().string());
+            write_text_file(a.output, oext == ".csv" ? zernike_csv(run.t) : readable_json(zernike_json_file(run.t)));
             written.add(a.output, "moments", oext.substr(1));
         }
         if (!a.reconstruct.empty()) {
-            scale = write_reconstruction(rebuilt, target, z.disk, cube.dtype() == DType::U8 ? 8 : 16, a.reconstruct);
-            const bool npy = scale.bits == 0;
-            written.add(a.reconstruct, "reconstruction", npy ? "npy" : "png", npy ? "f64" : scale.bits == 8 ? "u8" : "u16");
+            const int bits = run.cube.dtype() == DType::U8 ? 8 : 16;
+            run.scale = write_reconstruction(run.rebuilt, run.target, run.t.moments.disk, bits, a.reconstruct);
+            const bool npy = run.scale.bits == 0;
+            written.add(a.reconstruct, "reconstruction", npy ? "npy" : "png",
+                        npy ? "f64" : run.scale.bits == 8 ? "u8" : "u16");
         }
     } catch (...) {
         written.remove_all();
         throw;
     }
-    const double write_ms = elapsed_ms(t0);
+    run.write_ms = elapsed_ms(t0);
+    return written;
+}
 
-    const std::string what = mode == "set" ? "up to order " + std::to_string(a.max_order)
-                             : mode == "order" ? "of order " + std::to_string(a.order)
-                                               : "A(" + a.moment + ")";
+/// The status lines on stderr.
+void say_zernike(const ZernikeArgs& a, const Context& ctx, const ZernikeRun& run, const OutputList& written) {
+    const ZernikeTable& t = run.t;
+    const ZernikeMoments& z = t.moments;
+    const std::string what = t.mode == "set" ? "up to order " + std::to_string(a.max_order)
+                             : t.mode == "order" ? "of order " + std::to_string(a.order)
+                                                 : "A(" + a.moment + ")";
     const std::string source = t.batch ? std::to_string(t.sources.size()) + (t.sources.size() == 1 ? " image" : " images")
                                        : a.inputs.front();
-    say(common, "zernike: " + source + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ": " +
-                    std::to_string(z.count()) + " moments " + what + " per band, " +
-                    std::string(zernike_method_name(z.method)) + (z.symmetric ? " (8-fold symmetric)" : "") + ", " +
-                    std::string(zernike_mapping_name(z.disk.mapping)) + " disk of " +
-                    std::to_string(z.disk.pixel_count) + " pixels, " +
-                    std::string(zernike_normalization_name(z.disk.normalization)) + " normalisation");
-    for (std::size_t s = 0; s < errors.size(); ++s) {
+    say(a.common, "zernike: " + source + " (" + run.cube.shape().describe() + ") on " + ctx.device_name() + ": " +
+                      std::to_string(z.count()) + " moments " + what + " per band, " +
+                      std::string(zernike_method_name(z.method)) + (z.symmetric ? " (8-fold symmetric)" : "") + ", " +
+                      std::string(zernike_mapping_name(z.disk.mapping)) + " disk of " +
+                      std::to_string(z.disk.pixel_count) + " pixels, " +
+                      std::string(zernike_normalization_name(z.disk.normalization)) + " normalisation");
+    for (std::size_t s = 0; s < run.errors.size(); ++s) {
         char value[32];
-        std::snprintf(value, sizeof value, "%.6g", errors[s]);
-        say(common, "zernike: reconstruction to order " + std::to_string(a.max_order) + ", " + band_label(t, int(s)) +
-                        ": relative L2 error inside the disk " + value);
+        std::snprintf(value, sizeof value, "%.6g", run.errors[s]);
+        say(a.common, "zernike: reconstruction to order " + std::to_string(a.max_order) + ", " +
+                          band_label(t, int(s)) + ": relative L2 error inside the disk " + value);
     }
-    for (const auto& w : written.json()) say(common, "  wrote " + w["path"].get<std::string>());
+    for (const auto& w : written.json()) say(a.common, "  wrote " + w["path"].get<std::string>());
+}
 
-    if (!common.json) {
-        if (a.output.empty()) std::cout << zernike_csv(t) << std::flush;
-        return;
-    }
+/// The --json summary (timings and outputs are added by the caller).
+nlohmann::json zernike_summary(const ZernikeArgs& a, const Context& ctx, const ZernikeRun& run) {
+    const ZernikeTable& t = run.t;
+    const ZernikeMoments& z = t.moments;
     nlohmann::json j = summary("zernike", ctx);
     std::vector<std::string> paths;
     for (const ZernikeSource& s : t.sources) paths.push_back(s.path);
-    j["input"] = {{"paths", paths}, {"shape", shape_json(cube.shape())}, {"batch", t.batch}};
+    j["input"] = {{"paths", paths}, {"shape", shape_json(run.cube.shape())}, {"batch", t.batch}};
     if (t.batch) j["input"]["images"] = t.sources.size();
     else j["input"]["bands_used"] = t.sources.front().bands;
-    j["parameters"] = {{"mode", mode}, {"method", a.method}, {"mapping", a.mapping}, {"normalization", a.normalization},
-                       {"precision", a.precision}, {"radial", a.radial}, {"symmetry", !a.no_symmetry}};
-    if (mode == "set") j["parameters"]["max_order"] = a.max_order;
-    if (mode == "order") j["parameters"]["order"] = a.order;
-    if (mode == "moment") j["parameters"]["moment"] = {single.n, single.m};
+    j["parameters"] = parameters_json(a.options);
+    j["parameters"]["mode"] = t.mode;
+    if (a.options.mapping != ZernikeMapping::Custom) j["parameters"].erase("center"), j["parameters"].erase("radius");
+    if (t.mode == "set") j["parameters"]["max_order"] = a.max_order;
+    if (t.mode == "order") j["parameters"]["order"] = a.order;
+    if (t.mode == "moment") j["parameters"]["moment"] = {run.single.n, run.single.m};
     j["moments_count"] = z.count();
     j["rows"] = z.values.size();
     j["max_order"] = z.max_order();
@@ -343,17 +330,42 @@ void run_zernike(const ZernikeArgs& a) {
     j["warnings"] = z.warnings;
     if (!a.reconstruct.empty()) {
         j["reconstruction_order"] = a.max_order;
-        j["reconstruction_error"] = errors;
-        const auto [source, band] = t.origin(target);
+        j["reconstruction_error"] = run.errors;
+        const auto [source, band] = t.origin(run.target);
         j["reconstruction_band"] = band;
         if (t.batch) j["reconstruction_image"] = t.sources[std::size_t(source)].name;
-        if (scale.bits) j["reconstruction_scale"] = scale.json();
+        if (run.scale.bits) j["reconstruction_scale"] = run.scale.json();
     }
-    j["elapsed_ms"] = elapsed_ms(start);
-    j["timings_ms"] = {{"read", read_ms}, {"zernike", zernike_ms}, {"reconstruct", reconstruct_ms}, {"write", write_ms}};
-    j["outputs"] = written.json();
     if (a.output.empty()) j["moments"] = zernike_rows_json(t);
-    emit_json(common, j);
+    return j;
+}
+
+void run_zernike(const ZernikeArgs& a) {
+    const auto start = std::chrono::steady_clock::now();
+    ZernikeRun run;
+    run.t.mode = zernike_mode(a, run.single);  // everything that can be refused without the input, first
+    const ZernikeOptions options = checked_options(a);
+    check_zernike_outputs(a, run.t.mode);
+
+    Context ctx = make_context(a.common, "zernike");
+    const auto t0 = std::chrono::steady_clock::now();
+    run.cube = read_batch(a, run.t);
+    run.read_ms = elapsed_ms(t0);
+    run.target = a.reconstruct.empty() ? 0 : reconstruct_target(a, run.t);
+    compute_moments(ctx, a, options, run);
+    for (const std::string& w : run.t.moments.warnings) say(a.common, "zernike: warning: " + w);
+    const OutputList written = write_zernike_outputs(a, run);
+    say_zernike(a, ctx, run, written);
+    if (!a.common.json) {
+        if (a.output.empty()) std::cout << zernike_csv(run.t) << std::flush;
+        return;
+    }
+    nlohmann::json j = zernike_summary(a, ctx, run);
+    j["elapsed_ms"] = elapsed_ms(start);
+    j["timings_ms"] = {{"read", run.read_ms}, {"zernike", run.zernike_ms}, {"reconstruct", run.reconstruct_ms},
+                       {"write", run.write_ms}};
+    j["outputs"] = written.json();
+    emit_json(a.common, j);
 }
 
 }  // namespace
@@ -386,18 +398,7 @@ Action add_zernike(CLI::App& root) {
     a->max_order_opt = app->add_option("--max-order", a->max_order, "every moment with n <= N (default mode, N = 20)");
     a->order_opt = app->add_option("--order", a->order, "every repetition m of order N");
     a->moment_opt = app->add_option("--moment", a->moment, "the one moment A(N,M), written N,M");
-    app->add_option("--method", a->method, "auto (kintner for a set, qrecursive for an order, direct for a moment), "
-                                           "direct, qrecursive or kintner")->capture_default_str();
-    app->add_option("--radial", a->radial, "direct method: stable (Kintner chain) or explicit (the seed's factorial "
-                                           "sum, inaccurate above order ~20)")->capture_default_str();
-    app->add_option("--mapping", a->mapping, "inscribed, circumscribed or custom (--center, --radius)")->capture_default_str();
-    app->add_option("--center", a->center, "custom disk centre CX,CY in pixels (x = 0 is the first column's centre)");
-    app->add_option("--radius", a->radius, "custom disk radius in pixels");
-    app->add_option("--normalization", a->normalization,
-                    "default (pixelcount for inscribed and a custom disk inside the image, else area), pixelcount "
-                    "(n+1)/cnt, area (n+1)/(pi rho^2)")->capture_default_str();
-    app->add_option("--precision", a->precision, "f64 or f32 radial/angular evaluation (sums in double)")->capture_default_str();
-    app->add_flag("--no-symmetry", a->no_symmetry, "do not use the 8-fold symmetry of a square pixel set");
+    a->bound = bind_flags(*app, a->options);
     app->add_option("-o,--output", a->output, "moments file: .csv or .json (default: CSV on stdout)");
     app->add_option("--reconstruct", a->reconstruct, "with --max-order: rebuild the bands into OUT.png (one band) or "
                                                      "OUT.npy (every band, float64) and report the error");

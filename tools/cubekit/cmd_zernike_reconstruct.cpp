@@ -10,7 +10,7 @@
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/zernike.hpp"
-#include "kmeans_output.hpp"
+#include "outputs.hpp"
 #include "zernike_table.hpp"
 
 namespace cubekit::cli {
@@ -41,22 +41,8 @@ void parse_size(const std::string& text, int& w, int& h) {
     if (w < 1 || h < 1) throw InvalidInput("--size = '" + text + "': width and height must be at least 1");
 }
 
-void run_reconstruct(const ReconstructArgs& a) {
-    const CommonOptions& common = a.common;
-    const auto start = std::chrono::steady_clock::now();
-    check_image_output(a.output, "OUT");
-    check_distinct({a.moments, a.output}, "zernike-reconstruct");
-    int width = 0, height = 0;
-    if (!a.size.empty()) parse_size(a.size, width, height);
-    if (a.png_depth != 0 && a.png_depth != 8 && a.png_depth != 16)
-        throw InvalidInput("--png-depth = " + std::to_string(a.png_depth) + ": expected 8 or 16");
-    const MomentFile f = read_moment_file(a.moments, "MOMENTS");
-    if (!f.json && a.size.empty())
-        throw InvalidInput("zernike-reconstruct: MOMENTS " + a.moments + " is CSV, which carries no image size; give "
-                           "--size WxH (the size of the image the moments came from), or use the JSON from -o FILE.json");
-    if (a.size.empty()) width = f.width, height = f.height;
-
-    // Which image and band: default the first in the file.
+/// The image (batch files) and band --image and --band pick; default the first in the file.
+std::pair<std::string, int> pick_band(const ReconstructArgs& a, const MomentFile& f) {
     std::string image = f.rows.front().image;
     if (!a.image.empty()) {
         if (!f.batch) throw InvalidInput("--image " + a.image + ": MOMENTS " + a.moments + " has no image column (one input)");
@@ -75,8 +61,13 @@ void run_reconstruct(const ReconstructArgs& a) {
         throw InvalidInput("--band " + std::to_string(band) + ": " + a.moments + " has no moments of band " + std::to_string(band) +
                            (f.batch ? " of image " + image : std::string()));
     }
-    const std::string which = (f.batch ? "image " + image + " " : std::string()) + "band " + std::to_string(band);
+    return {image, band};
+}
 
+/// The moments of one band, by (n, m); `which` names the band in messages.
+std::map<std::pair<int, int>, std::complex<double>> band_moments(const ReconstructArgs& a, const MomentFile& f,
+                                                                 const std::string& image, int band,
+                                                                 const std::string& which) {
     std::map<std::pair<int, int>, std::complex<double>> have;
     for (const MomentFile::Row& r : f.rows) {
         if (r.image != image || r.band != band) continue;
@@ -84,22 +75,46 @@ void run_reconstruct(const ReconstructArgs& a) {
             throw InvalidInput("MOMENTS " + a.moments + ": " + moment_name(r.index.n, r.index.m) + " of " + which +
                                " is listed twice");
     }
-    const int highest = have.rbegin()->first.first;
-    const int K = a.max_order >= 0 ? a.max_order : highest;
+    return have;
+}
+
+/// Throws InvalidInput listing (the first few) A(n,m) with n <= K that `have` lacks.
+void check_complete(const ReconstructArgs& a, const std::map<std::pair<int, int>, std::complex<double>>& have, int K,
+                    const std::string& which) {
     std::vector<std::string> missing;
     std::size_t count_missing = 0;
     for (int n = 0; n <= K; ++n)
         for (int m = n % 2; m <= n; m += 2)
             if (!have.count({n, m}) && count_missing++ < 6) missing.push_back(moment_name(n, m));
-    if (count_missing > 0) {
-        std::string list;
-        for (const std::string& s : missing) list += (list.empty() ? "" : ", ") + s;
-        if (count_missing > missing.size()) list += " and " + std::to_string(count_missing - missing.size()) + " more";
-        throw InvalidInput("zernike-reconstruct: order " + std::to_string(K) + " needs every A(n,m) with n <= " +
-                           std::to_string(K) + "; MOMENTS " + a.moments + " (" + which + ") lacks " + list +
-                           (a.max_order >= 0 ? "; lower --max-order" : "; give a lower --max-order") +
-                           " or compute a whole set with cubekit zernike --max-order " + std::to_string(K));
-    }
+    if (count_missing == 0) return;
+    std::string list;
+    for (const std::string& s : missing) list += (list.empty() ? "" : ", ") + s;
+    if (count_missing > missing.size()) list += " and " + std::to_string(count_missing - missing.size()) + " more";
+    throw InvalidInput("zernike-reconstruct: order " + std::to_string(K) + " needs every A(n,m) with n <= " +
+                       std::to_string(K) + "; MOMENTS " + a.moments + " (" + which + ") lacks " + list +
+                       (a.max_order >= 0 ? "; lower --max-order" : "; give a lower --max-order") +
+                       " or compute a whole set with cubekit zernike --max-order " + std::to_string(K));
+}
+
+void run_reconstruct(const ReconstructArgs& a) {
+    const CommonOptions& common = a.common;
+    const auto start = std::chrono::steady_clock::now();
+    check_image_output(a.output, "OUT");
+    check_distinct({a.moments, a.output}, "zernike-reconstruct");
+    int width = 0, height = 0;
+    if (!a.size.empty()) parse_size(a.size, width, height);
+    if (a.png_depth != 0 && a.png_depth != 8 && a.png_depth != 16)
+        throw InvalidInput("--png-depth = " + std::to_string(a.png_depth) + ": expected 8 or 16");
+    const MomentFile f = read_moment_file(a.moments, "MOMENTS");
+    if (!f.json && a.size.empty())
+        throw InvalidInput("zernike-reconstruct: MOMENTS " + a.moments + " is CSV, which carries no image size; give "
+                           "--size WxH (the size of the image the moments came from), or use the JSON from -o FILE.json");
+    if (a.size.empty()) width = f.width, height = f.height;
+    const auto [image, band] = pick_band(a, f);
+    const std::string which = (f.batch ? "image " + image + " " : std::string()) + "band " + std::to_string(band);
+    const auto have = band_moments(a, f, image, band, which);
+    const int K = a.max_order >= 0 ? a.max_order : have.rbegin()->first.first;
+    check_complete(a, have, K, which);
 
     ZernikeMoments z;
     z.width = width;
@@ -116,17 +131,10 @@ void run_reconstruct(const ReconstructArgs& a) {
     const Cube rebuilt = zernike_reconstruct(ctx, z, z.disk, K);
     const double reconstruct_ms = elapsed_ms(t0);
     const int bits = a.png_depth ? a.png_depth : f.dtype == "u8" ? 8 : 16;
-
+    const PngScale scale = write_reconstruction(rebuilt, 0, z.disk, bits, a.output);  // atomic: nothing to take back
     OutputList written;
-    PngScale scale;
-    try {
-        scale = write_reconstruction(rebuilt, 0, z.disk, bits, a.output);
-        const bool npy = scale.bits == 0;
-        written.add(a.output, "reconstruction", npy ? "npy" : "png", npy ? "f64" : bits == 8 ? "u8" : "u16");
-    } catch (...) {
-        written.remove_all();
-        throw;
-    }
+    written.add(a.output, "reconstruction", scale.bits == 0 ? "npy" : "png",
+                scale.bits == 0 ? "f64" : bits == 8 ? "u8" : "u16");
     say(common, "zernike-reconstruct: " + a.moments + " (" + which + "), order " + std::to_string(K) + ", " +
                     std::to_string(width) + "x" + std::to_string(height) + " " +
                     std::string(zernike_mapping_name(z.disk.mapping)) + " disk of " + std::to_string(z.disk.pixel_count) +

@@ -1,7 +1,5 @@
-// Shared parts of `cubekit quantize` and `cubekit cluster`: flags, mask, JSON numbers, outputs.
+// Shared parts of `cubekit quantize` and `cubekit cluster`: flags, mask, JSON numbers, palette file.
 #include "kmeans_output.hpp"
-
-#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -12,57 +10,21 @@
 
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
-#include "rcmg_command.hpp"
 
 namespace cubekit::cli {
 
-void add_kmeans_flags(CLI::App& app, KmeansFlags& f, int default_k, const std::string& explicit_from) {
-    f.k = default_k;
-    f.k_option =
-        app.add_option("-k", f.k, "number of clusters, 1 <= k <= number of valid pixels")->capture_default_str();
-    app.add_option("--init", f.init,
-                   "initial centroids: kmeans++ (greedy, seeded), random (k distinct pixels), box-diagonal (evenly\n"
-                   "spaced on the per-band min-max diagonal) or explicit (from the file given with " +
-                       explicit_from + ")")
-        ->capture_default_str();
-    app.add_option("--seed", f.seed, "64-bit seed of the random draws; restart r uses seed + r")
-        ->check([](const std::string& v) {  // CLI11 would wrap -1 to 2^64 - 1
-            return !v.empty() && v[0] == '-' ? "seed = " + v + ": expected 0 to 2^64 - 1" : std::string();
-        })
-        ->capture_default_str();
-    app.add_option("--max-iter", f.max_iter, "Lloyd iterations at most")->capture_default_str();
-    app.add_option("--tol", f.tol,
-                   "stop when the centroids move less than tol x mean band variance (sum of squared shifts);\n"
-                   "0 = only when they stop moving")
-        ->capture_default_str();
-    app.add_option("--n-init", f.n_init, "independent restarts (seeds seed, seed+1, ...); the lowest inertia wins")
-        ->capture_default_str();
-    app.add_option("--init-sample", f.init_sample,
-                   "kmeans++/random initialisation works on a seeded sample of about this many pixels (0 = all)")
-        ->capture_default_str();
-    app.add_option("--empty", f.empty,
-                   "a cluster left without pixels: relocate (takes the farthest pixel), keep (keeps its centroid)\n"
-                   "or legacy-zero (becomes the zero vector)")
-        ->capture_default_str();
-    app.add_flag("--legacy", f.legacy,
-                 "reproduce the 2018 seed program's integer arithmetic (8-bit RGB input, with --init explicit):\n"
-                 "truncated centroids, empty -> black, no convergence test, no final re-assignment, no sorting");
-    app.add_option("--mask", f.mask,
-                   "one-band image of the same size; 0 = pixel excluded (label -1, copied unchanged)");
-}
-
-KmeansOptions kmeans_options(const KmeansFlags& f) {
-    KmeansOptions o;
-    o.k = f.k;
-    o.init = parse_kmeans_init(f.init, "--init");
-    o.seed = f.seed;
-    o.init_sample = f.init_sample;
-    o.max_iter = f.max_iter;
-    o.tol = f.tol;
-    o.empty = parse_empty_policy(f.empty, "--empty");
-    o.n_init = f.n_init;
-    o.legacy = f.legacy;
-    return o;
+void add_kmeans_flags(CLI::App& app, KmeansFlags& f, const std::string& explicit_from) {
+    f.bound = bind_flags(app, f.options);
+    // The CLI gives explicit centroids through a file flag, not the init_centroids field.
+    CLI::Option* init = f.bound["init"];
+    std::string doc = init->get_description();
+    doc.replace(doc.find("(init_centroids)"), 16, "(from the file given with " + explicit_from + ")");
+    init->description(doc);
+    CLI::Option* legacy = f.bound["legacy"];
+    doc = legacy->get_description();
+    doc.replace(doc.find("with init explicit"), 18, "with --init explicit");
+    legacy->description(doc);
+    app.add_option("--mask", f.mask, "one-band image of the same size; 0 = pixel excluded (label -1, copied unchanged)");
 }
 
 std::vector<std::uint8_t> read_mask(const std::string& path, const CubeShape& image) {
@@ -95,15 +57,7 @@ std::vector<std::uint8_t> read_mask(const std::string& path, const CubeShape& im
 }
 
 nlohmann::json kmeans_parameters_json(const KmeansOptions& o, const std::string& mask) {
-    nlohmann::json j = {{"k", o.k},
-                        {"init", std::string(kmeans_init_name(o.init))},
-                        {"seed", o.seed},
-                        {"init_sample", o.init_sample},
-                        {"max_iter", o.max_iter},
-                        {"tol", o.tol},
-                        {"empty", std::string(empty_policy_name(o.empty))},
-                        {"n_init", o.n_init},
-                        {"legacy", o.legacy}};
+    nlohmann::json j = parameters_json(o);
     j["mask"] = mask.empty() ? nlohmann::json(nullptr) : nlohmann::json(mask);
     return j;
 }
@@ -125,64 +79,6 @@ nlohmann::json kmeans_numbers_json(const KmeansResult& r) {
             {"winner", r.winner},
             {"restarts", restarts},
             {"history", r.history}};
-}
-
-std::string beside(const std::string& out, const std::string& suffix) {
-    const std::filesystem::path p(out);
-    return (p.parent_path() / (p.stem().string() + suffix)).string();
-}
-
-void check_distinct(const std::vector<std::string>& paths, const std::string& what) {
-    for (std::size_t i = 0; i < paths.size(); ++i)
-        for (std::size_t j = i + 1; j < paths.size(); ++j)
-            if (std::filesystem::path(paths[i]).lexically_normal() ==
-                std::filesystem::path(paths[j]).lexically_normal())
-                throw InvalidInput(what + ": two outputs would be the same file, " + paths[j]);
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-    const std::filesystem::path target(path);
-    const std::filesystem::path tmp =
-        target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
-    {
-        std::ofstream f(tmp, std::ios::binary);
-        if (!f) throw IoError("write: " + path + ": cannot create: " + std::strerror(errno));
-        f << text;
-        f.close();
-        if (!f) {
-            std::error_code ec;
-            std::filesystem::remove(tmp, ec);
-            throw IoError("write: " + path + ": cannot write");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, target, ec);
-    if (ec) {
-        const std::string why = ec.message();
-        std::filesystem::remove(tmp, ec);
-        throw IoError("write: " + path + ": cannot write: " + why);
-    }
-}
-
-void OutputList::add(const std::string& path, const std::string& role, const std::string& format,
-                     const std::string& dtype) {
-    paths_.push_back(path);
-    nlohmann::json o = {{"role", role}, {"path", path}, {"format", format}};
-    if (!dtype.empty()) o["dtype"] = dtype;
-    json_.push_back(o);
-}
-
-void OutputList::remove_all() const {
-    for (const std::string& p : paths_) {
-        std::error_code ec;
-        std::filesystem::remove(p, ec);
-        FileFormat format = FileFormat::Auto;
-        try {
-            format = output_format(p);
-        } catch (const InvalidInput&) {  // .json, .csv: not image formats
-        }
-        if (format == FileFormat::Envi) remove_outputs({p});  // also the header and the data file
-    }
 }
 
 // ---- palette file ---------------------------------------------------------------------------------
@@ -214,25 +110,6 @@ nlohmann::ordered_json palette_entries_json(const Palette& p, std::int64_t valid
         entries.push_back(e);
     }
     return entries;
-}
-
-std::string readable_json(const nlohmann::ordered_json& j) {
-    std::string s = "{";
-    bool first = true;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-        s += first ? "\n  " : ",\n  ";
-        first = false;
-        s += nlohmann::ordered_json(it.key()).dump() + ": ";
-        const nlohmann::ordered_json& v = it.value();
-        if (v.is_array() && !v.empty() && v.front().is_object()) {
-            s += "[";
-            for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ",\n    " : "\n    ") + v[i].dump();
-            s += "\n  ]";
-        } else {
-            s += v.dump();
-        }
-    }
-    return s + "\n}\n";
 }
 
 Palette read_palette_json(const std::string& path, int channels, const std::string& flag) {

@@ -1,7 +1,6 @@
 #pragma once
 // What `cubekit quantize` and `cubekit cluster` share (and `cubekit demo` reuses): the k-means
-// flags, the mask, the numbers of a run for JSON, the list of outputs a run wrote (removed again
-// when a later output fails), an atomic text writer, and the palette file (JSON and swatch PNG).
+// flags, the mask, the numbers of a run for JSON, and the palette file (JSON and swatch PNG).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -12,69 +11,35 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/kmeans.hpp"
+#include "option_flags.hpp"
 
 namespace cubekit::cli {
 
-/// The k-means flags of quantize and cluster, as typed.
+/// The k-means flags of quantize and cluster: the declared KmeansOptions fields (-k, --init,
+/// --seed, --max-iter, --tol, --n-init, --init-sample, --empty, --legacy) and --mask FILE.
 struct KmeansFlags {
-    int k = 16;
-    std::string init = "kmeans++";
-    std::uint64_t seed = 0;
-    int max_iter = 100;
-    double tol = 1e-4;
-    int n_init = 1;
-    std::int64_t init_sample = std::int64_t(1) << 20;
-    std::string empty = "relocate";
-    bool legacy = false;
-    std::string mask;
-    CLI::Option* k_option = nullptr;  ///< to tell "-k given" from the default
-    bool k_given() const { return k_option && k_option->count() > 0; }
+    KmeansOptions options;  ///< set options.k first for another default (cluster: kClusterDefaultK)
+    std::string mask;       ///< --mask FILE, "" = every pixel
+    BoundFlags bound;
+    bool k_given() const { return bound.given("k"); }
 };
 
-/// Adds -k, --init, --seed, --max-iter, --tol, --n-init, --init-sample, --empty, --legacy, --mask.
-/// Values are checked by the library (check_kmeans_arguments / kmeans), whose messages name the
-/// parameter and the value. `explicit_from` names the flag that gives --init explicit its centroids.
-void add_kmeans_flags(CLI::App& app, KmeansFlags& flags, int default_k, const std::string& explicit_from);
-
-/// KmeansOptions from the flags (--init and --empty parsed here; the mask is read separately).
-KmeansOptions kmeans_options(const KmeansFlags& flags);
+/// Adds the k-means flags. Values are checked as they are parsed (declared ranges) and by the
+/// library (check_kmeans_arguments / kmeans). `explicit_from` names the flag that gives --init
+/// explicit its centroids.
+void add_kmeans_flags(CLI::App& app, KmeansFlags& flags, const std::string& explicit_from);
 
 /// Reads --mask FILE: one band of any type, the image's width and height; nonzero (and not NaN)
 /// = used, 0 = excluded. Throws InvalidInput naming --mask and the file for another band count,
 /// another size, or a mask that excludes every pixel.
 std::vector<std::uint8_t> read_mask(const std::string& path, const CubeShape& image);
 
-/// The JSON of the k-means parameters actually used.
+/// The JSON of the k-means parameters actually used (the declared fields and the mask file).
 nlohmann::json kmeans_parameters_json(const KmeansOptions& options, const std::string& mask);
 
 /// The numbers of a run for the --json summary: k, k_effective, inertia, iterations, converged,
 /// valid_pixels, winner, restarts [{seed, inertia, iterations, converged, k_effective}], history.
 nlohmann::json kmeans_numbers_json(const KmeansResult& r);
-
-/// `out` with its extension replaced by `suffix`, in the same folder: beside("a/x.png", ".palette.json")
-/// = "a/x.palette.json".
-std::string beside(const std::string& out, const std::string& suffix);
-
-/// Throws InvalidInput naming `what` when two of `paths` are the same file name.
-void check_distinct(const std::vector<std::string>& paths, const std::string& what);
-
-/// Writes text atomically (a temporary in the target folder, renamed when complete); IoError
-/// naming the path on failure, and nothing left behind.
-void write_text_file(const std::string& path, const std::string& text);
-
-/// The outputs one run has written so far, for the JSON summary and for cleaning up: a failure
-/// of a later output removes the earlier ones, so a failed run leaves nothing.
-class OutputList {
-public:
-    void add(const std::string& path, const std::string& role, const std::string& format,
-             const std::string& dtype = "");
-    void remove_all() const;
-    const nlohmann::json& json() const { return json_; }
-
-private:
-    std::vector<std::string> paths_;
-    nlohmann::json json_ = nlohmann::json::array();
-};
 
 /// One palette: n entries of `channels` values (row-major) with their pixel counts.
 struct Palette {
@@ -91,10 +56,6 @@ struct Palette {
 /// "centroid" (the unrounded mean) when the palette has centroids. Values of integer images are
 /// written as integers.
 nlohmann::ordered_json palette_entries_json(const Palette& palette, std::int64_t valid);
-
-/// A JSON object as text for files people read: one key per line, and each element of an array
-/// of objects on one line of its own.
-std::string readable_json(const nlohmann::ordered_json& object);
 
 /// Reads a palette JSON file (as written by quantize) for an image of `channels` channels: each
 /// entry's "values", else "value" (1 channel), else "rgb" (3 channels; 1 channel when r = g = b);

@@ -1,6 +1,6 @@
 // cubekit: GPU analysis of image cubes. Parses the subcommand, runs it, and turns every error
 // into one line on stderr and an exit code: 2 invalid input or usage, 3 the operating system
-// refused, 4 device failure.
+// refused, 4 device failure. This is the one place exceptions are translated.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "cubekit/error.hpp"
+#include "option_flags.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"cubekit: GPU analysis of hyperspectral, multispectral, RGB and grayscale image cubes.\n"
@@ -52,11 +53,13 @@ int main(int argc, char** argv) {
         std::cerr << "cubekit: " << e.what() << "\n";
         return 2;
     }
+    CLI::App* running = nullptr;
     try {
-        for (CLI::App* sub : app.get_subcommands()) actions.at(sub)();
+        for (CLI::App* sub : app.get_subcommands()) actions.at(running = sub)();
         return 0;
     } catch (const cubekit::InvalidInput& e) {
-        std::cerr << "cubekit: " << e.what() << "\n";
+        // Library messages name option fields (max_iter); say them as this subcommand's flags (--max-iter).
+        std::cerr << "cubekit: " << (running ? cubekit::cli::with_flag_names(*running, e.what()) : e.what()) << "\n";
         return 2;
     } catch (const cubekit::IoError& e) {
         std::cerr << "cubekit: " << e.what() << "\n";

@@ -16,7 +16,4 @@ namespace cubekit::cli {
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
                         const std::vector<std::string>& outputs);
 
-/// Removes outputs a failed run wrote (ENVI: header and data file).
-void remove_outputs(const std::vector<std::string>& paths);
-
 }  // namespace cubekit::cli

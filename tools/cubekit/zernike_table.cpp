@@ -16,7 +16,7 @@
 
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
-#include "kmeans_output.hpp"
+#include "outputs.hpp"
 
 namespace cubekit::cli {
 
@@ -255,17 +255,16 @@ void read_json(MomentFile& f, const std::string& text, const std::string& flag) 
     if (f.width < 1 || f.height < 1) throw InvalidInput(where + "width and height must be at least 1");
     if (j.contains("mapping")) {
         if (!j["mapping"].is_string()) throw InvalidInput(where + "'mapping' must be a string");
-        f.options.mapping = parse_zernike_mapping(j["mapping"].get<std::string>(), where + "mapping");
+        f.options.mapping = parse_enum<ZernikeMapping>(j["mapping"].get<std::string>(), where + "mapping");
     }
     if (j.contains("normalization")) {
         if (!j["normalization"].is_string()) throw InvalidInput(where + "'normalization' must be a string");
-        f.options.normalization = parse_zernike_normalization(j["normalization"].get<std::string>(), where + "normalization");
+        f.options.normalization = parse_enum<ZernikeNormalization>(j["normalization"].get<std::string>(), where + "normalization");
     }
     if (f.options.mapping == ZernikeMapping::Custom) {
         for (const char* key : {"center_x", "center_y", "radius"})
             if (!j.contains(key)) throw InvalidInput(where + "mapping custom needs '" + key + "'");
-        f.options.center_x = json_number(j["center_x"], where + "center_x: ");
-        f.options.center_y = json_number(j["center_y"], where + "center_y: ");
+        f.options.center = {json_number(j["center_x"], where + "center_x: "), json_number(j["center_y"], where + "center_y: ")};
         f.options.radius = json_number(j["radius"], where + "radius: ");
     }
     if (j.contains("dtype") && j["dtype"].is_string()) f.dtype = j["dtype"].get<std::string>();

@@ -1,0 +1,341 @@
+#pragma once
+// Kernels of the CUDA k-means Lloyd engine (spec kmeans.md §3.5–3.8, §4.2), included by cuda.cu:
+// the fused assign + accumulate pass, the one-block update, the relocation's distances, the
+// final labelling pass and the relabel + paint pass. Pixels come from a dense BIP image on the
+// device (Pixels, device.cuh); the labels and the painted image go to the caller's views.
+#include "cubekit/view.hpp"
+#include "kmeans/device.cuh"
+
+namespace cubekit::detail {
+namespace {
+
+constexpr std::size_t kSharedLimit = 160 * 1024;  // dynamic shared memory we allow one block
+constexpr int kShiftShared = 4096;                 // clusters whose shifts the update keeps in shared memory
+
+// Where label p (raster order) goes in the caller's W×H×1 view: p itself for dense labels, else
+// through the strides (a division per pixel, in the final passes only).
+struct LabelsOut {
+    std::int32_t* data = nullptr;
+    int width = 1;
+    std::int64_t sx = 1, sy = 0;
+    __device__ std::int32_t& operator[](std::int64_t p) const {
+        if (sx == 1 && sy == width) return data[p];
+        return data[(p % width) * sx + (p / width) * sy];
+    }
+};
+
+// Where sample b of pixel p goes in the caller's W×H×m painted image: p·m + b for dense BIP,
+// else through the strides.
+template <typename T>
+struct PaintOut {
+    T* data = nullptr;
+    int width = 1, m = 1;
+    Strides s;
+    __device__ T& operator()(std::int64_t p, int b) const {
+        if (s.b == 1 && s.x == m && s.y == std::int64_t(width) * m) return data[p * m + b];
+        return data[(p % width) * s.x + (p / width) * s.y + std::int64_t(b) * s.b];
+    }
+};
+
+// Device-side loop state, read by the host once per batch.
+struct Status {
+    int done;        // converged, or max_iter reached
+    int converged;
+    int stalled;     // an iteration left a cluster empty under `relocate`: the host relocates
+    int iterations;  // iterations completed
+};
+
+// 64-bit add into two 32-bit shared words: the low word's carry goes into the high word exactly
+// once, so the pair holds the exact sum modulo 2^64 (two's complement: signed sums too).
+__device__ void shared_add64(unsigned* pair, std::int64_t v) {
+    const auto u = u64(v);
+    const auto lo = unsigned(u), hi = unsigned(u >> 32);
+    const unsigned old = atomicAdd(pair, lo);
+    atomicAdd(pair + 1, hi + (old + lo < old ? 1u : 0u));
+}
+
+// Byte offset of the centroids in the assign kernel's shared memory (after 2·k·m sum words and
+// k counters, 16-byte aligned).
+__host__ __device__ constexpr std::size_t shared_centroid_offset(int k, int m) {
+    return (std::size_t(k) * m * 8 + std::size_t(k) * 4 + 15) / 16 * 16;
+}
+
+// Many-band pixels, k ≤ kStagedK: a warp stages its 32 spectra through shared memory in chunks
+// of `width` bands (row loads are coalesced; one thread walking its own spectrum is not), and
+// each lane keeps its k running distances in registers. Each distance still adds bands 0..m−1 in
+// order with one FMA each: the arithmetic of km::sq_distance, so labels are unchanged.
+constexpr int kStagedK = 16;
+template <typename D>
+struct StagedTile {
+    static constexpr int width = sizeof(D) == 4 ? 32 : 16;  // 8 warps × 32 rows fit 48 KB
+};
+
+template <typename T, typename D>
+__device__ __forceinline__ int nearest_staged(const Pixels<T>& px, std::int64_t first, std::int64_t n, int m,
+                                              const D* cent, int k, D (*tile)[StagedTile<D>::width + 1], D& best) {
+    constexpr int W = StagedTile<D>::width;
+    const int lane = threadIdx.x & 31;
+    D d[kStagedK];
+#pragma unroll
+    for (int j = 0; j < kStagedK; ++j) d[j] = 0;
+    for (int b0 = 0; b0 < m; b0 += W) {
+        const int cb = min(W, m - b0);
+        if (lane < cb)
+            for (int r = 0; r < 32; ++r) tile[r][lane] = first + r < n ? D(px(first + r)[b0 + lane]) : D(0);
+        __syncwarp();
+        for (int bb = 0; bb < cb; ++bb) {
+            const D xv = tile[lane][bb];
+#pragma unroll
+            for (int j = 0; j < kStagedK; ++j)
+                if (j < k) {
+                    const D diff = xv - cent[std::size_t(j) * m + b0 + bb];
+                    if constexpr (sizeof(D) == 4) d[j] = km::fma32(diff, diff, d[j]);
+                    else d[j] = km::fma64(diff, diff, d[j]);
+                }
+        }
+        __syncwarp();
+    }
+    best = d[0];
+    int label = 0;
+#pragma unroll
+    for (int j = 1; j < kStagedK; ++j)
+        if (j < k && d[j] < best) {
+            best = d[j];
+            label = j;
+        }
+    return label;
+}
+
+template <typename T>
+constexpr bool kSmallInt = std::is_integral_v<T> && sizeof(T) <= 2;  // a warp's sum fits 32 bits
+
+// One Lloyd pass (§3.5): nearest centroid, exact sums and counts, f64 inertia partial per block.
+// Shared: centroids and the block's sums live in shared memory and are flushed once per block;
+// otherwise centroids are read through the cache and sums go to global atomics.
+// M > 0: the band count known at compile time (pixel kept in registers).
+template <typename T, typename D, int M, bool Shared>
+__global__ void __launch_bounds__(kBlock) assign_accumulate(Pixels<T> px, std::int64_t n, int m_rt, int k,
+                                                            const D* __restrict__ cent_g, u64* sums_g, u64* counts_g,
+                                                            double* inertia_partial, double scale, bool split_sums,
+                                                            const Status* status) {
+    if (status->done || status->stalled) return;
+    const int m = M > 0 ? M : m_rt;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const D* cent = cent_g;
+    __shared__ double scratch[kBlock];
+    // Shared: each 64-bit sum as two 32-bit words (32-bit shared atomics are the fast ones),
+    // then k 32-bit counters, then the centroids.
+    unsigned* s_words = reinterpret_cast<unsigned*>(smem);
+    unsigned* s_counts = s_words + 2 * std::size_t(k) * m;
+    if constexpr (Shared) {
+        D* s_cent = reinterpret_cast<D*>(smem + shared_centroid_offset(k, m));
+        for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
+            s_words[2 * t] = s_words[2 * t + 1] = 0;
+            s_cent[t] = cent_g[t];
+        }
+        for (int t = threadIdx.x; t < k; t += blockDim.x) s_counts[t] = 0;
+        __syncthreads();
+        cent = s_cent;
+    }
+    auto add_sum = [&](std::size_t at, std::int64_t v) {
+        if constexpr (Shared) shared_add64(s_words + 2 * at, v);
+        else atomicAdd(&sums_g[at], u64(v));
+    };
+    const int lane = threadIdx.x & 31;
+    double acc = 0;
+    // Every lane of a warp takes the same trip count: the warp intrinsics see all lanes. (Four
+    // pixels per thread sharing each centroid load were measured on the H100: no gain, the kernel
+    // is issue-bound.)
+    constexpr int MR = M > 0 ? M : 1;
+    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+    for (std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x; base < n; base += stride) {
+        const std::int64_t i = base + threadIdx.x;
+        const bool ok = i < n;
+        const T* x = ok ? px(i) : nullptr;
+        int label = -1;
+        D best = 0;
+        T xr[MR];
+        if constexpr (M > 0) {
+            D xd[M];  // converted once: D(x) is what every distance term would compute
+#pragma unroll
+            for (int b = 0; b < M; ++b) {
+                xr[b] = ok ? x[b] : T(0);
+                xd[b] = D(xr[b]);
+            }
+            if (ok) label = km::nearest(xd, cent, k, M, best);
+        } else if (k <= kStagedK) {
+            // Many bands: the warp's spectra go through shared memory in coalesced band chunks.
+            __shared__ D tile[kBlock / 32][32][StagedTile<D>::width + 1];
+            const int l = nearest_staged(px, base + (threadIdx.x & ~31), n, m, cent, k, tile[threadIdx.x / 32], best);
+            if (ok) label = l;
+        } else if (ok) {
+            label = km::nearest(x, cent, k, m, best);
+        }
+        if (ok) acc += double(best);
+        // Lanes with the same label add their values once, through the group's leader.
+        // (Measured on the H100: faster than one full-warp reduction per distinct label.)
+        const unsigned group = __match_any_sync(0xffffffffu, label);
+        if (!ok) continue;
+        const bool leader = lane == __ffs(group) - 1;
+        for (int b = 0; b < m; ++b) {
+            T v;
+            if constexpr (M > 0) v = xr[b];
+            else v = x[b];
+            if constexpr (kSmallInt<T>) {
+                const auto s = int(__reduce_add_sync(group, unsigned(int(v))));
+                if (leader) add_sum(std::size_t(label) * m + b, std::int64_t(s));
+            } else if (split_sums) {
+                // A 64-bit q split as hi·2^32 + b1·2^16 + b0: the group's sums of the 16-bit
+                // parts fit 32 bits, and so does Σ hi because |q| ≤ 2^(62 − ⌈log2 N⌉) with
+                // N ≥ 64 (the host's condition), so the recombined sum is exact.
+                const std::int64_t q = km::sum_value(v, scale);
+                const auto lo = unsigned(u64(q));
+                const auto s0 = __reduce_add_sync(group, lo & 0xFFFFu);
+                const auto s1 = __reduce_add_sync(group, lo >> 16);
+                const auto sh = int(__reduce_add_sync(group, unsigned(int(q >> 32))));
+                if (leader)
+                    add_sum(std::size_t(label) * m + b,
+                            std::int64_t(sh) * 4294967296LL + std::int64_t(s1) * 65536 + std::int64_t(s0));
+            } else {
+                add_sum(std::size_t(label) * m + b, km::sum_value(v, scale));
+            }
+        }
+        if (leader) {
+            if constexpr (Shared) atomicAdd(&s_counts[label], unsigned(__popc(group)));
+            else atomicAdd(&counts_g[label], u64(__popc(group)));
+        }
+    }
+    const double total = block_sum(acc, scratch);
+    if (threadIdx.x == 0) inertia_partial[blockIdx.x] = total;
+    if constexpr (Shared) {  // block_sum's barriers have completed the shared sums
+        for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
+            const u64 v = (u64(s_words[2 * t + 1]) << 32) | s_words[2 * t];
+            if (v != 0) atomicAdd(&sums_g[t], v);
+        }
+        for (int t = threadIdx.x; t < k; t += blockDim.x)
+            if (s_counts[t] != 0) atomicAdd(&counts_g[t], u64(s_counts[t]));
+    }
+}
+
+// The update (§3.6–3.7) in one block: inertia of the pass, new centroids, shift, stop test.
+template <typename D>
+__global__ void update_centroids(D* cent, D* prev, u64* sums, u64* counts, const double* inertia_partial,
+                                 int partials, int k, int m, int e, bool zero_empty, bool legacy, bool allow_empty,
+                                 double tol_abs, int max_iter, double* history, double* shift_scratch, Status* status) {
+    if (status->done || status->stalled) return;
+    __shared__ int any_empty;
+    __shared__ double scratch[kBlock];
+    // The pass's inertia: strided partial sums, then a fixed tree (same order every run).
+    double part = 0;
+    for (int p = threadIdx.x; p < partials; p += blockDim.x) part += inertia_partial[p];
+    const double inertia = block_sum(part, scratch);
+    if (threadIdx.x == 0) {
+        any_empty = 0;
+        if (history) history[status->iterations] = inertia;
+    }
+    __syncthreads();
+    if (!allow_empty) {
+        for (int j = threadIdx.x; j < k; j += blockDim.x)
+            if (counts[j] == 0) any_empty = 1;
+        __syncthreads();
+        if (any_empty) {
+            if (threadIdx.x == 0) status->stalled = 1;
+            return;
+        }
+    }
+    // Per-cluster shifts in shared memory when they fit (the serial sum below reads them).
+    extern __shared__ double s_shift[];
+    double* shifts = k <= kShiftShared ? s_shift : shift_scratch;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        for (int b = 0; b < m; ++b) prev[std::size_t(j) * m + b] = cent[std::size_t(j) * m + b];
+        shifts[j] = km::update_cluster(reinterpret_cast<const std::int64_t*>(sums) + std::size_t(j) * m,
+                                              std::int64_t(counts[j]), cent + std::size_t(j) * m, m, e, zero_empty, legacy);
+        for (int b = 0; b < m; ++b) sums[std::size_t(j) * m + b] = 0;
+        counts[j] = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double shift = 0;
+        for (int j = 0; j < k; ++j) shift += shifts[j];  // cluster order, as the CPU: it decides convergence
+        status->iterations += 1;
+        if (!legacy && shift <= tol_abs) {
+            status->converged = 1;
+            status->done = 1;
+        } else if (status->iterations >= max_iter) {
+            status->done = 1;
+        }
+    }
+}
+
+// Distance of every pixel to its nearest centroid (the relocation's D_i, §3.7).
+template <typename T, typename D>
+__global__ void nearest_distance(Pixels<T> px, std::int64_t n, int k, const D* cent, D* out) {
+    const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    D d;
+    km::nearest(px(i), cent, k, px.m, d);
+    out[i] = d;
+}
+
+// Final pass (§3.8): labels (pre-sort numbering), counts, f64 inertia against `paint`, and the
+// exact fixed-point inertia that chooses between restarts.
+// M > 0: band count known at compile time. shared_counts: k counters fit in shared memory.
+template <typename T, typename D, int M>
+__global__ void __launch_bounds__(kBlock) final_assign(Pixels<T> px, std::int64_t n, int k, const D* assign,
+                                                       const D* paint, const std::int64_t* qpaint, double scale_d,
+                                                       LabelsOut labels, u64* counts, double* inertia_partial,
+                                                       u64* exact, bool shared_counts) {
+    __shared__ double scratch[kBlock];
+    extern __shared__ __align__(16) unsigned char smem[];
+    auto* s_counts = reinterpret_cast<unsigned*>(smem);  // k counters; a block counts < 2^32 pixels
+    if (shared_counts)
+        for (int t = threadIdx.x; t < k; t += blockDim.x) s_counts[t] = 0;
+    __syncthreads();
+    const int m = M > 0 ? M : px.m;
+    double acc = 0;
+    i128 ex = 0;
+    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+        const T* x = px(i);
+        D d;
+        int j;
+        if constexpr (M > 0) {
+            D xd[M];
+#pragma unroll
+            for (int b = 0; b < M; ++b) xd[b] = D(x[b]);
+            j = km::nearest(xd, assign, k, M, d);
+        } else {
+            j = km::nearest(x, assign, k, m, d);
+        }
+        if (assign != paint) d = km::sq_distance(x, paint + std::size_t(j) * m, m);
+        acc += double(d);
+        if (shared_counts) atomicAdd(&s_counts[j], 1u);
+        else atomicAdd(&counts[j], 1ull);
+        if (labels.data) labels[px.raster(i)] = j;
+        if (qpaint) ex += km::exact_distance(x, qpaint + std::size_t(j) * m, m, scale_d);
+    }
+    const double total = block_sum(acc, scratch);  // (its barrier also completes the shared counts)
+    if (threadIdx.x == 0) inertia_partial[blockIdx.x] = total;
+    if (shared_counts)
+        for (int t = threadIdx.x; t < k; t += blockDim.x)
+            if (s_counts[t] != 0) atomicAdd(&counts[t], u64(s_counts[t]));
+    if (qpaint && ex != 0) atomic_add_i128(exact, ex);
+}
+
+// Renumbers labels after the sort (excluded pixels, flags[p] = 0, get −1) and paints the
+// quantized image: palette entries, excluded pixels their own samples. One thread per pixel.
+template <typename T>
+__global__ void relabel_paint(LabelsOut labels, std::int64_t pixels, const std::uint8_t* flags, const int* new_label,
+                              const T* palette, const T* x, int m, PaintOut<T> quantized) {
+    const std::int64_t p = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (p >= pixels) return;
+    const bool valid = !flags || flags[p];
+    const int r = valid ? new_label[labels[p]] : -1;
+    labels[p] = r;
+    if (!quantized.data) return;
+    const T* from = r >= 0 ? palette + std::size_t(r) * m : x + p * m;
+    for (int b = 0; b < m; ++b) quantized(p, b) = from[b];
+}
+
+}  // namespace
+}  // namespace cubekit::detail

@@ -1,0 +1,55 @@
+#pragma once
+// Output helpers every subcommand uses: output names beside OUT, the list of outputs a run wrote
+// (taken back when a later output fails, so a failed run leaves nothing), removal of a written
+// output set, display scaling of float images and of 0/1 maps, and JSON text for files people read.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cubekit/cube.hpp"
+
+namespace cubekit::cli {
+
+/// `out` with its extension replaced by `suffix`, in the same folder: beside("a/x.png", ".palette.json")
+/// = "a/x.palette.json".
+std::string beside(const std::string& out, const std::string& suffix);
+
+/// Throws InvalidInput naming `what` when two of `paths` are the same file name.
+void check_distinct(const std::vector<std::string>& paths, const std::string& what);
+
+/// Removes outputs a failed run wrote (ENVI: the header and the data file as well); never throws.
+void remove_outputs(const std::vector<std::string>& paths);
+
+/// The outputs one run has written so far, for the JSON summary ([{role, path, format, dtype}])
+/// and for cleaning up after a failure.
+class OutputList {
+public:
+    void add(const std::string& path, const std::string& role, const std::string& format,
+             const std::string& dtype = "");
+    /// Adds the entry with extra keys (e.g. the display scale of a PNG).
+    void add(const std::string& path, nlohmann::json entry);
+    /// Removes every output listed (remove_outputs).
+    void remove_all() const;
+    const nlohmann::json& json() const { return json_; }
+    const std::vector<std::string>& paths() const { return paths_; }
+
+private:
+    std::vector<std::string> paths_;
+    nlohmann::json json_ = nlohmann::json::array();
+};
+
+/// The white point of a one-band float image for display: its 99th percentile over the finite
+/// values, so that a few very strong values do not leave the rest black (the largest value when
+/// that percentile is 0; 0 when nothing is finite).
+double display_white_point(const Cube& one_band);
+
+/// A 0/1 map (u8, any bands) as a file holds it: .npy keeps 0/1; image formats get 255 for a set
+/// pixel and 0 otherwise (the reverse with `invert`).
+Cube binary_map_for_file(const Cube& maps, const std::string& path, bool invert = false);
+
+/// A JSON object as text for files people read: one key per line, and each element of an array
+/// of objects on one line of its own.
+std::string readable_json(const nlohmann::ordered_json& object);
+
+}  // namespace cubekit::cli
