@@ -374,9 +374,9 @@ TEST(LabelsGpu, IntoPoisonedOutputsOnAwkwardShapes) {
         }
 }
 
-// A window of a device BSQ cube (read in place with its pitch), a device BIP cube (reordered once),
-// outputs into a window of a larger device cube (written in place with its pitch) and into a band
-// range of a BIP device cube (through one copy), and removal in place in a window.
+// A window of a device BSQ cube (the labelling converts it once, the removal's first pass reads it
+// in place), a device BIP cube (reordered once), outputs into a window of a larger device cube and
+// into a band range of a BIP device cube (each through one copy), and removal in place in a window.
 TEST(LabelsGpu, DeviceWindowBipCubeAndStridedOutputs) {
     REQUIRE_GPU();
     const std::uint64_t seed = test_seed();

@@ -189,8 +189,8 @@ struct EntropyEdgeExtras {
 };
 
 /// The whole detector on the context's backend; returns host cubes (a thin wrapper over
-/// entropy_edges_into). cube: any element type; host or device memory, any layout, a window or any
-/// strides (a Cube or DeviceCube converts to its view). Throws InvalidInput naming the field:
+/// entropy_edges_into). cube: any element type; host or device memory (device memory needs a CUDA
+/// context), any layout, a window or any strides (a Cube or DeviceCube converts to its view). Throws InvalidInput naming the field:
 /// q ≤ 0, vote_percent outside [0, 100), pca_components < 1, connectivity not 4/8,
 /// min_component < 0, an empty cube.
 EntropyEdgeResult entropy_edges(const Context& ctx, const CubeView& cube, const EntropyEdgeOptions& options = {});

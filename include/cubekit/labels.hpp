@@ -11,9 +11,10 @@
 ///     std::int64_t n = c.per_band[b][first - 1].size;
 ///     Cube clean = cubekit::remove_small_components(ctx, edges, 5); // components of < 5 pixels → 0
 ///
-/// Inputs are views (a Cube or DeviceCube converts to one): host or device memory, any layout,
-/// a window or any strides. The CPU reads them where they are; CUDA reads a BSQ cube, or a window
-/// of one, on the context's device where it is, and otherwise uploads or reorders it once.
+/// Inputs are views (a Cube or DeviceCube converts to one): host or device memory (device memory
+/// needs a CUDA context), any layout, a window or any strides. The CPU reads them where they are;
+/// CUDA reads a dense BSQ cube on the context's device where it is (the removal also a window of
+/// one), and otherwise uploads or reorders it once.
 /// Both backends give identical results (labels, statistics, cleaned maps). Throws InvalidInput
 /// naming the parameter: float element types, connectivity not 4/8, an empty cube, a band of
 /// more than 2^31 − 1 pixels; remove_small_components also wants a u8 mask.
@@ -48,9 +49,10 @@ Components label_components(const Context& ctx, const CubeView& image, int conne
 
 /// Labels into a caller's W×H×B i32 view in the context's memory (device memory for a CUDA
 /// context, host memory for a CPU one; any strides) and returns every band's statistics. Nothing
-/// of the image is copied when the backend reads it where it is (CUDA: a BSQ cube or window on the
-/// context's device; CPU: any host view). Returns once the statistics are on the host; the labels
-/// are queued on the context's stream (ctx.synchronize() before reading them from the host).
+/// of the image is copied when the backend reads it where it is (CUDA: a dense BSQ cube on the
+/// context's device; CPU: any host view), and a dense BSQ output is written in place (others
+/// through one copy). Returns once the statistics are on the host; the labels are queued on the
+/// context's stream (ctx.synchronize() before reading them from the host).
 ///
 ///     cubekit::DeviceCube d_labels(gpu, {W, H, B, cubekit::DType::I32});
 ///     cubekit::ComponentStats stats = cubekit::label_components_into(gpu, d_mask, d_labels, 8);

@@ -60,8 +60,9 @@ struct PcaModel {
     int num_components() const { return bands > 0 ? int(components.size() / std::size_t(bands)) : 0; }
 };
 
-/// Fits the model on the context's backend. cube: any element type; host or device memory, any
-/// layout, a window or any strides (a Cube or DeviceCube converts to its view). The CPU reads a
+/// Fits the model on the context's backend. cube: any element type; host or device memory (device
+/// memory needs a CUDA context), any layout, a window or any strides (a Cube or DeviceCube converts
+/// to its view). The CPU reads a
 /// host view where it is; CUDA reads a dense BSQ cube on the context's device where it is (no
 /// host copy: the device-resident fit) and otherwise uploads or reorders it once. Only the exact
 /// sums ((B+1)² 128-bit words) come back to the host, for the shared eigensolve.

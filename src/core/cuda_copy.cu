@@ -82,6 +82,13 @@ Pitched dense_form(const Pitched& p) { return {p.run, p.rows, p.run, p.slices, p
 // One cudaMemcpy3D when the slice pitch is a whole number of rows, else one 2-D copy per slice.
 void copy_pitched(const Context& ctx, void* dst, const Pitched& d, const void* src, const Pitched& s, cudaMemcpyKind kind) {
     if (s.run == 0 || s.rows == 0 || s.slices == 0) return;
+    const auto dense = [](const Pitched& p) {
+        return (p.rows == 1 || p.row_pitch == p.run) && (p.slices == 1 || p.slice_pitch == p.run * p.rows);
+    };
+    if (dense(s) && dense(d)) {  // one flat copy: cudaMemcpy3D from pageable memory measured ~2x slower
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(dst, src, s.run * s.rows * s.slices, kind, stream_of(ctx)));
+        return;
+    }
     const bool one_call = s.slices == 1 || (s.slice_pitch % s.row_pitch == 0 && d.slice_pitch % d.row_pitch == 0);
     if (one_call && s.slices > 1) {
         cudaMemcpy3DParms p{};

@@ -34,7 +34,6 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -69,24 +68,21 @@ remove_small_kernel(std::uint8_t* __restrict__ maps, Forest f, Geometry g, long 
     const int tile = blockIdx.x, x0 = g.tile_x0(tile), y0 = g.tile_y0(tile), gx = x0 + int(threadIdx.x);
     for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
         const std::size_t base = g.plane_base(plane), tile_id = g.tile_id(plane, tile);
-        std::uint8_t* plane_maps = g.img_plane_ptr(maps, plane);
         tile_root_verdicts(f, g, base, tile_id, x0, y0, keep,
                            [&](int root) { return f.size[base + std::size_t(root)] >= min_size; });
 #pragma unroll
         for (int k = 0; k < kTilePasses; ++k) {
             const int ly = int(threadIdx.y) + k * kTileRowsPerPass;
             const std::uint16_t o = f.local[tile_id * kTilePixels + std::size_t(ly * kTile + int(threadIdx.x))];
-            if (o != kNone && !keep[o]) plane_maps[g.img_offset(gx, y0 + ly)] = 0;
+            if (o != kNone && !keep[o]) maps[base + std::size_t((y0 + ly) * g.W + gx)] = 0;
         }
         __syncthreads();  // the next plane reuses keep
     }
 }
 
-// `number_all` holds each global root's number (number_roots_kernel). labels: rows out_row
-// elements apart, planes out_plane apart (a window of a BSQ cube, or dense).
+// `number_all` holds each global root's number (number_roots_kernel).
 __global__ void __launch_bounds__(kTileThreads)
-write_labels_kernel(Forest f, Geometry g, const int* __restrict__ number_all, std::int32_t* __restrict__ labels,
-                    std::int64_t out_row, std::int64_t out_plane) {
+write_labels_kernel(Forest f, Geometry g, const int* __restrict__ number_all, std::int32_t* __restrict__ labels) {
     __shared__ int number[kTilePixels];  // at local roots
     const int tile = blockIdx.x, x0 = g.tile_x0(tile), y0 = g.tile_y0(tile), gx = x0 + int(threadIdx.x);
     for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
@@ -97,8 +93,7 @@ write_labels_kernel(Forest f, Geometry g, const int* __restrict__ number_all, st
         for (int k = 0; k < kTilePasses; ++k) {
             const int ly = int(threadIdx.y) + k * kTileRowsPerPass, gy = y0 + ly;
             const std::uint16_t o = f.local[tile_id * kTilePixels + std::size_t(ly * kTile + int(threadIdx.x))];
-            if (gx < g.W && gy < g.H)
-                labels[std::int64_t(plane) * out_plane + std::int64_t(gy) * out_row + gx] = o == kNone ? 0 : number[o];
+            if (gx < g.W && gy < g.H) labels[base + std::size_t(gy * g.W + gx)] = o == kNone ? 0 : number[o];
         }
         __syncthreads();
     }
@@ -209,11 +204,11 @@ ComponentStats number_components(const Context& ctx, Forest f, const Geometry& g
     return stats;
 }
 
-// image and labels: windows of BSQ cubes (or dense ones) on the context's device.
+// image and labels: dense BSQ cubes on the context's device.
 template <typename T, int kConn>
 ComponentStats label_typed(const Context& ctx, const CubeView& image, const MutableCubeView& labels) {
     const cudaStream_t stream = stream_of(ctx);
-    const Geometry g = make_geometry(image.width(), image.height(), image.bands(), image.strides().y, image.strides().b);
+    const Geometry g = make_geometry(image.width(), image.height(), image.bands());
     ForestBuffers buffers(ctx, g, true, 0);
     Forest f = buffers.forest();
     DeviceBuffer d_counter(ctx, sizeof(unsigned long long));
@@ -225,8 +220,7 @@ ComponentStats label_typed(const Context& ctx, const CubeView& image, const Muta
 
     ComponentStats stats = number_components(ctx, f, g, n_roots, counter);
     const dim3 block(kTile, kTileRowsPerPass), grid = tile_grid(g);
-    write_labels_kernel<<<grid, block, 0, stream>>>(f, g, f.size, reinterpret_cast<std::int32_t*>(labels.data()),
-                                                    labels.strides().y, labels.strides().b);
+    write_labels_kernel<<<grid, block, 0, stream>>>(f, g, f.size, reinterpret_cast<std::int32_t*>(labels.data()));
     CUBEKIT_CHECK_LAUNCH(ctx, "write_labels_kernel", grid, block);
     return stats;
 }
@@ -234,20 +228,16 @@ ComponentStats label_typed(const Context& ctx, const CubeView& image, const Muta
 }  // namespace
 
 bool labels_cuda_accepts(const Context& ctx, const CubeView& view) {
-    // The kernels address a plane's rows with 32-bit offsets (Geometry).
-    const bool rows_fit = view.height() <= 1 ||
-                          std::int64_t(view.height() - 1) * view.strides().y + view.width() <= std::int64_t(INT_MAX);
-    return view.on_device() && view.device() == ctx.device() && view.is_pitched(Layout::BSQ) && rows_fit;
+    return view.on_device() && view.device() == ctx.device() && view.is_dense(Layout::BSQ);
 }
 
-void remove_small_components_pitched(const Context& ctx, std::uint8_t* maps, int width, int height, int planes,
-                                     std::int64_t row_stride, std::int64_t plane_stride, std::int64_t min_size,
-                                     int connectivity, bool equal_values) {
+void remove_small_components_device(const Context& ctx, std::uint8_t* maps, int width, int height, int planes,
+                                    std::int64_t min_size, int connectivity, bool equal_values) {
     check_label_geometry("remove_small_components", width, height, planes, connectivity);
     if (!ctx.is_cuda()) throw DeviceError("remove_small_components: the context runs on the CPU; device maps need a CUDA context");
     if (min_size <= 1 || width == 0 || height == 0 || planes == 0) return;
     CUBEKIT_CUDA_CHECK(cudaSetDevice(ctx.device()));
-    const Geometry g = make_geometry(width, height, planes, row_stride, plane_stride);
+    const Geometry g = make_geometry(width, height, planes);
     if (equal_values) {
         if (connectivity == 4) remove_small<4, true>(ctx, maps, g, min_size);
         else remove_small<8, true>(ctx, maps, g, min_size);
@@ -259,8 +249,7 @@ void remove_small_components_pitched(const Context& ctx, std::uint8_t* maps, int
 
 void remove_small_components_device(const Context& ctx, std::uint8_t* maps, int width, int height, int planes,
                                     std::int64_t min_size, int connectivity) {
-    remove_small_components_pitched(ctx, maps, width, height, planes, width, std::int64_t(width) * height, min_size,
-                                    connectivity, false);
+    remove_small_components_device(ctx, maps, width, height, planes, min_size, connectivity, false);
 }
 
 ComponentStats label_components_cuda(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
@@ -268,7 +257,7 @@ ComponentStats label_components_cuda(const Context& ctx, const CubeView& image, 
     check_label_geometry("label_components", image.width(), image.height(), image.bands(), connectivity);
     if (!ctx.is_cuda()) throw DeviceError("label_components: the context runs on the CPU backend");
     if (!labels_cuda_accepts(ctx, image) || !labels_cuda_accepts(ctx, labels))
-        throw InvalidInput("label_components: the device path wants BSQ cubes (or windows of them) on the context's device");
+        throw InvalidInput("label_components: the device path wants dense BSQ cubes on the context's device");
     CUBEKIT_CUDA_CHECK(cudaSetDevice(ctx.device()));
     return visit_dtype(image.dtype(), [&](auto tag) -> ComponentStats {
         using T = decltype(tag);

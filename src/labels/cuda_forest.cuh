@@ -26,19 +26,13 @@ constexpr unsigned kAll = 0xffffffffu;
 
 long long div_up(long long a, long long b) { return (a + b - 1) / b; }
 
-// Nodes (union-find indices, `parent`, `size`, `box`) are dense plane raster indices; the image
-// (and the maps the removal clears) may be a window of a larger BSQ cube: rows img_row elements
-// apart (the span of a plane's rows fits an int, checked by labels_cuda_accepts), planes img_plane
-// apart. Kernels take a plane's pointer once (64-bit) and address within it in 32 bits, as the
-// dense addressing did: a 64-bit offset per sample slowed the removal by ~10 % (H100, 2026-11-25).
+// The image, the maps and the labels are dense BSQ: sample (x, y) of plane p at p·W·H + y·W + x,
+// the node's own index within the plane. (A pitch for windows was tried: two more live values cost
+// the local kernel a 16-byte stack frame and the removal ~5 % (H100, 2026-11-25); the front door
+// converts a window once instead.)
 struct Geometry {
     int W, H, planes;
     int tiles_x, tiles_y, tiles_per_plane;
-    int img_row;
-    std::int64_t img_plane;
-    template <typename T>
-    __host__ __device__ T* img_plane_ptr(T* image, int plane) const { return image + std::int64_t(plane) * img_plane; }
-    __host__ __device__ int img_offset(int x, int y) const { return y * img_row + x; }
     __host__ __device__ std::size_t plane_base(int plane) const { return std::size_t(plane) * std::size_t(W) * std::size_t(H); }
     __host__ __device__ std::size_t tile_id(int plane, int tile) const { return std::size_t(plane) * std::size_t(tiles_per_plane) + std::size_t(tile); }
     __host__ __device__ std::size_t pixels() const { return plane_base(planes); }
@@ -49,8 +43,8 @@ struct Geometry {
     __device__ int node(int x0, int y0, int offset) const { return (y0 + offset / kTile) * W + x0 + offset % kTile; }
 };
 
-Geometry make_geometry(int W, int H, int planes, std::int64_t img_row, std::int64_t img_plane) {
-    Geometry g{W, H, planes, int(div_up(W, kTile)), int(div_up(H, kTile)), 0, int(H > 1 ? img_row : W), img_plane};
+Geometry make_geometry(int W, int H, int planes) {
+    Geometry g{W, H, planes, int(div_up(W, kTile)), int(div_up(H, kTile)), 0};
     g.tiles_per_plane = g.tiles_x * g.tiles_y;
     return g;
 }
@@ -161,14 +155,13 @@ local_label_kernel(const T* __restrict__ image, Forest f, Geometry g) {
 
     for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
         const std::size_t base = g.plane_base(plane), tile_id = g.tile_id(plane, tile);
-        const T* img = g.img_plane_ptr(image, plane);
         // All four loads first, unconditional (clamped into the image) so that they are in
         // flight together; positions outside the image then become background.
         T v[kTilePasses];
 #pragma unroll
         for (int k = 0; k < kTilePasses; ++k) {
             const int gy = y0 + ty + k * kTileRowsPerPass;
-            v[k] = __ldg(img + g.img_offset(min(gx, g.W - 1), min(gy, g.H - 1)));
+            v[k] = __ldg(image + base + std::size_t(min(gy, g.H - 1) * g.W + min(gx, g.W - 1)));
         }
 #pragma unroll
         for (int k = 0; k < kTilePasses; ++k)
@@ -297,13 +290,13 @@ seam_merge_kernel(const T* __restrict__ image, Forest f, Geometry g) {
     }
     for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
         const std::size_t plane_tiles = g.tile_id(plane, 0);
-        const T* img = g.img_plane_ptr(image, plane);
+        const T* img = image + g.plane_base(plane);
         int* parent = f.parent + g.plane_base(plane);
         const int p = on_row ? local_root(f, g, plane_tiles, x, y) : edge_root(f, g, plane_tiles, x, y, 0);
         if (p < 0) continue;
         // Whether the neighbour (qx, qy), whose local root is q (−1: background), joins (x, y).
         auto joined = [&](int q, int qx, int qy) {
-            if constexpr (kEqual) return q >= 0 && img[g.img_offset(qx, qy)] == img[g.img_offset(x, y)];
+            if constexpr (kEqual) return q >= 0 && img[qy * W + qx] == img[y * W + x];
             else return q >= 0;
         };
         if (on_row) {

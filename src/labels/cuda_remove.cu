@@ -100,8 +100,9 @@ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15
 
 void remove_small_components_cuda(const Context& ctx, const CubeView& mask, const MutableCubeView& maps,
                                   std::int64_t min_size, int connectivity) {
-    if (!labels_cuda_accepts(ctx, mask) || !labels_cuda_accepts(ctx, maps))
-        throw InvalidInput("remove_small_components: the device path wants BSQ cubes (or windows of them) on the context's device");
+    if (!mask.on_device() || mask.device() != ctx.device() || !mask.is_pitched(Layout::BSQ) || !labels_cuda_accepts(ctx, maps))
+        throw InvalidInput("remove_small_components: the device path wants a BSQ mask (or a window of one) and dense BSQ "
+                           "maps on the context's device");
     CUBEKIT_CUDA_CHECK(cudaSetDevice(ctx.device()));
     const cudaStream_t stream = stream_of(ctx);
     const int W = mask.width(), H = mask.height(), B = mask.bands();
@@ -128,8 +129,7 @@ void remove_small_components_cuda(const Context& ctx, const CubeView& mask, cons
     unsigned seen[2] = {0, 0};
     d_answer.download(ctx, seen, sizeof seen);  // waits: the rule is chosen on the host
     const bool one_value = seen[1] == 0 || 255u - seen[0] == seen[1];
-    remove_small_components_pitched(ctx, out, W, H, B, maps.strides().y, maps.strides().b, min_size, connectivity,
-                                    !one_value);
+    remove_small_components_device(ctx, out, W, H, B, min_size, connectivity, !one_value);
 }
 
 }  // namespace cubekit::detail

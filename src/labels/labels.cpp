@@ -114,8 +114,10 @@ void remove_small_components_into(const Context& ctx, const CubeView& mask, cons
         detail::remove_small_components_cpu(ctx, out, min_size, connectivity, true);
         return;
     }
+    // The removal's first pass copies the mask into the maps it cleans: it reads a window in place.
     std::optional<CubeInLayout> converted;
-    const CubeView source = for_cuda(ctx, mask, converted);
+    const bool readable = mask.on_device() && mask.device() == ctx.device() && mask.is_pitched(Layout::BSQ);
+    const CubeView source = readable ? mask : for_cuda(ctx, mask, converted);
     if (detail::labels_cuda_accepts(ctx, out)) {
         detail::remove_small_components_cuda(ctx, source, out, min_size, connectivity);
         return;

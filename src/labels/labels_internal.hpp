@@ -31,11 +31,9 @@ void remove_small_components_cpu(const Context& ctx, std::uint8_t* maps, int wid
 void remove_small_components_device(const Context& ctx, std::uint8_t* maps, int width, int height, int planes,
                                     std::int64_t min_size, int connectivity);
 
-/// CUDA, the same on pitched planes (rows row_stride elements apart, planes plane_stride apart: a
-/// window of a BSQ cube), with the binary rule or (equal_values) the public equal-value rule.
-void remove_small_components_pitched(const Context& ctx, std::uint8_t* maps, int width, int height, int planes,
-                                     std::int64_t row_stride, std::int64_t plane_stride, std::int64_t min_size,
-                                     int connectivity, bool equal_values);
+/// CUDA, the same with the binary rule or (equal_values) the public equal-value rule.
+void remove_small_components_device(const Context& ctx, std::uint8_t* maps, int width, int height, int planes,
+                                    std::int64_t min_size, int connectivity, bool equal_values);
 
 // ---- Views (the public calls), validated by labels.cpp ---------------------------------------
 
@@ -49,8 +47,8 @@ void remove_small_components_cpu(const Context& ctx, const MutableCubeView& maps
 ComponentStats label_components_cpu(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
                                     int connectivity);
 
-/// True when the CUDA kernels read or write `view` where it is: a BSQ cube or a window of one
-/// (rows contiguous, any row and plane pitch) on the context's device.
+/// True when the CUDA kernels read or write `view` where it is: a dense BSQ cube on the context's
+/// device. (A window is converted once: a pitch in the kernels cost the removal ~5 %.)
 bool labels_cuda_accepts(const Context& ctx, const CubeView& view);
 
 /// CUDA labelling. image: a device view labels_cuda_accepts, integer type; labels: the same for an
@@ -60,8 +58,8 @@ ComponentStats label_components_cuda(const Context& ctx, const CubeView& image, 
 
 /// CUDA removal: copies `mask` into `maps` (skipped when they are the same memory) while finding
 /// whether the mask holds a single foreground value, reads that 8-byte answer, then removes in
-/// place with the binary rule (one value) or the equal-value rule. Both views labels_cuda_accepts
-/// and hold u8; min_size ≥ 2.
+/// place with the binary rule (one value) or the equal-value rule. mask: u8, a BSQ cube or a
+/// window of one on the context's device; maps: u8, labels_cuda_accepts; min_size ≥ 2.
 void remove_small_components_cuda(const Context& ctx, const CubeView& mask, const MutableCubeView& maps,
                                   std::int64_t min_size, int connectivity);
 

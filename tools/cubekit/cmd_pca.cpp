@@ -60,8 +60,11 @@ void pca_command(const PcaArgs& a) {
                         std::to_string(cube.bands()) + " bands; using " + std::to_string(options.components));
 
     t0 = std::chrono::steady_clock::now();
-    const PcaResult r = pca(ctx, cube, options);
+    PcaResult r = pca(ctx, cube, options);
     const double pca_ms = elapsed_ms(t0);
+    // Views carry no metadata: the component cube keeps the scene's georeferencing here.
+    r.scores.metadata().map_info = cube.metadata().map_info;
+    r.scores.metadata().coordinate_system = cube.metadata().coordinate_system;
 
     t0 = std::chrono::steady_clock::now();
     OutputList outputs;
