@@ -103,6 +103,10 @@ public:
     static int cuda_device_count();
     /// True when this library was compiled with its CUDA backend.
     static bool built_with_cuda();
+    /// The CUDA device whose memory holds `pointer` (device or managed memory), or -1 for host
+    /// memory, an unknown pointer or a build without CUDA. For front ends that wrap a caller's
+    /// pointer whose device they are not told (a DLPack or __cuda_array_interface__ producer).
+    static int device_of_pointer(const void* pointer);
 
 private:
     ContextOptions options_;

@@ -85,6 +85,7 @@ void Context::check_cancelled(std::string_view where) const {
 }
 
 int Context::cuda_device_count() { return detail::cuda_device_count_impl(); }
+int Context::device_of_pointer(const void* pointer) { return detail::device_of_pointer_impl(pointer); }
 
 bool Context::built_with_cuda() {
 #ifdef CUBEKIT_HAVE_CUDA

@@ -12,6 +12,7 @@ class Context;
 namespace cubekit::detail {
 
 int cuda_device_count_impl();
+int device_of_pointer_impl(const void* pointer);
 /// Selects `device`, creates a non-blocking stream (or takes the caller's `borrowed` one); returns
 /// it and fills the device name.
 void* open_cuda_stream(int device, std::string& device_name, void* borrowed = nullptr);

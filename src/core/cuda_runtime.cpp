@@ -34,6 +34,15 @@ void keep_pool_memory(const Context& ctx, std::size_t bytes) {
     CUBEKIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
+int device_of_pointer_impl(const void* pointer) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, pointer) != cudaSuccess) {
+        (void)cudaGetLastError();  // an unregistered host pointer on old drivers: not an error here
+        return -1;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+}
+
 void* open_cuda_stream(int device, std::string& device_name, void* borrowed) {
     CUBEKIT_CUDA_CHECK(cudaSetDevice(device));
     cudaDeviceProp prop{};

@@ -7,6 +7,7 @@ namespace cubekit {
 namespace detail {
 
 int cuda_device_count_impl() { return 0; }
+int device_of_pointer_impl(const void*) { return -1; }
 void* open_cuda_stream(int, std::string&, void*) { throw DeviceError("context: this cubekit was built without CUDA"); }
 void close_cuda_stream(void*, int) noexcept {}
 void synchronize_stream(void*) {}

@@ -1,0 +1,25 @@
+"""cubekit: GPU analysis of image cubes — hyperspectral and multispectral scenes, RGB photos and
+grayscale images — with a CPU reference for every algorithm.
+
+Arrays in, arrays out: NumPy arrays shaped (H, W) or (H, W, B) are computed on the CPU (or on the
+GPU with ``backend="cuda"``); CuPy arrays and PyTorch CUDA tensors are computed on their own
+device and stream without copying and come back as the same kind of array.
+
+>>> import numpy as np, cubekit
+>>> cube, meta = cubekit.read(cubekit.data_path("samson"))       # the shipped Samson scene
+>>> cube.shape, meta["wavelengths"][:2]
+((95, 95, 156), [401.46, 404.64])
+>>> g = cubekit.rcmg(cube)                                        # (95, 95) float32
+
+Errors: ValueError for invalid input (the CLI's exit code 2), OSError when the operating system
+refuses (3), cubekit.DeviceError for the GPU (4).
+"""
+from ._cubekit import DeviceError, __version__, built_with_cuda, cuda_device_count, gdal_available
+from ._gradient import rcmg
+from ._io import data_path, imread, imsave, mat_variables, read, write
+
+__all__ = [
+    "DeviceError", "__version__", "built_with_cuda", "cuda_device_count", "gdal_available",
+    "rcmg",
+    "data_path", "imread", "imsave", "mat_variables", "read", "write",
+]

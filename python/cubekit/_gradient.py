@@ -1,0 +1,45 @@
+"""Robust Color Morphological Gradient (spec: gradient-watershed.md, Part A)."""
+from __future__ import annotations
+
+from . import _cubekit, _runtime
+
+
+def rcmg(cube, **keywords):
+    return _rcmg(cube, keywords)
+
+
+def _rcmg(cube, keywords):
+    backend, device, threads, out, progress = _runtime.split_common(keywords)
+    ctx, kind = _runtime.context(cube, backend, device, threads)
+    _runtime.check_out_kind(out, kind, "rcmg")
+    if out is None and kind != "numpy":
+        out_type = keywords.get("out_type", _DEFAULTS["out_type"])
+        out = _runtime.empty(kind, cube, cube.shape[:2], _runtime.numpy_dtype(out_type))
+    return _cubekit.rcmg(ctx, cube, out, keywords, progress)
+
+
+_DECLARATIONS = _cubekit.rcmg_declarations()
+_DEFAULTS = {name: default for name, default, _doc, _choices in _DECLARATIONS}
+
+_runtime.declare(rcmg, ["cube"], _DECLARATIONS, """
+Robust Color Morphological Gradient of an image or cube: at each pixel, the largest spectral
+distance between two pixels of its 3x3 (or cross) window after rejecting the ``reject`` most
+distant pairs (outliers). Edges of colour and spectral changes, robust to noise.
+
+Parameters
+----------
+cube : array (H, W) or (H, W, B)
+    NumPy, CuPy or PyTorch CUDA; any dtype of bool, (u)int8/16/32, float16/32/64; any strides.
+
+Returns
+-------
+(H, W) float32 array (float64 with out_type='f64'), of the input's kind.
+
+Example
+-------
+>>> import numpy as np, cubekit
+>>> cube = np.zeros((64, 64, 3), np.float32); cube[:, 32:] = 1
+>>> g = cubekit.rcmg(cube)                 # CPU; cubekit.rcmg(cupy.asarray(cube)) runs on the GPU
+>>> float(g[10, 31]), float(g[10, 10])
+(1.7320508075688772, 0.0)
+""")

@@ -1,0 +1,188 @@
+"""What every function shares: which kind of array came in, which context runs it, where the
+output goes, and the signatures and docstrings built from the option declarations.
+
+Rules (the README's Python section and each docstring state them for users):
+- NumPy input (or anything ``numpy.asarray`` takes): computed on the CPU unless ``backend="cuda"``
+  (then uploaded, computed on the GPU, and the result brought back); the result is NumPy.
+- CuPy arrays, PyTorch CUDA tensors and other ``__cuda_array_interface__`` / DLPack device arrays:
+  computed on the array's device, on the library's *current stream* (CuPy's or PyTorch's), without
+  copying; the result is the same kind of array, allocated by that library, and the call returns
+  as soon as the work is queued (like CuPy and PyTorch).
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+
+from . import _cubekit
+
+_local = threading.local()
+
+# cudaStreamLegacy: what CuPy's and PyTorch's default (null) stream is; cubekit's context treats
+# a stream handle of 0 as "make your own", so the null stream is passed as this handle.
+_LEGACY_STREAM = 1
+
+
+def array_kind(x) -> str:
+    """'numpy', 'cupy', 'torch' (CUDA tensor), 'cuda' (another __cuda_array_interface__ array) or
+    'dlpack' (another device array with __dlpack__)."""
+    module = type(x).__module__
+    if module.startswith("cupy"):
+        return "cupy"
+    if module.startswith("torch") and getattr(x, "is_cuda", False):
+        return "torch"
+    if hasattr(x, "__cuda_array_interface__"):
+        return "cuda"
+    if hasattr(x, "__dlpack_device__") and not hasattr(x, "__array__"):
+        kind, _ = x.__dlpack_device__()
+        if kind in (2, 13):  # kDLCUDA, kDLCUDAManaged
+            return "dlpack"
+    return "numpy"
+
+
+def _device_and_stream(x, kind: str) -> tuple[int, int]:
+    if kind == "cupy":
+        import cupy
+        device = x.device.id
+        with cupy.cuda.Device(device):
+            ptr = cupy.cuda.get_current_stream().ptr
+        return device, ptr or _LEGACY_STREAM
+    if kind == "torch":
+        import torch
+        device = x.device.index if x.device.index is not None else torch.cuda.current_device()
+        ptr = torch.cuda.current_stream(device).cuda_stream
+        return device, ptr or _LEGACY_STREAM
+    if kind == "dlpack":
+        return x.__dlpack_device__()[1], _LEGACY_STREAM
+    ptr = x.__cuda_array_interface__["data"][0]
+    return max(_cubekit.device_of_pointer(ptr), 0), _LEGACY_STREAM
+
+
+def context(x, backend, device, threads):
+    """The (cached, per thread) context for input ``x`` and the array kind of ``x``."""
+    kind = array_kind(x)
+    stream = 0
+    if kind == "numpy":
+        backend = backend or "cpu"
+        if device is not None and backend == "cpu":
+            raise ValueError(f"device = {device} needs backend='cuda' for NumPy input")
+        dev = -1 if device is None else device
+    else:
+        if backend not in (None, "auto", "cuda", "gpu"):
+            raise ValueError(f"backend = {backend!r}: this input lives on a CUDA device (a {type(x).__name__}); "
+                             "use backend='cuda' or bring it to the host first (e.g. cupy.asnumpy(x))")
+        backend = "cuda"
+        dev, stream = _device_and_stream(x, kind)
+        if device is not None and device != dev:
+            raise ValueError(f"device = {device}, but the input lives on device {dev}")
+    key = (backend, dev, threads, stream)
+    cache = getattr(_local, "contexts", None)
+    if cache is None:
+        cache = _local.contexts = {}
+    ctx = cache.get(key)
+    if ctx is None:
+        ctx = cache[key] = _cubekit.Context(backend, dev, threads, stream)
+    return ctx, kind
+
+
+def empty(kind: str, like, shape, dtype):
+    """An uninitialised output array of the input's kind on the input's device, or None for NumPy
+    input (the compiled function then returns a new NumPy array)."""
+    if kind == "numpy":
+        return None
+    if kind == "cupy":
+        import cupy
+        with cupy.cuda.Device(like.device.id):
+            return cupy.empty(shape, dtype=dtype)
+    if kind == "torch":
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, _torch_name(dtype)), device=like.device)
+    import cupy  # other device arrays: CuPy holds the output
+    return cupy.empty(shape, dtype=dtype)
+
+
+_NUMPY_NAMES = {"u8": "uint8", "u16": "uint16", "i16": "int16", "u32": "uint32", "i32": "int32", "f32": "float32",
+                "f64": "float64"}
+
+
+def numpy_dtype(name) -> str:
+    """The NumPy name of a cube element type given as cubekit ('f32') or NumPy ('float32') spelling."""
+    import numpy as np
+    return _NUMPY_NAMES.get(str(name), None) or np.dtype(name).name
+
+
+def _torch_name(dtype) -> str:
+    import numpy as np
+    return {"uint8": "uint8", "uint16": "uint16", "int16": "int16", "uint32": "uint32", "int32": "int32",
+            "float32": "float32", "float64": "float64", "bool": "bool"}[np.dtype(dtype).name]
+
+
+def check_out_kind(out, kind: str, function: str) -> None:
+    if out is None:
+        return
+    out_kind = array_kind(out)
+    if (out_kind == "numpy") != (kind == "numpy"):
+        raise ValueError(f"{function}: out is a {type(out).__name__} but the input is a "
+                         f"{'host' if kind == 'numpy' else 'device'} array; give an out of the input's kind")
+
+
+# ---- signatures and docstrings from the option declarations -------------------------------------
+
+def option_parameters(declarations) -> list[inspect.Parameter]:
+    """Keyword-only parameters (name, default) of one options struct, in declaration order."""
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+            for name, default, _doc, _choices in declarations]
+
+
+def option_docs(declarations) -> str:
+    """The 'Options' section of a docstring: one line per field, its default and what it accepts."""
+    lines = []
+    for name, default, doc, choices in declarations:
+        accepts = ""
+        if isinstance(choices, list):
+            accepts = " (" + " | ".join(repr(c) for c in choices) + ")"
+        elif isinstance(choices, str):
+            accepts = f" ({choices})"
+        lines.append(f"    {name} = {default!r}{accepts}\n        {doc}")
+    return "\n".join(lines)
+
+
+COMMON_DOC = """    backend = None ('cpu' | 'cuda' | 'auto')
+        None: the CPU for NumPy input, the input's device for CuPy/PyTorch CUDA input.
+    device = None
+        CUDA device index for NumPy input with backend='cuda' (device arrays use their own).
+    threads = 0
+        CPU threads (0 = all cores).
+    progress = None
+        A callable progress(done, total) called as long work advances; Ctrl-C cancels
+        (KeyboardInterrupt)."""
+
+
+def common_parameters(out: bool = True) -> list[inspect.Parameter]:
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("backend", kw, default=None), inspect.Parameter("device", kw, default=None),
+              inspect.Parameter("threads", kw, default=0)]
+    if out:
+        params.append(inspect.Parameter("out", kw, default=None))
+    params.append(inspect.Parameter("progress", kw, default=None))
+    return params
+
+
+def declare(function, positional: list[str], declarations, doc: str, out: bool = True):
+    """Gives ``function`` (which takes ``*positional, **keywords``) the signature and docstring a
+    user sees: its positional arguments, every option keyword with its default, the common ones."""
+    pos = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in positional]
+    function.__signature__ = inspect.Signature(pos + option_parameters(declarations) + common_parameters(out))
+    function.__doc__ = doc.rstrip() + "\n\nOptions\n-------\n" + option_docs(declarations) + "\n\nCommon\n------\n" + \
+        COMMON_DOC + "\n"
+    return function
+
+
+def split_common(keywords: dict, out: bool = True):
+    """Pops the common keywords; returns (backend, device, threads, out, progress)."""
+    backend = keywords.pop("backend", None)
+    device = keywords.pop("device", None)
+    threads = keywords.pop("threads", 0)
+    target = keywords.pop("out", None) if out else None
+    progress = keywords.pop("progress", None)
+    return backend, device, threads, target, progress

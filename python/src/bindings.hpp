@@ -1,0 +1,57 @@
+#pragma once
+// What every family's bindings share: the argument conversions and the calling pattern.
+//
+// A binding takes (context, arrays..., out or None, keywords as a dict, progress or None). The
+// Python layer (python/cubekit/_runtime.py) picks the context from the input (a NumPy array: the
+// CPU unless backend="cuda"; a CuPy array or a torch CUDA tensor: its device and current stream)
+// and allocates `out` for device inputs with the input's own library, so results come back as the
+// same kind of array; NumPy results are host cubes returned without a copy (to_numpy).
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "arrays.hpp"
+#include "context.hpp"
+#include "cubekit/cube.hpp"
+#include "options.hpp"
+
+namespace cubekit::python {
+
+namespace py = pybind11;
+
+/// True when `out` can be written by a `_into` call on this context (device memory of its device
+/// for CUDA, host memory for the CPU).
+inline bool in_context_memory(const Context& ctx, const MutableCubeView& out) {
+    return ctx.is_cuda() ? out.on_device() && out.device() == ctx.device() : !out.on_device();
+}
+
+/// Throws ValueError unless `out` is (H, W) or (H, W, bands) as `ndim` says, of `dtype`.
+void check_out(const char* function, const MutableArrayView& out, int width, int height, int bands, DType dtype);
+
+/// Runs `into(ctx, out_view)` when `out` lives where the context computes, else `host(ctx)` (a host
+/// Cube) and copies that into `out`. Returns `out`.
+template <class Into, class Host>
+py::object run_into(PyContext& c, py::object progress, const MutableArrayView& out, py::object out_obj, Into&& into,
+                    Host&& host) {
+    if (in_context_memory(c.context(), out.view)) {
+        c.run(std::move(progress), [&](const Context& ctx) { into(ctx, out.view); });
+    } else {
+        c.run(std::move(progress), [&](const Context& ctx) {
+            const Cube result = host(ctx);
+            copy_cube(ctx, result, out.view);
+            ctx.synchronize();
+        });
+    }
+    return out_obj;
+}
+
+void bind_core(py::module_& m);
+void bind_io(py::module_& m);
+void bind_gradient(py::module_& m);
+void bind_kmeans(py::module_& m);
+void bind_edges(py::module_& m);
+void bind_labels(py::module_& m);
+void bind_pca(py::module_& m);
+void bind_zernike(py::module_& m);
+
+}  // namespace cubekit::python

@@ -1,0 +1,57 @@
+"""cubekit.read / write: every format's round trip, metadata, errors with nothing written."""
+import os
+
+import numpy as np
+import pytest
+
+import cubekit
+
+
+def test_read_samson_metadata(samson):
+    cube, meta = samson
+    assert cube.shape == (95, 95, 156) and cube.dtype == np.int16
+    assert len(meta["wavelengths"]) == 156 and meta["format"] == "envi"
+    assert meta["wavelengths"][0] < meta["wavelengths"][-1]
+
+
+@pytest.mark.parametrize("name", ["x.npy", "x.hdr", "x.bil", "x.bip"])
+def test_round_trip_keeps_samples_and_metadata(name, samson, tmp_path):
+    cube, meta = samson
+    part = cube[3:40, 7:50, 20:30]
+    sub = {"wavelengths": meta["wavelengths"][20:30], "wavelength_units": meta["wavelength_units"],
+           "map_info": "UTM, 1, 1, 500000, 4000000, 30, 30, 13, North, WGS-84"}
+    cubekit.write(tmp_path / name, part, metadata=sub)
+    back, m = cubekit.read(tmp_path / name)
+    np.testing.assert_array_equal(back, part)
+    if name != "x.npy":
+        np.testing.assert_allclose(m["wavelengths"], sub["wavelengths"], rtol=1e-6)
+        assert m["map_info"].replace(" ", "") == sub["map_info"].replace(" ", "")
+
+
+@pytest.mark.parametrize("shape,dtype", [((20, 30), np.uint8), ((20, 30, 3), np.uint8), ((20, 30, 4), np.uint16)])
+def test_png_round_trip(shape, dtype, rng, tmp_path):
+    a = rng.integers(0, np.iinfo(dtype).max, size=shape).astype(dtype)
+    cubekit.imsave(tmp_path / "a.png", a)
+    np.testing.assert_array_equal(cubekit.imread(tmp_path / "a.png"), a)
+
+
+def test_cli_reads_what_python_wrote(cli, rng, tmp_path):
+    a = rng.normal(size=(9, 11, 5)).astype(np.float32)
+    cubekit.write(tmp_path / "a.hdr", a)
+    cli("convert", tmp_path / "a.hdr", tmp_path / "b.npy", "--quiet")
+    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), a)
+
+
+def test_errors_name_the_file_and_leave_nothing(tmp_path):
+    with pytest.raises(OSError, match="missing.hdr"):
+        cubekit.read(tmp_path / "missing.hdr")
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(b"not a numpy file")
+    with pytest.raises(ValueError, match="bad.npy"):
+        cubekit.read(bad)
+    with pytest.raises(ValueError):
+        cubekit.write(tmp_path / "f.png", np.zeros((4, 4), np.float32) + 1)
+    assert not (tmp_path / "f.png").exists()
+    assert sorted(os.listdir(tmp_path)) == ["bad.npy"]
+    with pytest.raises(ValueError, match="metadata key 'wavelength'"):
+        cubekit.write(tmp_path / "g.hdr", np.ones((2, 2, 2), np.uint8), metadata={"wavelength": [1, 2]})
