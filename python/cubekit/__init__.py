@@ -17,9 +17,15 @@ refuses (3), cubekit.DeviceError for the GPU (4).
 from ._cubekit import DeviceError, __version__, built_with_cuda, cuda_device_count, gdal_available
 from ._gradient import rcmg
 from ._io import data_path, imread, imsave, mat_variables, read, write
+# -- k-means and PCA (_kmeans.py, _pca.py) --
+# -- edges, baselines, scores, connected components (_edges.py, _labels.py) --
+# -- Zernike moments (_zernike.py) --
 
 __all__ = [
     "DeviceError", "__version__", "built_with_cuda", "cuda_device_count", "gdal_available",
     "rcmg",
     "data_path", "imread", "imsave", "mat_variables", "read", "write",
+    # -- k-means and PCA --
+    # -- edges, baselines, scores, connected components --
+    # -- Zernike moments --
 ]
