@@ -20,6 +20,7 @@ from ._io import data_path, imread, imsave, mat_variables, read, write
 # -- k-means and PCA (_kmeans.py, _pca.py) --
 # -- edges, baselines, scores, connected components (_edges.py, _labels.py) --
 # -- Zernike moments (_zernike.py) --
+from ._zernike import ZernikeResult, zernike_moments, zernike_reconstruct, zernike_reconstruction_error
 
 __all__ = [
     "DeviceError", "__version__", "built_with_cuda", "cuda_device_count", "gdal_available",
@@ -28,4 +29,5 @@ __all__ = [
     # -- k-means and PCA --
     # -- edges, baselines, scores, connected components --
     # -- Zernike moments --
+    "ZernikeResult", "zernike_moments", "zernike_reconstruct", "zernike_reconstruction_error",
 ]

@@ -1,4 +1,6 @@
 // RCMG (cubekit/gradient.hpp).
+#include <chrono>
+
 #include "bindings.hpp"
 #include "cubekit/gradient.hpp"
 
@@ -16,6 +18,19 @@ void bind_gradient(py::module_& m) {
         return run_into(c, std::move(progress), ov, out,
                         [&](const Context& ctx, const MutableCubeView& v) { rcmg_into(ctx, in.view, v, o); },
                         [&](const Context& ctx) { return rcmg(ctx, in.view, o); });
+    });
+    // Benchmark helper (bench/python/binding_overhead.py): seconds per call of rcmg_into alone,
+    // called n times from C++ without the GIL — the library's own per-call cost, which the
+    // binding's overhead is measured against.
+    m.def("_time_rcmg_into", [](PyContext& c, py::handle cube, py::handle out, int n) {
+        const ArrayView in = array_view(cube, "rcmg", "cube");
+        const MutableArrayView ov = mutable_array_view(out, "rcmg", "out");
+        return c.run(py::none(), [&](const Context& ctx) {
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < n; ++i) rcmg_into(ctx, in.view, ov.view, RcmgOptions{});
+            ctx.synchronize();
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
+        });
     });
     m.def("rcmg_implementation", [](PyContext& c, const py::dict& keywords) {
         return std::string(rcmg_implementation(c.context(), options_from<RcmgOptions>(keywords, "rcmg")));

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings.hpp"
+#include "cubekit/buffer.hpp"
 #include "cubekit/error.hpp"
 
 namespace py = pybind11;
@@ -41,6 +42,19 @@ void cubekit::python::bind_core(py::module_& m) {
     m.def("built_with_cuda", &Context::built_with_cuda);
     m.def("device_of_pointer", [](std::uintptr_t p) { return Context::device_of_pointer(reinterpret_cast<void*>(p)); });
     m.def("is_device_array", [](py::handle obj) { return is_device_array(obj); });
+    // Buffers the library allocated so far (tests and benchmarks: a call that copies an image
+    // allocates its size).
+    m.def("memory_counters", [] {
+        const MemoryCounters c = memory_counters();
+        py::dict d;
+        d["host_allocations"] = c.host_allocations;
+        d["host_bytes"] = c.host_bytes;
+        d["device_allocations"] = c.device_allocations;
+        d["device_bytes"] = c.device_bytes;
+        d["pinned_allocations"] = c.pinned_allocations;
+        d["pinned_bytes"] = c.pinned_bytes;
+        return d;
+    });
 }
 
 PYBIND11_MODULE(_cubekit, m) {

@@ -20,7 +20,14 @@ def has_gpu() -> bool:
     return cubekit.cuda_device_count() > 0
 
 
-gpu = pytest.mark.skipif(not has_gpu(), reason="no CUDA device (runs in scripts/gpu-check)")
+def gpu(test):
+    """Marks a GPU test: selected by `-m gpu` (scripts/gpu-check runs them, none may skip there),
+    skipped where no CUDA device exists."""
+    return pytest.mark.gpu(pytest.mark.skipif(not has_gpu(), reason="no CUDA device (runs in scripts/gpu-check)")(test))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA device (and CuPy or PyTorch where it says)")
 
 
 @pytest.fixture(scope="session")
