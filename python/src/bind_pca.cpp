@@ -1,8 +1,99 @@
-// Bindings of the pca family: being written (this session); the module links without them for now.
+// PCA (cubekit/linalg.hpp): the model and the scores of a cube, as `cubekit pca` gives them, and
+// the scores of another cube under a fitted model. The Python layer (python/cubekit/_pca.py)
+// allocates the (H, W, K) float64 scores of the input's kind; pca_into fills them in place.
+#include <pybind11/numpy.h>
+
+#include <algorithm>
+
 #include "bindings.hpp"
+#include "cubekit/error.hpp"
+#include "cubekit/linalg.hpp"
 
 namespace cubekit::python {
 
-void bind_pca(py::module_&) {}
+namespace {
+
+py::array_t<double> array_of(const std::vector<double>& v, std::vector<py::ssize_t> shape) {
+    py::array_t<double> a(shape);
+    std::copy(v.begin(), v.end(), a.mutable_data());
+    return a;
+}
+
+std::vector<double> doubles(py::handle a, const char* name) {
+    const auto arr = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+    if (!arr) throw InvalidInput(std::string("pca_transform: ") + name + " is not an array of numbers");
+    return std::vector<double>(arr.data(), arr.data() + arr.size());
+}
+
+/// The model's fields, named as the CLI's pca.json names them.
+py::dict model_dict(const PcaModel& m) {
+    const auto b = py::ssize_t(m.bands), k = py::ssize_t(m.num_components());
+    py::dict d;
+    d["bands"] = m.bands;
+    d["samples"] = m.samples;
+    d["num_components"] = m.num_components();
+    d["mean"] = array_of(m.mean, {b});
+    d["eigenvalues"] = array_of(m.eigenvalues, {b});
+    d["explained_variance_ratio"] = array_of(m.explained_variance_ratio, {k});
+    d["components"] = array_of(m.components, {k, b});
+    d["covariance"] = array_of(m.covariance, {b, b});
+    return d;
+}
+
+/// Runs `into` when the scores live where the context computes, else computes host scores with
+/// `host` and copies them into `scores`; returns what `into`/`host` returned as the model.
+template <class Into, class Host>
+PcaModel run_scores(PyContext& c, py::object progress, const MutableArrayView& scores, Into&& into, Host&& host) {
+    if (in_context_memory(c.context(), scores.view))
+        return c.run(std::move(progress), [&](const Context& ctx) { return into(ctx, scores.view); });
+    return c.run(std::move(progress), [&](const Context& ctx) {
+        PcaResult r = host(ctx);
+        copy_cube(ctx, r.scores, scores.view);
+        ctx.synchronize();
+        return r.model;
+    });
+}
+
+}  // namespace
+
+void bind_pca(py::module_& m) {
+    m.def("pca_declarations", &declarations<PcaOptions>);
+    // pca(ctx, cube, scores, keywords, progress) -> dict. Components beyond the bands are clamped
+    // to the bands, as the CLI does (parameters: components used, components_requested).
+    m.def("pca", [](PyContext& c, py::handle cube, py::handle scores, const py::dict& keywords, py::object progress) {
+        PcaOptions o = options_from<PcaOptions>(keywords, "pca");
+        const ArrayView in = array_view(cube, "pca", "cube");
+        const int requested = o.components;
+        o.components = std::min(o.components, std::max(in.view.bands(), 1));
+        const MutableArrayView sv = mutable_array_view(scores, "pca", "out");
+        check_out("pca", sv, in.view.width(), in.view.height(), o.components, DType::F64);
+        const PcaModel model = run_scores(
+            c, std::move(progress), sv, [&](const Context& ctx, const MutableCubeView& v) { return pca_into(ctx, in.view, v, o); },
+            [&](const Context& ctx) { return pca(ctx, in.view, o); });
+        py::dict d = model_dict(model);
+        py::dict params = parameters(o);
+        params["components_requested"] = requested;
+        d["parameters"] = params;
+        return d;
+    });
+    // pca_transform(ctx, cube, scores, mean (B), components (K × B), progress) -> None
+    m.def("pca_transform", [](PyContext& c, py::handle cube, py::handle scores, py::handle mean, py::handle components,
+                              py::object progress) {
+        const ArrayView in = array_view(cube, "pca_transform", "cube");
+        PcaModel model;
+        model.mean = doubles(mean, "mean");
+        model.components = doubles(components, "components");
+        model.bands = int(model.mean.size());
+        const MutableArrayView sv = mutable_array_view(scores, "pca_transform", "out");
+        check_out("pca_transform", sv, in.view.width(), in.view.height(), model.num_components(), DType::F64);
+        run_scores(
+            c, std::move(progress), sv,
+            [&](const Context& ctx, const MutableCubeView& v) {
+                pca_transform_into(ctx, in.view, model, v);
+                return model;
+            },
+            [&](const Context& ctx) { return PcaResult{model, pca_transform(ctx, in.view, model)}; });
+    });
+}
 
 }  // namespace cubekit::python

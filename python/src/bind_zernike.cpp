@@ -102,7 +102,7 @@ void bind_zernike(py::module_& m) {
     // (images, count, 2) device or host array the caller views as complex) filled in place.
     m.def("zernike_moments", [](PyContext& c, py::handle images, py::object out, const std::string& kind, int a, int b,
                                 const std::vector<std::pair<int, int>>& list, const py::dict& keywords,
-                                py::object progress) {
+                                py::object progress) -> py::tuple {
         const ZernikeOptions o = options_from<ZernikeOptions>(keywords, "zernike_moments");
         const Request r = request_from(kind, a, b, list);
         const ArrayView in = array_view(images, "zernike_moments", "images");
