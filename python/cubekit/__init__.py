@@ -18,7 +18,12 @@ from ._cubekit import DeviceError, __version__, built_with_cuda, cuda_device_cou
 from ._gradient import rcmg
 from ._io import data_path, imread, imsave, mat_variables, read, write
 # -- k-means and PCA (_kmeans.py, _pca.py) --
+from ._kmeans import KMeansResult, QuantizeResult, apply_palette, kmeans, quantize
+from ._pca import PCAResult, pca, pca_transform
 # -- edges, baselines, scores, connected components (_edges.py, _labels.py) --
+from ._edges import (BaselineResult, EdgeScore, EdgesResult, baseline_edges, canny, edge_score, entropy_band_thresholds,
+                     entropy_edges, quantize_to_u8)
+from ._labels import COMPONENT_DTYPE, Components, label, label_components, remove_small_objects
 # -- Zernike moments (_zernike.py) --
 from ._zernike import ZernikeResult, zernike_moments, zernike_reconstruct, zernike_reconstruction_error
 
@@ -27,7 +32,12 @@ __all__ = [
     "rcmg",
     "data_path", "imread", "imsave", "mat_variables", "read", "write",
     # -- k-means and PCA --
+    "KMeansResult", "QuantizeResult", "apply_palette", "kmeans", "quantize",
+    "PCAResult", "pca", "pca_transform",
     # -- edges, baselines, scores, connected components --
+    "BaselineResult", "EdgeScore", "EdgesResult", "baseline_edges", "canny", "edge_score", "entropy_band_thresholds",
+    "entropy_edges", "quantize_to_u8",
+    "COMPONENT_DTYPE", "Components", "label", "label_components", "remove_small_objects",
     # -- Zernike moments --
     "ZernikeResult", "zernike_moments", "zernike_reconstruct", "zernike_reconstruction_error",
 ]
