@@ -284,10 +284,7 @@ _QUANTIZE_DECLARATIONS = [(n, d, doc.replace("(init_centroids)", "(palette=)"), 
     _MASK,
     ("palette", None, "(n, channels) colours, or an earlier QuantizeResult (its palette and centroids): "
      "applied without fitting (like --palette-in); with init='explicit', k-means starts from it", None),
-    ("colorspace", "rgb", "rgb, or lab: cluster 8-bit sRGB in CIELAB (D65), paint with the nearest colour in "
-     "Lab (CPU only)", ["rgb", "lab"]),
-    ("dither", "none", "none, or floyd-steinberg: error diffusion with the final palette (CPU only)",
-     ["none", "floyd-steinberg"]),
+    *_cubekit.quantize_declarations(),  # colorspace, dither
     ("alpha", False, "the last channel is alpha (RGBA, grey+alpha): copied, not clustered (the CLI does this for "
      "PNG files with 2 or 4 channels)", None),
 ]

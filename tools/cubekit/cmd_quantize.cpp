@@ -1,112 +1,24 @@
 // cubekit quantize: colour quantization of an RGB or grey image with k-means (spec kmeans.md):
-// the quantized image, an indexed PNG, the palette as JSON and as a swatch.
+// the quantized image, an indexed PNG, the palette as JSON and as a swatch. The quantization itself
+// (palette, painting, Lab, dithering, alpha) is the library's quantize_image; this file plans the
+// output names, reads the --mask and --palette-in files and writes the outputs.
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <limits>
 #include <memory>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
-#include "cubekit/kmeans_color.hpp"
+#include "cubekit/quantize_image.hpp"
 #include "kmeans_output.hpp"
 #include "outputs.hpp"
 
 namespace cubekit::cli {
 
 namespace {
-
-/// The palette the image is finally painted with (only entries that got pixels) and the labels
-/// into it (−1 = excluded pixel).
-struct Painting {
-    Palette palette;
-    std::vector<std::int32_t> labels;
-};
-
-/// Keeps the entries of `values` (n × channels; `centroids` alike, or empty) that some label
-/// uses, in their order, counts their pixels and renumbers the labels.
-Painting compact(const std::vector<double>& values, const std::vector<double>& centroids, int channels, DType dtype,
-                 const std::vector<std::int32_t>& labels) {
-    const std::size_t c = std::size_t(channels), n = values.size() / c;
-    std::vector<std::uint64_t> counts(n, 0);
-    for (const std::int32_t l : labels)
-        if (l >= 0) ++counts.at(std::size_t(l));
-    Painting p;
-    p.palette.channels = channels;
-    p.palette.dtype = dtype;
-    std::vector<std::int32_t> renumber(n, -1);
-    for (std::size_t j = 0; j < n; ++j) {
-        if (counts[j] == 0) continue;
-        renumber[j] = std::int32_t(p.palette.counts.size());
-        p.palette.counts.push_back(counts[j]);
-        const auto row = [&](const std::vector<double>& v) { return v.begin() + std::ptrdiff_t(j * c); };
-        p.palette.values.insert(p.palette.values.end(), row(values), row(values) + std::ptrdiff_t(c));
-        if (!centroids.empty())
-            p.palette.centroids.insert(p.palette.centroids.end(), row(centroids), row(centroids) + std::ptrdiff_t(c));
-    }
-    p.labels.resize(labels.size());
-    for (std::size_t i = 0; i < labels.size(); ++i) p.labels[i] = labels[i] < 0 ? -1 : renumber[std::size_t(labels[i])];
-    return p;
-}
-
-/// CIELAB values (rounded to f32, like rgb_u8_to_lab's image) of n × 3 sRGB u8 values.
-std::vector<double> lab_of(const std::vector<double>& rgb) {
-    std::vector<double> lab(rgb.size());
-    for (std::size_t i = 0; i < rgb.size(); i += 3) {
-        const auto v = srgb_u8_to_lab(std::uint8_t(rgb[i]), std::uint8_t(rgb[i + 1]), std::uint8_t(rgb[i + 2]));
-        for (std::size_t c = 0; c < 3; ++c) lab[i + c] = double(float(v[c]));
-    }
-    return lab;
-}
-
-/// Labels of `r`, which applied `given` (n × m) and may have reordered it, as indices into
-/// `given`: each of r's centroids is matched to the nearest (normally identical) row of `given`.
-std::vector<std::int32_t> labels_in_given_order(const KmeansResult& r, const std::vector<double>& given, int m) {
-    const std::size_t M = std::size_t(m), n = given.size() / M, rk = r.centroids.size() / M;
-    std::vector<std::int32_t> to_given(rk, 0);
-    for (std::size_t j = 0; j < rk; ++j) {
-        double best = std::numeric_limits<double>::infinity();
-        for (std::size_t g = 0; g < n; ++g) {
-            double d = 0;
-            for (std::size_t b = 0; b < M; ++b) {
-                const double diff = r.centroids[j * M + b] - given[g * M + b];
-                d += diff * diff;
-            }
-            if (d < best) best = d, to_given[j] = std::int32_t(g);
-        }
-    }
-    std::vector<std::int32_t> labels(r.labels.size());
-    for (std::size_t i = 0; i < labels.size(); ++i)
-        labels[i] = r.labels[i] < 0 ? -1 : to_given[std::size_t(r.labels[i])];
-    return labels;
-}
-
-/// `colour` (W×H×c, BIP) with every labelled pixel painted; excluded pixels keep their values.
-Cube paint(const Cube& colour, const Painting& p) {
-    Cube out = colour.to_layout(Layout::BIP);
-    const int c = colour.bands();
-    for (int y = 0; y < out.height(); ++y)
-        for (int x = 0; x < out.width(); ++x) {
-            const std::int32_t l = p.labels[std::size_t(y) * std::size_t(out.width()) + std::size_t(x)];
-            if (l < 0) continue;
-            for (int b = 0; b < c; ++b)
-                out.set_value(x, y, b, p.palette.values[std::size_t(l) * std::size_t(c) + std::size_t(b)]);
-        }
-    return out;
-}
-
-/// `colour` with the image's last channel (alpha) appended again.
-Cube with_alpha(const Cube& colour, const Cube& image) {
-    Cube out(image.width(), image.height(), image.bands(), image.dtype(), Layout::BIP);
-    for (int y = 0; y < image.height(); ++y)
-        for (int x = 0; x < image.width(); ++x) {
-            for (int b = 0; b < colour.bands(); ++b) out.set_value(x, y, b, colour.value(x, y, b));
-            out.set_value(x, y, image.bands() - 1, image.value(x, y, image.bands() - 1));
-        }
-    return out;
-}
 
 std::string ext_lower(const std::string& path) {
     std::string e = std::filesystem::path(path).extension().string();
@@ -117,24 +29,14 @@ std::string ext_lower(const std::string& path) {
 /// The output names of one run and what the image allows, decided before any work.
 struct QuantizePlan {
     int channels = 0;  ///< colour channels (alpha not counted)
-    bool lab = false, dither = false;
     FileFormat out_format = FileFormat::Auto;
     std::string palette_json_path, swatch_path, indexed_path;  ///< swatch "" = none
     bool indexed_type_ok = false;                              ///< 8-bit grey or RGB without alpha
 };
 
-/// Refuses options and OUT names that cannot work with this image.
+/// Refuses OUT names and flag combinations that cannot work with this image (what the options
+/// allow, quantize_image checks).
 void check_quantize_job(const Cube& image, const QuantizeJob& job, const QuantizePlan& plan) {
-    if (job.colorspace != "rgb" && !plan.lab)
-        throw InvalidInput("--colorspace = '" + job.colorspace + "'; expected rgb or lab");
-    if (job.dither != "none" && !plan.dither)
-        throw InvalidInput("--dither = '" + job.dither + "'; expected none or floyd-steinberg");
-    if (plan.lab && (image.dtype() != DType::U8 || plan.channels != 3))
-        throw InvalidInput("--colorspace lab needs an 8-bit RGB image; " + job.input + " is " +
-                           image.shape().describe());
-    if (plan.lab && job.options.legacy)
-        throw InvalidInput(
-            "--legacy cannot be combined with --colorspace lab (legacy reproduces integer RGB arithmetic)");
     const FileFormat f = plan.out_format;
     if ((f == FileFormat::Png || f == FileFormat::Pnm) && image.dtype() != DType::U8 && image.dtype() != DType::U16)
         throw InvalidInput(job.output + ": PNG and PNM hold unsigned 8- or 16-bit (u8, u16) images and " + job.input +
@@ -149,8 +51,6 @@ void check_quantize_job(const Cube& image, const QuantizeJob& job, const Quantiz
 QuantizePlan plan_quantize(const Cube& image, const QuantizeJob& job) {
     QuantizePlan p;
     p.channels = image.bands() - (job.alpha_last ? 1 : 0);
-    p.lab = job.colorspace == "lab";
-    p.dither = job.dither == "floyd-steinberg";
     p.out_format = output_format(job.output);
     check_quantize_job(image, job, p);
     const bool swatch_ok = swatch_possible(image.dtype(), p.channels);
@@ -190,117 +90,69 @@ Palette read_given_palette(const QuantizeJob& job, int channels) {
     return given;
 }
 
-/// What decides which pixel gets which entry of a given palette: its unrounded centroids when the
-/// file has them (then a fitted palette assigns every pixel exactly as the fit did), else its colours.
-const std::vector<double>& assignment_values(const Palette& given) {
-    return given.centroids.empty() ? given.values : given.centroids;
-}
-
-/// The palette the image is finally painted with and the labels into it: in Lab, the used
-/// centroids converted to sRGB and every pixel given the colour nearest in Lab (so that
-/// --palette-in with the written palette paints exactly the same image); with dithering, error
-/// diffusion over the final palette; else the fit's own palette and labels.
-Painting final_painting(const Context& ctx, const KmeansResult& r, const Palette& given, bool apply,
-                        const QuantizePlan& plan, const Cube& colour, const Cube& space,
-                        const std::vector<std::uint8_t>& mask) {
-    std::vector<double> values;        // n × channels in the image's type
-    std::vector<double> centroids;     // unrounded, for the palette file (integer images only)
-    std::vector<std::int32_t> labels;  // into `values`
-    if (plan.lab) {
-        if (apply) {
-            values = given.values;
-        } else {
-            const std::vector<std::uint8_t> rgb =
-                lab_to_rgb_u8(compact(r.centroids, {}, 3, DType::F32, r.labels).palette.values);
-            values.assign(rgb.begin(), rgb.end());
-        }
-        const std::vector<double> values_lab = lab_of(values);
-        if (plan.dither) labels = dither_floyd_steinberg(space, values_lab, mask);
-        else if (apply) labels = labels_in_given_order(r, values_lab, 3);
-        else labels = labels_in_given_order(apply_palette(ctx, space, values_lab, mask), values_lab, 3);
-    } else if (apply) {
-        values = given.values;
-        if (!plan.dither) centroids = given.centroids;
-        labels = plan.dither ? dither_floyd_steinberg(colour, values, mask)
-                             : labels_in_given_order(r, assignment_values(given), plan.channels);
-    } else if (plan.dither) {
-        values = compact(r.palette, {}, plan.channels, colour.dtype(), r.labels).palette.values;
-        labels = dither_floyd_steinberg(colour, values, mask);
-    } else {
-        values = r.palette;
-        if (!dtype_is_float(colour.dtype())) centroids = r.centroids;
-        labels = r.labels;
-    }
-    return compact(values, centroids, plan.channels, colour.dtype(), labels);
-}
-
-/// The indexed PNG: palette entry i = painting entry i; excluded pixels get one more entry, black
-/// and fully transparent (tRNS), since they keep colours the palette does not hold.
-void write_indexed(const Painting& painting, int channels, std::int64_t excluded, int width, int height,
-                   const std::string& path) {
-    const std::size_t n = painting.palette.size();
+/// The indexed PNG: palette entry i = entry i of the final palette; excluded pixels get one more
+/// entry, black and fully transparent (tRNS), since they keep colours the palette does not hold.
+void write_indexed(const QuantizedImage& q, std::int64_t excluded, int width, int height, const std::string& path) {
+    const std::size_t n = q.size(), channels = std::size_t(q.channels);
     std::vector<std::array<std::uint8_t, 3>> plte(n);
     for (std::size_t i = 0; i < n; ++i)
         for (std::size_t b = 0; b < 3; ++b)
-            plte[i][b] = std::uint8_t(painting.palette.values[i * std::size_t(channels) + (channels == 3 ? b : 0)]);
+            plte[i][b] = std::uint8_t(q.palette[i * channels + (channels == 3 ? b : 0)]);
     std::vector<std::uint8_t> alpha;
     if (excluded > 0) {
         plte.push_back({0, 0, 0});
         alpha.assign(n, 255);
         alpha.push_back(0);
     }
-    std::vector<std::uint8_t> index(painting.labels.size());
+    std::vector<std::uint8_t> index(q.labels.size());
     for (std::size_t i = 0; i < index.size(); ++i)
-        index[i] = std::uint8_t(painting.labels[i] < 0 ? n : std::size_t(painting.labels[i]));
+        index[i] = std::uint8_t(q.labels[i] < 0 ? n : std::size_t(q.labels[i]));
     write_indexed_png(path, width, height, index, plte, alpha);
 }
 
 /// What one run made, for the outputs and the summary.
 struct QuantizeRun {
-    KmeansResult r;
-    Painting painting;
-    Cube quantized;
-    int k_requested = 0;
-    bool apply = false;
+    QuantizedImage q;
+    Palette palette;  ///< q's palette, for the palette file and the swatch
     std::vector<std::string> warnings;
 };
 
 /// Writes OUT, the indexed PNG, the palette JSON and the swatch; a failure takes back what was written.
 OutputList write_quantize_outputs(const Cube& image, const QuantizeJob& job, const QuantizePlan& plan,
                                   QuantizeRun& run) {
-    const std::int64_t excluded = std::int64_t(image.shape().num_pixels()) - run.r.valid_pixels;
-    const std::size_t n = run.painting.palette.size();
-    bool write_index = plan.indexed_type_ok && run.k_requested <= 256;
-    if (write_index && excluded > 0 && n >= 256) {
+    const KmeansResult& r = run.q.kmeans;
+    const std::int64_t excluded = std::int64_t(image.shape().num_pixels()) - r.valid_pixels;
+    bool write_index = plan.indexed_type_ok && r.k <= 256;
+    if (write_index && excluded > 0 && run.q.size() >= 256) {
         write_index = false;
         run.warnings.push_back("no indexed PNG: 256 palette entries leave no entry for the " +
                                std::to_string(excluded) + " excluded pixels");
     }
     OutputList outputs;
     try {
-        write_cube(run.quantized, job.output);
+        write_cube(run.q.image, job.output);
         outputs.add(job.output, "quantized", std::string(format_name(plan.out_format)),
-                    std::string(dtype_name(run.quantized.dtype())));
+                    std::string(dtype_name(run.q.image.dtype())));
         if (write_index) {
-            write_indexed(run.painting, plan.channels, excluded, image.width(), image.height(), plan.indexed_path);
+            write_indexed(run.q, excluded, image.width(), image.height(), plan.indexed_path);
             outputs.add(plan.indexed_path, "indexed", "png", "u8");
         }
-        const nlohmann::ordered_json pj = {{"palette", palette_entries_json(run.painting.palette, run.r.valid_pixels)},
-                                           {"inertia", run.r.inertia},
-                                           {"iterations", run.r.iterations},
-                                           {"converged", run.r.converged},
-                                           {"k", run.k_requested},
-                                           {"k_effective", run.r.k_effective},
-                                           {"valid_pixels", run.r.valid_pixels},
+        const nlohmann::ordered_json pj = {{"palette", palette_entries_json(run.palette, r.valid_pixels)},
+                                           {"inertia", r.inertia},
+                                           {"iterations", r.iterations},
+                                           {"converged", r.converged},
+                                           {"k", r.k},
+                                           {"k_effective", r.k_effective},
+                                           {"valid_pixels", r.valid_pixels},
                                            {"channels", plan.channels},
                                            {"dtype", std::string(dtype_name(image.dtype()))},
-                                           {"colorspace", job.colorspace},
-                                           {"dither", job.dither},
+                                           {"colorspace", std::string(enum_name(job.colorspace))},
+                                           {"dither", std::string(enum_name(job.dither))},
                                            {"source", job.input}};
         write_text_file(plan.palette_json_path, readable_json(pj));
         outputs.add(plan.palette_json_path, "palette", "json");
         if (!plan.swatch_path.empty()) {
-            const Cube swatch = palette_swatch(run.painting.palette);
+            const Cube swatch = palette_swatch(run.palette);
             write_cube(swatch, plan.swatch_path);
             outputs.add(plan.swatch_path, "swatch", "png", std::string(dtype_name(swatch.dtype())));
         }
@@ -311,65 +163,50 @@ OutputList write_quantize_outputs(const Cube& image, const QuantizeJob& job, con
     return outputs;
 }
 
+/// The library's options for this job: the flags, the --mask and --palette-in files, alpha.
+QuantizeImageOptions quantize_options(const Cube& image, const QuantizeJob& job, int channels) {
+    QuantizeImageOptions o{.kmeans = job.options, .colorspace = job.colorspace, .dither = job.dither,
+                           .alpha = job.alpha_last};
+    if (!job.mask.empty()) o.kmeans.mask = read_mask(job.mask, image.shape());
+    Palette given = read_given_palette(job, channels);
+    o.palette = std::move(given.values);
+    o.palette_centroids = std::move(given.centroids);
+    return o;
+}
+
 }  // namespace
 
 nlohmann::json run_quantize(const Context& ctx, const Cube& image, const QuantizeJob& job) {
     const auto t_start = std::chrono::steady_clock::now();
     const QuantizePlan plan = plan_quantize(image, job);
-    const std::vector<std::uint8_t> mask =
-        job.mask.empty() ? std::vector<std::uint8_t>{} : read_mask(job.mask, image.shape());
-    const Palette given = read_given_palette(job, plan.channels);
-
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<int> colour_bands(static_cast<std::size_t>(plan.channels));
-    for (int b = 0; b < plan.channels; ++b) colour_bands[std::size_t(b)] = b;
-    const Cube without_alpha = job.alpha_last ? image.select_bands(colour_bands) : Cube();
-    const Cube& colour = job.alpha_last ? without_alpha : image;
-    const Cube space = plan.lab ? rgb_u8_to_lab(colour) : Cube();
-    const Cube& clustered = plan.lab ? space : colour;
-    KmeansOptions options = job.options;
-    options.mask = mask;
     QuantizeRun run;
-    run.apply = given.size() > 0 && options.init != KmeansInit::Explicit;
-    if (run.apply) {
-        run.r = apply_palette(ctx, clustered, plan.lab ? lab_of(given.values) : assignment_values(given), mask);
-    } else {
-        if (given.size() > 0) {
-            options.k = int(given.size());
-            options.init_centroids = plan.lab ? lab_of(given.values) : assignment_values(given);
-        }
-        run.r = kmeans(ctx, clustered, options);
-    }
-    const double kmeans_ms = elapsed_ms(t0);
-
-    const auto t1 = std::chrono::steady_clock::now();
-    run.painting = final_painting(ctx, run.r, given, run.apply, plan, colour, space, mask);
-    // A plain fit paints exactly the library's quantized image; the other modes paint here.
-    const bool plain_fit = !plan.lab && !plan.dither && !run.apply;
-    run.quantized = plain_fit ? run.r.quantized.to_layout(Layout::BIP) : paint(colour, run.painting);
-    if (job.alpha_last) run.quantized = with_alpha(run.quantized, image);
-    const double paint_ms = elapsed_ms(t1);
-
-    run.warnings = run.r.warnings;
-    run.k_requested = run.apply ? int(given.size()) : options.k;
+    run.q = quantize_image(ctx, image, quantize_options(image, job, plan.channels));
+    const QuantizedImage& q = run.q;
+    // The painted modes have always carried the input's header (wavelengths, map info, ...) to
+    // OUT; a plain fit and an image with alpha have not (the library's image has no metadata).
+    const bool plain_fit = job.colorspace == Colorspace::Rgb && job.dither == Dither::None && !q.applied;
+    if (!plain_fit && !job.alpha_last) run.q.image.metadata() = image.metadata();
+    run.palette = {.channels = q.channels, .dtype = image.dtype(), .values = q.palette, .centroids = q.centroids,
+                   .counts = q.counts};
+    run.warnings = q.kmeans.warnings;
     const auto t2 = std::chrono::steady_clock::now();
     const OutputList outputs = write_quantize_outputs(image, job, plan, run);
     const double write_ms = elapsed_ms(t2);
 
     nlohmann::json j = summary("quantize", ctx);
     j["input"] = {{"path", job.input}, {"shape", shape_json(image.shape())}, {"alpha", job.alpha_last}};
-    j["parameters"] = kmeans_parameters_json(options, job.mask);
-    j["parameters"]["k"] = run.k_requested;
-    j["parameters"]["colorspace"] = job.colorspace;
-    j["parameters"]["dither"] = job.dither;
+    j["parameters"] = kmeans_parameters_json(job.options, job.mask);
+    j["parameters"]["k"] = q.kmeans.k;
+    j["parameters"]["colorspace"] = std::string(enum_name(job.colorspace));
+    j["parameters"]["dither"] = std::string(enum_name(job.dither));
     j["parameters"]["palette_in"] = job.palette_in.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.palette_in);
-    j["mode"] = run.apply ? "apply" : "fit";
-    j["implementation"] = std::string(kmeans_implementation(ctx, clustered.shape(), options));
-    j.update(kmeans_numbers_json(run.r));
-    j["palette_size"] = run.painting.palette.size();
-    j["palette"] = nlohmann::json(palette_entries_json(run.painting.palette, run.r.valid_pixels));
+    j["mode"] = q.applied ? "apply" : "fit";
+    j["implementation"] = q.implementation;
+    j.update(kmeans_numbers_json(q.kmeans));
+    j["palette_size"] = q.size();
+    j["palette"] = nlohmann::json(palette_entries_json(run.palette, q.kmeans.valid_pixels));
     j["elapsed_ms"] = elapsed_ms(t_start);
-    j["timings_ms"] = {{"kmeans", kmeans_ms}, {"paint", paint_ms}, {"write", write_ms}};
+    j["timings_ms"] = {{"kmeans", q.fit_ms}, {"paint", q.paint_ms}, {"write", write_ms}};
     j["outputs"] = outputs.json();
     j["warnings"] = run.warnings;
     return j;
@@ -380,7 +217,8 @@ namespace {
 struct QuantizeArgs {
     CommonOptions common;
     KmeansFlags kmeans;
-    std::string input, output, palette_out, palette_in, colorspace = "rgb", dither = "none";
+    QuantizeImageOptions quantize;  ///< --colorspace and --dither (its declared flags)
+    std::string input, output, palette_out, palette_in;
 };
 
 void quantize_command(const QuantizeArgs& a) {
@@ -392,10 +230,12 @@ void quantize_command(const QuantizeArgs& a) {
                     .mask = a.kmeans.mask,
                     .options = a.kmeans.options,
                     .k_given = a.kmeans.k_given(),
-                    .colorspace = a.colorspace,
-                    .dither = a.dither};
-    if (job.colorspace != "rgb" || job.dither != "none") {  // CPU only
-        const std::string which = job.colorspace != "rgb" ? "--colorspace " + job.colorspace : "--dither " + job.dither;
+                    .colorspace = a.quantize.colorspace,
+                    .dither = a.quantize.dither};
+    if (job.colorspace != Colorspace::Rgb || job.dither != Dither::None) {  // CPU only
+        const std::string which = job.colorspace != Colorspace::Rgb
+                                      ? "--colorspace " + std::string(enum_name(job.colorspace))
+                                      : "--dither " + std::string(enum_name(job.dither));
         if (common.context.backend == Backend::Cuda || common.context.device >= 0)
             throw InvalidInput(which + " is CPU only; it cannot be combined with " +
                                (common.context.backend == Backend::Cuda
@@ -456,15 +296,7 @@ Action add_quantize(CLI::App& root) {
                     "apply the palette of this JSON file (as written by quantize; JSON only) without fitting: each\n"
                     "pixel gets the entry with the nearest \"centroid\" (\"rgb\" when the file has none); with\n"
                     "--init explicit, start k-means from it instead");
-    app->add_option(
-           "--colorspace", args->colorspace,
-           "CPU only. rgb, or lab: cluster 8-bit sRGB in CIELAB (D65), convert the palette back to sRGB, paint\n"
-           "each pixel with the palette colour nearest in Lab")
-        ->capture_default_str();
-    app->add_option("--dither", args->dither,
-                    "CPU only. none, or floyd-steinberg: error diffusion when painting with the final palette (the\n"
-                    "indexed PNG holds the dithered indices)")
-        ->capture_default_str();
+    bind_flags(*app, args->quantize);  // --colorspace, --dither
     add_common_flags(*app, args->common);
     return [args] { quantize_command(*args); };
 }

@@ -11,6 +11,7 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/kmeans.hpp"
+#include "cubekit/quantize_image.hpp"
 #include "option_flags.hpp"
 
 namespace cubekit::cli {
@@ -80,8 +81,8 @@ struct QuantizeJob {
     KmeansOptions options;
     bool k_given = false;     ///< -k was typed (must then agree with --palette-in)
     bool alpha_last = false;  ///< the last channel is alpha: not clustered, copied to OUT
-    std::string colorspace = "rgb";
-    std::string dither = "none";
+    Colorspace colorspace = Colorspace::Rgb;
+    Dither dither = Dither::None;
 };
 
 /// Runs the job: checks the output names, clusters (or applies --palette-in), writes OUT, the
