@@ -162,6 +162,6 @@ Example
 -------
 >>> import numpy as np, cubekit
 >>> m = np.zeros((8, 8), bool); m[1:4, 1:4] = True; m[6, 6] = True
->>> cubekit.remove_small_objects(m, min_size=2).sum()            # the lone pixel is gone
+>>> int(cubekit.remove_small_objects(m, min_size=2).sum())       # the lone pixel is gone
 9
 """)

@@ -155,6 +155,50 @@ ArrayView cuda_interface_view(py::handle obj, const char* function, const char* 
     return out;
 }
 
+// A PyTorch CUDA tensor read through its own C++-bound accessors (data_ptr, shape, stride,
+// dtype): torch's __cuda_array_interface__ is a Python property that builds a dict, which cost
+// ~15 µs per call on the H100 machine (bench/python_overhead.py) against ~5 µs for CuPy's.
+bool is_torch_cuda(py::handle obj) {
+    const py::handle type = reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr()));
+    return py::str(type.attr("__module__")).cast<std::string>().rfind("torch", 0) == 0 &&
+           py::hasattr(obj, "is_cuda") && obj.attr("is_cuda").cast<bool>();
+}
+
+ArrayView torch_view(py::handle obj, const char* function, const char* name, bool writable) {
+    std::string t = py::str(obj.attr("dtype"));  // "torch.float32"
+    if (t.rfind("torch.", 0) == 0) t = t.substr(6);
+    static const std::pair<const char*, const char*> typestrs[] = {
+        {"uint8", "|u1"}, {"bool", "|b1"}, {"int16", "<i2"}, {"uint16", "<u2"}, {"int32", "<i4"},
+        {"uint32", "<u4"}, {"float32", "<f4"}, {"float64", "<f8"}};
+    std::string typestr;
+    for (const auto& [n, ts] : typestrs)
+        if (t == n) typestr = ts;
+    if (typestr.empty())
+        throw InvalidInput(who(function, name) + " is a torch." + t +
+                           " CUDA tensor; device arrays are used in place and must be bool, uint8, uint16, uint32, "
+                           "int16, int32, float32 or float64 (convert it first, e.g. t.float())");
+    if (writable && obj.attr("requires_grad").cast<bool>())
+        throw InvalidInput(who(function, name) + " requires grad; give a tensor without autograd history");
+    const TypeRule rule = type_rule(typestr[1], std::size_t(typestr[2] - '0'));
+    const py::tuple shape_t = py::tuple(obj.attr("shape"));
+    const py::tuple stride_t = py::tuple(obj.attr("stride")());
+    const int ndim = int(shape_t.size());
+    std::int64_t shape[3] = {}, strides[3] = {};
+    const std::size_t itemsize = dtype_size(rule.dtype);
+    for (int i = 0; i < ndim && i < 3; ++i) {
+        shape[i] = shape_t[std::size_t(i)].cast<std::int64_t>();
+        strides[i] = stride_t[std::size_t(i)].cast<std::int64_t>() * std::int64_t(itemsize);
+    }
+    const Geometry g = geometry(function, name, ndim, shape, strides, itemsize);
+    void* p = reinterpret_cast<void*>(obj.attr("data_ptr")().cast<std::uintptr_t>());
+    const int device = obj.attr("get_device")().cast<int>();
+    ArrayView out;
+    out.view = CubeView::device(p, device, g.width, g.height, g.bands, rule.dtype, g.strides);
+    out.ndim = g.ndim;
+    out.owner = py::reinterpret_borrow<py::object>(obj);
+    return out;
+}
+
 // A DLPack producer (JAX, a CPU torch tensor, ...): the capsule is consumed and the tensor kept
 // until the view's last copy goes.
 ArrayView dlpack_view(py::handle obj, const char* function, const char* name) {
@@ -226,6 +270,7 @@ bool is_device_array(py::handle obj) {
 ArrayView array_view(py::handle obj, const char* function, const char* name) {
     if (obj.is_none()) throw InvalidInput(who(function, name) + " is None; expected an array");
     if (py::isinstance<py::array>(obj)) return numpy_view(obj, function, name);
+    if (is_torch_cuda(obj)) return torch_view(obj, function, name, false);
     if (py::hasattr(obj, "__cuda_array_interface__")) return cuda_interface_view(obj, function, name, false);
     if (py::hasattr(obj, "__dlpack__") && !py::hasattr(obj, "__array_interface__") && !py::hasattr(obj, "__array__"))
         return dlpack_view(obj, function, name);
@@ -234,8 +279,9 @@ ArrayView array_view(py::handle obj, const char* function, const char* name) {
 
 MutableArrayView mutable_array_view(py::handle obj, const char* function, const char* name) {
     MutableArrayView out;
-    if (py::hasattr(obj, "__cuda_array_interface__")) {
-        const ArrayView v = cuda_interface_view(obj, function, name, true);
+    if (is_torch_cuda(obj) || py::hasattr(obj, "__cuda_array_interface__")) {
+        const ArrayView v = is_torch_cuda(obj) ? torch_view(obj, function, name, true)
+                                               : cuda_interface_view(obj, function, name, true);
         const CubeView& c = v.view;
         out.view = MutableCubeView::device(const_cast<std::byte*>(c.data()), c.device(), c.width(), c.height(),
                                            c.bands(), c.dtype(), c.strides());

@@ -102,13 +102,30 @@ def test_bad_requests_raise_named_errors(bar):
         cubekit.zernike_reconstruct(z)  # orders below 4 are missing
 
 
+def assert_moments_agree(gpu_values, cpu, images):
+    """The family's GPU promise (spec zernike.md §5.3, tests/zernike_gpu_test_helpers.hpp): the
+    normalised error |A_gpu - A_cpu| / ((n + 1) mean|f| inside the disk) <= 1e-12, not bit for bit
+    (the GPU adds the sums in another order, and its f64 Kintner kernel contracts products)."""
+    images = images.reshape(images.shape[0], images.shape[1], -1).astype(np.float64)
+    h, w = images.shape[:2]
+    cx, cy = cpu.disk["center"]
+    y, x = np.mgrid[0:h, 0:w]
+    inside = (x - cx) ** 2 + (y - cy) ** 2 <= cpu.disk["radius"] ** 2
+    mean = np.abs(images[inside]).mean(axis=0)  # per image
+    n = np.array([i[0] for i in cpu.indices], dtype=np.float64)
+    error = np.abs(gpu_values - cpu.values) / ((n[None, :] + 1) * mean[:, None])
+    assert error.max() <= 1e-12, error.max()
+    assert error.max() > 0 or np.array_equal(gpu_values, cpu.values)
+
+
 @gpu
 def test_cupy_moments_match_the_cpu(samson):
     cp = cupy_or_skip()
     cube = samson[0][:, :, 30:34]
     z = cubekit.zernike_moments(cp.asarray(cube), max_order=20)
     assert isinstance(z.values, cp.ndarray) and z.values.shape == (4, 121)
-    np.testing.assert_array_equal(cp.asnumpy(z.values), cubekit.zernike_moments(cube, max_order=20).values)
+    assert_moments_agree(cp.asnumpy(z.values), cubekit.zernike_moments(cube, max_order=20), cube)
+    # the reconstruction from the same moments is bitwise the CPU's (ZernikeGpuExact)
     np.testing.assert_array_equal(cubekit.zernike_reconstruct(z, backend="cuda"), cubekit.zernike_reconstruct(z))
 
 
@@ -118,4 +135,4 @@ def test_torch_moments_match_the_cpu(samson):
     img = samson[0][:, :, 50].astype(np.float32)
     z = cubekit.zernike_moments(torch.as_tensor(img, device="cuda"), order=10)
     assert isinstance(z.values, torch.Tensor) and z.values.is_cuda
-    np.testing.assert_array_equal(z.values.cpu().numpy(), cubekit.zernike_moments(img, order=10).values)
+    assert_moments_agree(z.values.cpu().numpy(), cubekit.zernike_moments(img, order=10), img)
