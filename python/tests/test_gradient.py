@@ -106,3 +106,42 @@ def test_torch_in_torch_out_on_its_stream(samson):
     s.synchronize()
     assert isinstance(g, torch.Tensor) and g.is_cuda
     np.testing.assert_array_equal(g.cpu().numpy(), cubekit.rcmg(cube.astype(np.float32)))
+
+
+def test_ctrl_c_cancels_and_raises_keyboard_interrupt(rng):
+    import signal
+    a = rng.normal(size=(256, 256, 8))
+    calls = []
+
+    def press_ctrl_c(done, total):
+        calls.append(done)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)  # what Ctrl-C does; seen at the next progress check
+    with pytest.raises(KeyboardInterrupt):
+        cubekit.rcmg(a, progress=press_ctrl_c, threads=1)
+    assert calls and calls[-1] < 256 * 256  # stopped before the end
+    assert cubekit.rcmg(a[:8, :8]).shape == (8, 8)  # the cached context works again
+
+
+def test_the_gil_is_released_while_computing(rng):
+    import threading
+    import time
+    a = rng.normal(size=(512, 512, 32))
+    ticks = []
+    done = threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+    t = threading.Thread(target=count)
+    t.start()
+    time.sleep(0.01)
+    start = time.perf_counter()
+    cubekit.rcmg(a, threads=1)
+    end = time.perf_counter()
+    done.set()
+    t.join()
+    during = [x for x in ticks if start < x < end]
+    assert end - start > 0.05  # long enough to see the other thread run
+    assert len(during) >= 5, f"{len(during)} ticks during {end - start:.3f} s"
