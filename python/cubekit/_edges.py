@@ -110,9 +110,7 @@ def _edge_outputs(cube, kind, out, keywords, keep_band_edges, keep_binary):
 def _entropy_edges(cube, keywords):
     keep_band_edges = _bool_keyword(keywords, "keep_band_edges", "entropy_edges")
     keep_binary = _bool_keyword(keywords, "keep_binary", "entropy_edges")
-    backend, device, threads, out, progress = _runtime.split_common(keywords)
-    ctx, kind = _runtime.context(cube, backend, device, threads)
-    _runtime.check_out_kind(out, kind, "entropy_edges")
+    ctx, kind, out, progress = _runtime.begin(cube, keywords, "entropy_edges")
     outs = (None, None, None, None)
     if (out is not None or kind != "numpy") and len(getattr(cube, "shape", ())) in (2, 3):
         outs = _edge_outputs(cube, kind, out, keywords, keep_band_edges, keep_binary)
@@ -131,9 +129,7 @@ def entropy_band_thresholds(cube, **keywords):
 
 
 def quantize_to_u8(cube, **keywords):
-    backend, device, threads, out, progress = _runtime.split_common(keywords)
-    ctx, kind = _runtime.context(cube, backend, device, threads)
-    _runtime.check_out_kind(out, kind, "quantize_to_u8")
+    ctx, kind, out, progress = _runtime.begin(cube, keywords, "quantize_to_u8")
     if out is None and kind != "numpy":
         out = _runtime.empty(kind, cube, tuple(cube.shape), "uint8")
     return _cubekit.quantize_to_u8(ctx, cube, out, keywords, progress)
@@ -247,9 +243,7 @@ def baseline_edges(image, **keywords):
 
 
 def _baseline_edges(image, keywords):
-    backend, device, threads, out, progress = _runtime.split_common(keywords)
-    ctx, kind = _runtime.context(image, backend, device, threads)
-    _runtime.check_out_kind(out, kind, "baseline_edges")
+    ctx, kind, out, progress = _runtime.begin(image, keywords, "baseline_edges")
     if out is None and kind != "numpy":
         out = _runtime.empty(kind, image, tuple(image.shape), "uint8")
     edges, (high, low), params = _cubekit.baseline_edges(ctx, image, out, keywords, progress)

@@ -9,9 +9,7 @@ def rcmg(cube, **keywords):
 
 
 def _rcmg(cube, keywords):
-    backend, device, threads, out, progress = _runtime.split_common(keywords)
-    ctx, kind = _runtime.context(cube, backend, device, threads)
-    _runtime.check_out_kind(out, kind, "rcmg")
+    ctx, kind, out, progress = _runtime.begin(cube, keywords, "rcmg")
     if out is None and kind != "numpy":
         out_type = keywords.get("out_type", _DEFAULTS["out_type"])
         out = _runtime.empty(kind, cube, cube.shape[:2], _runtime.numpy_dtype(out_type))

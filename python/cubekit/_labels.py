@@ -78,9 +78,7 @@ def _as_u8(x, kind):
 
 
 def remove_small_objects(mask, **keywords):
-    backend, device, threads, out, progress = _runtime.split_common(keywords)
-    ctx, kind = _runtime.context(mask, backend, device, threads)
-    _runtime.check_out_kind(out, kind, "remove_small_objects")
+    ctx, kind, out, progress = _runtime.begin(mask, keywords, "remove_small_objects")
     boolean = _is_bool(mask)
     target = out
     if out is not None and _is_bool(out):

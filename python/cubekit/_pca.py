@@ -60,9 +60,7 @@ def pca(cube, **keywords):
 
 
 def _pca(cube, keywords):
-    backend, device, threads, out, progress = _runtime.split_common(keywords)
-    ctx, kind = _runtime.context(cube, backend, device, threads)
-    _runtime.check_out_kind(out, kind, "pca")
+    ctx, kind, out, progress = _runtime.begin(cube, keywords, "pca")
     cube = _as_input(cube, kind)
     h, w, b = _shape(cube, "pca", "cube")
     if out is None:

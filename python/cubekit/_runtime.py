@@ -178,6 +178,15 @@ def declare(function, positional: list[str], declarations, doc: str, out: bool =
     return function
 
 
+def begin(x, keywords: dict, function: str):
+    """The start of every public function: pops the common keywords, picks the context for input
+    ``x`` and checks that ``out`` is of the input's kind. Returns (context, kind, out, progress)."""
+    backend, device, threads, out, progress = split_common(keywords)
+    ctx, kind = context(x, backend, device, threads)
+    check_out_kind(out, kind, function)
+    return ctx, kind, out, progress
+
+
 def split_common(keywords: dict, out: bool = True):
     """Pops the common keywords; returns (backend, device, threads, out, progress)."""
     backend = keywords.pop("backend", None)
