@@ -594,3 +594,28 @@ TEST(ZernikeMappings, CustomDiskInsideAndStickingOut) {
 
 }  // namespace
 }  // namespace cubekit
+
+
+namespace cubekit {
+namespace {
+// The front door checks the declared fields (options.hpp), naming the field as the declaration does.
+TEST(Zernike, OptionsAreCheckedAgainstTheirDeclarations) {
+    const Context ctx({.backend = Backend::Cpu});
+    Cube img(9, 9, 1, DType::F32);
+    img.data<float>()[40] = 1.0f;
+    ZernikeOptions o;
+    o.mapping = ZernikeMapping::Custom;
+    o.radius = -2.0;
+    try {
+        (void)zernike_set(ctx, img, 4, o);
+        FAIL() << "a negative radius was accepted";
+    } catch (const InvalidInput& e) {
+        EXPECT_NE(std::string(e.what()).find("zernike_set: radius = -2; expected >= 0"), std::string::npos) << e.what();
+    }
+    o = {};
+    o.method = static_cast<ZernikeMethod>(9);
+    EXPECT_THROW((void)zernike_set(ctx, img, 4, o), InvalidInput);
+}
+
+}  // namespace
+}  // namespace cubekit

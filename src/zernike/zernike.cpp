@@ -65,6 +65,7 @@ struct Prepared {
 Prepared prepare(const char* function, const CubeView& images, std::vector<ZernikeIndex> wanted,
                  ZernikeMethod auto_choice, const ZernikeOptions& options) {
     const std::string f(function);
+    check_fields(options, function);  // the declared ranges and enum values (options.hpp)
     if (images.empty())
         throw InvalidInput(f + ": the image is " + std::to_string(images.width()) + "x" +
                            std::to_string(images.height()) + "x" + std::to_string(images.bands()) +
