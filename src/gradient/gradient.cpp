@@ -4,6 +4,7 @@
 
 #include "cubekit/error.hpp"
 
+#include "core/outputs.hpp"
 #include "cubekit/gradient.hpp"
 #include "gradient/rcmg_internal.hpp"
 
@@ -37,16 +38,8 @@ std::string_view rcmg_implementation(const Context& ctx, const RcmgOptions& opti
 namespace {
 
 void check_rcmg_output(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options) {
-    if (out.on_device() != ctx.is_cuda())
-        throw InvalidInput(std::string("rcmg_into: out is in ") + (out.on_device() ? "device" : "host") +
-                           " memory but the context runs on the " + std::string(ctx.backend_name()) +
-                           (ctx.is_cuda() ? " (device outputs only)" : " (host outputs only)"));
-    if (out.on_device() && out.device() != ctx.device())
-        throw InvalidInput("rcmg_into: out is on device " + std::to_string(out.device()) + ", the context on device " +
-                           std::to_string(ctx.device()));
-    if (out.width() != cube.width() || out.height() != cube.height() || out.bands() != 1 || out.dtype() != options.out_type)
-        throw InvalidInput("rcmg_into: out is " + out.describe() + "; expected " + std::to_string(cube.width()) + "x" +
-                           std::to_string(cube.height()) + "x1 " + std::string(dtype_name(options.out_type)));
+    detail::check_output_memory(ctx, out, "rcmg_into: out is");
+    detail::check_output_shape(out, cube.width(), cube.height(), 1, options.out_type, "rcmg_into: out is");
 }
 
 // CUDA: reads a BSQ cube (or window) on the context's device where it is, else one upload or
