@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_helpers.cuh"
 #include "cubekit/linalg.hpp"
 #include "edges/edges_internal.hpp"
 #include "labels/labels_internal.hpp"
@@ -321,11 +322,6 @@ struct Planes {
     const std::uint8_t* data() const { return input ? input : ptr; }
 };
 
-int sm_count(const Context& ctx) {
-    int sms = 0;
-    CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
-    return std::max(sms, 1);
-}
 
 struct CudaOps {
     const Context& ctx;

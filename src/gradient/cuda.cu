@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_helpers.cuh"
 #include "gradient/rcmg_internal.hpp"
 
 namespace cubekit::detail {
@@ -309,8 +310,6 @@ rcmg_spatial_kernel(const T* __restrict__ cube, Out* __restrict__ out, Geometry 
 }
 
 // ---- launchers --------------------------------------------------------------------------------
-int div_up(int a, int b) { return (a + b - 1) / b; }
-
 template <typename T, typename Acc, typename Out, int N>
 void launch(const Context& ctx, const T* cube, Out* out, const Geometry& g, const RcmgOptions& options) {
     const cudaStream_t stream = stream_of(ctx);

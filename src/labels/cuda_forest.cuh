@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_helpers.cuh"
 #include "labels/labels_internal.hpp"
 
 namespace cubekit::detail {
@@ -23,8 +24,6 @@ constexpr int kFlatThreads = 256;              // seams, resolve, root lists
 constexpr int kMaxGridY = 65535;               // planes beyond this loop inside the kernels
 constexpr std::uint16_t kNone = 0xffff;        // `local` of background (and outside the image)
 constexpr unsigned kAll = 0xffffffffu;
-
-long long div_up(long long a, long long b) { return (a + b - 1) / b; }
 
 // The image, the maps and the labels are dense BSQ: sample (x, y) of plane p at p·W·H + y·W + x,
 // the node's own index within the plane. (A pitch for windows was tried: two more live values cost

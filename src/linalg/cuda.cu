@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_helpers.cuh"
 #include "cubekit/error.hpp"
 #include "linalg/pca_internal.hpp"
 
@@ -85,13 +86,6 @@ template <typename T> struct SyrkFixed {  // fixed point: |q| ≤ 2^(62−⌈log
 template <> struct Syrk<float> : SyrkFixed<float> {};
 template <> struct Syrk<double> : SyrkFixed<double> {};
 
-// 128-bit add into two u64 words (low, high): the low word's carry goes into the high word exactly
-// once, so the pair holds the exact sum modulo 2^128 (two's complement: signed sums too).
-__device__ void atomic_add_i128(u64* acc, i128 v) {
-    const u64 lo = u64(v), hi = u64(u128(v) >> 64);
-    const u64 old = atomicAdd(acc, lo);
-    atomicAdd(acc + 1, hi + (old + lo < old ? 1ull : 0ull));
-}
 
 // Word `p` (its first pixel) of band `band` of a chunk: the sample (or its 4 bytes, u8), the
 // fixed point for float input, 1 for the indicator band B, 0 beyond the pixels used and for padding
@@ -259,13 +253,6 @@ __global__ void __launch_bounds__(256)
         if (j < count) out[std::int64_t(j0 + j) * P + p] = ok ? acc[j] : nan;
 }
 
-int sm_count(const Context& ctx) {
-    int sms = 0;
-    CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device()));
-    return sms > 0 ? sms : 1;
-}
-
-i128 read_i128(const u64* two) { return i128((u128(two[1]) << 64) | u128(two[0])); }
 
 template <typename T>
 PcaSums sums_cuda(const Context& ctx, const CubeView& cube) {
