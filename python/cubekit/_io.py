@@ -40,7 +40,8 @@ def imread(path, *, var: str | None = None):
     return read(path, var=var)[0]
 
 
-def write(path, array, *, metadata: dict | None = None, format: str = "auto", layout: str | None = None):
+def write(path, array, *, metadata: dict | None = None, format: str = "auto", layout: str | None = None,
+          png_compression: str | None = None):
     """Writes an (H, W) or (H, W, B) array, atomically: a temporary file renamed when complete, so a
     failure leaves nothing behind.
 
@@ -48,13 +49,16 @@ def write(path, array, *, metadata: dict | None = None, format: str = "auto", la
     PNG and PNM take uint8 or uint16 with 1–4 (PNG) or 1/3 (PNM) bands. ``metadata`` takes the keys
     ``read`` returns (``format`` is ignored); ENVI writes wavelengths, band names and map info into
     its header. ``layout`` ('bsq', 'bil', 'bip') picks the ENVI interleave (default: the array's).
+    ``png_compression`` (None: the library's default, 'fast'): 'fast' (zlib's run-length strategy:
+    a 4K photo in ~0.25 s), 'default' (libpng's level 6, ~20× slower, ~2 % smaller) or 'small'.
 
     >>> cube, meta = cubekit.read("scene.hdr")
     >>> cubekit.write("copy.hdr", cube[:, :, 10:20], metadata={**meta, "wavelengths": meta["wavelengths"][10:20]})
     """
     meta = dict(metadata or {})
     meta.pop("format", None)
-    _cubekit.write(os.fspath(path), array, meta, format, layout or "")
+    options = {} if png_compression is None else {"png_compression": png_compression}
+    _cubekit.write(os.fspath(path), array, meta, format, layout or "", options)
 
 
 def imsave(path, array):

@@ -67,12 +67,13 @@ void bind_io(py::module_& m) {
         return py::make_tuple(to_numpy(std::move(cube)), meta, std::string(format_name(used)));
     });
     // write(path, array, metadata dict, format, layout or "") — atomically; nothing left on failure.
+    m.def("write_declarations", &declarations<WriteOptions>);
     m.def("write", [](const std::filesystem::path& path, py::handle array, const py::dict& metadata,
-                      const std::string& format, const std::string& layout) {
+                      const std::string& format, const std::string& layout, const py::dict& keywords) {
         const ArrayView in = array_view(array, "write", "array");
         if (in.view.on_device())
             throw InvalidInput("write: array is in device memory; bring it to the host first (e.g. cupy.asnumpy)");
-        WriteOptions o;
+        WriteOptions o = options_from<WriteOptions>(keywords, "write");
         o.format = parse_format(format, "format");
         if (!layout.empty()) {
             o.envi_keep_layout = false;

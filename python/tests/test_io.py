@@ -55,3 +55,13 @@ def test_errors_name_the_file_and_leave_nothing(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["bad.npy"]
     with pytest.raises(ValueError, match="metadata key 'wavelength'"):
         cubekit.write(tmp_path / "g.hdr", np.ones((2, 2, 2), np.uint8), metadata={"wavelength": [1, 2]})
+
+
+@pytest.mark.parametrize("level", ["fast", "default", "small"])
+def test_png_compression_levels_decode_alike(level, rng, tmp_path):
+    a = np.repeat(rng.integers(0, 255, size=(64, 8, 3)).astype(np.uint8), 8, axis=1)  # runs and noise
+    cubekit.write(tmp_path / "a.png", a, png_compression=level)
+    np.testing.assert_array_equal(cubekit.imread(tmp_path / "a.png"), a)
+    with pytest.raises(ValueError, match="png_compression"):
+        cubekit.write(tmp_path / "b.png", a, png_compression="tiny")
+    assert not (tmp_path / "b.png").exists()

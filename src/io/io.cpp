@@ -110,7 +110,7 @@ void write_cube(const Cube& cube, const std::filesystem::path& path, const Write
     switch (format) {
         case FileFormat::Envi: return write_envi(cube, path, options);
         case FileFormat::Npy: return write_npy(cube, path);
-        case FileFormat::Png: return write_png(cube, path);
+        case FileFormat::Png: return write_png(cube, path, options.png_compression);
         case FileFormat::Pnm: return write_pnm(cube, path);
         case FileFormat::Mat:
         case FileFormat::Jpeg:

@@ -118,7 +118,7 @@ void write_npy(const Cube& cube, const fs::path& path);
 Cube read_mat(const fs::path& path, const std::string& var);
 std::vector<std::string> list_mat(const fs::path& path);
 Cube read_png(const fs::path& path);
-void write_png(const Cube& cube, const fs::path& path);
+void write_png(const Cube& cube, const fs::path& path, PngCompression compression);
 Cube read_pnm(const fs::path& path);
 void write_pnm(const Cube& cube, const fs::path& path);
 Cube read_jpeg(const fs::path& path);

@@ -14,6 +14,7 @@
 #include <exception>
 
 #include <png.h>
+#include <zlib.h>  // Z_RLE
 
 #include "io/io_internal.hpp"
 
@@ -99,9 +100,24 @@ bool png_read_rows_stage(png_structp png, png_infop info, png_bytepp rows) {
     return true;
 }
 
+// Compression settings before the header is written (see PngCompression in io.hpp). Palette
+// images take no filter (the PNG specification's advice for them).
+void set_compression(png_structp png, PngCompression compression, bool palette) {
+    switch (compression) {
+        case PngCompression::Fast:
+            png_set_compression_level(png, 1);
+            png_set_compression_strategy(png, Z_RLE);
+            png_set_filter(png, PNG_FILTER_TYPE_BASE, palette ? PNG_FILTER_NONE : PNG_FILTER_SUB);
+            break;
+        case PngCompression::Default: break;
+        case PngCompression::Small: png_set_compression_level(png, 9); break;
+    }
+}
+
 bool png_write_stage(png_structp png, png_infop info, png_uint_32 w, png_uint_32 h, int depth, int color,
-                     png_bytepp rows) {
+                     png_bytepp rows, PngCompression compression) {
     if (setjmp(png_jmpbuf(png))) return false;
+    set_compression(png, compression, false);
     png_set_IHDR(png, info, w, h, depth, color, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -115,8 +131,9 @@ bool png_write_stage(png_structp png, png_infop info, png_uint_32 w, png_uint_32
 // byte per pixel the rows hold into 1, 2 or 4 bits.
 bool png_write_indexed_stage(png_structp png, png_infop info, png_uint_32 w, png_uint_32 h, int depth,
                              png_const_colorp palette, int palette_size, png_const_bytep alpha, int alpha_size,
-                             png_bytepp rows) {
+                             png_bytepp rows, PngCompression compression) {
     if (setjmp(png_jmpbuf(png))) return false;
+    set_compression(png, compression, true);
     png_set_IHDR(png, info, w, h, depth, PNG_COLOR_TYPE_PALETTE, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
     png_set_PLTE(png, info, palette, palette_size);
@@ -188,7 +205,7 @@ void write_png_file(std::string_view what, const fs::path& path, Stage&& stage) 
     out.commit();
 }
 
-void write_png(const Cube& cube, const fs::path& path) {
+void write_png(const Cube& cube, const fs::path& path, PngCompression compression) {
     const Cube bip = image_as_bip(kWrite, path, cube, 1, 4, "1 gray, 2 gray+alpha, 3 RGB, 4 RGBA");
     static constexpr int kColor[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
                                      PNG_COLOR_TYPE_RGBA};
@@ -201,7 +218,7 @@ void write_png(const Cube& cube, const fs::path& path) {
 
     write_png_file(kWrite, path, [&](png_structp png, png_infop info) {
         return png_write_stage(png, info, png_uint_32(bip.width()), png_uint_32(bip.height()), depth,
-                               kColor[bip.bands()], rows.data());
+                               kColor[bip.bands()], rows.data(), compression);
     });
 }
 
@@ -212,7 +229,7 @@ namespace cubekit {
 void write_indexed_png(const std::filesystem::path& path, int width, int height,
                        const std::vector<std::uint8_t>& indices,
                        const std::vector<std::array<std::uint8_t, 3>>& palette,
-                       const std::vector<std::uint8_t>& alpha) {
+                       const std::vector<std::uint8_t>& alpha, PngCompression compression) {
     using namespace io_detail;
     constexpr std::string_view kIndexed = "write_indexed_png";
     if (width <= 0 || height <= 0)
@@ -241,7 +258,7 @@ void write_indexed_png(const std::filesystem::path& path, int width, int height,
 
     write_png_file(kIndexed, path, [&](png_structp png, png_infop info) {
         return png_write_indexed_stage(png, info, png_uint_32(width), png_uint_32(height), depth, plte.data(),
-                                       int(plte.size()), alpha.data(), int(alpha.size()), rows.data());
+                                       int(plte.size()), alpha.data(), int(alpha.size()), rows.data(), compression);
     });
 }
 
