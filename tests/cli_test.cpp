@@ -1,6 +1,7 @@
 // CLI tests: run the built `cubekit` binary. A table of bad inputs (exit code, one stderr line naming
 // the flag or file and the offending value, nothing left in the output folder), then the positive
-// paths of info, rcmg, convert and demo, and the RCMG CLI against the library, bit for bit.
+// paths of info, rcmg, convert and demo, the RCMG CLI against the library, bit for bit, and
+// --png-compression on every command that writes PNGs.
 #include <matio.h>
 
 #include <algorithm>
@@ -228,6 +229,7 @@ std::vector<BadRow> bad_rows() {
         flag_row("bands_999", "--bands 999", {"--bands", "999"}),
         flag_row("bands_not_numbers", "--bands a-b", {"--bands", "a-b"}),
         flag_row("threads_minus_1", "--threads -1", {"--threads", "-1"}),
+        flag_row("png_compression_tiny", "--png-compression tiny", {"--png-compression", "tiny"}),
         flag_row("backend_gpu", "--backend gpu", {"--backend", "gpu"}),
         {"unknown_output_extension", 2, [](const fs::path& d) {
              return Invocation{"rcmg " + q(samson()) + " " + q(d / "out.xyz"), {(d / "out.xyz").string()}};
@@ -488,6 +490,108 @@ TEST(CliConvert, CropKeepsGeoreference) {
     const auto [e1, n1] = map_xy(cropped, 1, 1);
     EXPECT_NEAR(e1, e0, 1e-6) << "map info of the crop: " << cropped;
     EXPECT_NEAR(n1, n0, 1e-6) << "map info of the crop: " << cropped;
+}
+
+// ---- --png-compression ---------------------------------------------------------------------------
+
+/// One command that writes PNG files: its arguments for an output folder, and the PNGs it writes there.
+struct PngRun {
+    std::string name;
+    std::function<std::string(const fs::path& dir)> args;
+    std::vector<std::string> pngs;  // relative to the output folder
+};
+
+std::vector<PngRun> png_runs() {
+    const std::string s = q(samson()), photo = q(source_path("data/photos/chelsea.png"));
+    return {
+        {"convert", [=](const fs::path& d) { return "convert " + s + " " + q(d / "c.png") + " --bands 85,50,10 --out-type u8"; },
+         {"c.png"}},
+        {"rcmg", [=](const fs::path& d) { return "rcmg " + s + " " + q(d / "g.png") + " " + q(d / "g.npy"); }, {"g.png"}},
+        {"quantize", [=](const fs::path& d) { return "quantize " + photo + " " + q(d / "q.png") + " -k 8 --seed 3"; },
+         {"q.png", "q.indexed.png", "q.palette.png"}},
+        {"cluster", [=](const fs::path& d) { return "cluster " + s + " " + q(d / "cl.npy") + " -k 4"; }, {"cl.png"}},
+        {"edges", [=](const fs::path& d) {
+             return "edges " + s + " " + q(d / "e.png") + " --bands 0-2 --per-band-out " + q(d / "pb") +
+                    " --vote-count-out " + q(d / "vc.png");
+         }, {"e.png", "pb/band_000.png", "pb/band_002.png", "vc.png"}},
+        {"edges-baseline", [=](const fs::path& d) { return "edges-baseline " + s + " " + q(d / "eb.png") + " --bands 40"; },
+         {"eb.png"}},
+        {"zernike", [=](const fs::path& d) {
+             return "zernike " + s + " --bands 40 --max-order 12 -o " + q(d / "z.json") + " --reconstruct " + q(d / "zr.png");
+         }, {"zr.png"}},
+        {"zernike-reconstruct", [=](const fs::path& d) {  // from the moments the zernike row wrote just before
+             return "zernike-reconstruct " + q(d / "z.json") + " " + q(d / "zrr.png");
+         }, {"zrr.png"}},
+        {"demo", [=](const fs::path& d) { return "demo --out " + q(d / "demo") + " --photo " + photo; },
+         {"demo/samson_rcmg.png", "demo/samson_edges.png", "demo/chelsea_k16.png", "demo/chelsea_k16.indexed.png",
+          "demo/chelsea_k16.palette.png"}},
+    };
+}
+
+// Every PNG of every command that writes PNGs follows --png-compression: small gives the same pixels
+// in a smaller file than the default (fast), and the default is exactly --png-compression fast.
+TEST(CliPngCompression, EveryPngOfEveryCommandFollowsTheFlag) {
+    const fs::path fast = temp_dir("png-fast"), small = temp_dir("png-small"), dflt = temp_dir("png-default");
+    for (const PngRun& run : png_runs()) {
+        SCOPED_TRACE(run.name);
+        for (const auto& [dir, flag] : {std::pair{dflt, std::string()}, std::pair{small, std::string(" --png-compression small")}}) {
+            const auto r = run_cli(run.args(dir) + " --quiet" + flag);
+            ASSERT_EQ(r.exit_code, 0) << "cubekit " << run.args(dir) << flag << ": " << r.err;
+        }
+        for (const std::string& png : run.pngs) {
+            SCOPED_TRACE(png);
+            EXPECT_TRUE(cubekit::testing::cubes_identical(read_cube(dflt / png), read_cube(small / png)));
+            EXPECT_LT(fs::file_size(small / png), fs::file_size(dflt / png)) << "small must write a smaller file";
+        }
+    }
+    // The default is fast, byte for byte (libpng writes no time stamp).
+    const auto r = run_cli("rcmg " + q(samson()) + " " + q(fast / "g.png") + " --quiet --png-compression fast");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(slurp(fast / "g.png"), slurp(dflt / "g.png"));
+}
+
+// The flag is an output setting, not a parameter of the algorithm: the JSON "parameters" do not
+// change, and libpng's own settings ("default") decode to the same pixels.
+TEST(CliPngCompression, ParametersUnchangedAndDefaultLevelDecodesAlike) {
+#ifdef CUBEKIT_CLI_TEST_JSON
+    const fs::path dir = temp_dir("png-parameters");
+    const std::string photo = q(source_path("data/photos/chelsea.png"));
+    for (const std::string& cmd : {"rcmg " + q(samson()) + " " + q(dir / "g.png"),
+                                   "quantize " + photo + " " + q(dir / "q.png") + " -k 4 --seed 1 --n-init 1"}) {
+        SCOPED_TRACE(cmd);
+        const fs::path png = cmd.rfind("rcmg", 0) == 0 ? dir / "g.png" : dir / "q.png";
+        std::vector<nlohmann::json> parameters;
+        std::vector<Cube> images;
+        for (const char* level : {"", " --png-compression default", " --png-compression small"}) {
+            const auto r = run_cli(cmd + " --json --quiet" + level);
+            ASSERT_EQ(r.exit_code, 0) << level << ": " << r.err;
+            nlohmann::json j;
+            ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
+            EXPECT_FALSE(j["parameters"].contains("png_compression")) << j["parameters"].dump();
+            parameters.push_back(j["parameters"]);
+            images.push_back(read_cube(png));
+        }
+        for (std::size_t i = 1; i < images.size(); ++i) {
+            EXPECT_EQ(parameters[i], parameters[0]);
+            EXPECT_TRUE(cubekit::testing::cubes_identical(images[0], images[i]));
+        }
+    }
+#else
+    GTEST_SKIP() << "built without nlohmann/json";
+#endif
+}
+
+// --help of the commands that write PNGs shows the flag with its choices; the others do not offer it.
+TEST(CliPngCompression, HelpOfPngWritersOnly) {
+    for (const char* sub : {"convert", "rcmg", "quantize", "cluster", "edges", "edges-baseline", "zernike",
+                            "zernike-reconstruct", "demo"}) {
+        const auto r = run_cli(std::string(sub) + " --help");
+        EXPECT_NE(r.out.find("--png-compression TEXT:{fast,default,small}=fast"), std::string::npos) << sub << ":\n" << r.out;
+    }
+    for (const char* sub : {"info", "edges-score", "pca"}) {
+        const auto r = run_cli(std::string(sub) + " --help");
+        EXPECT_EQ(r.out.find("--png-compression"), std::string::npos) << sub;
+    }
 }
 
 // ---- demo, help, version -------------------------------------------------------------------------

@@ -79,6 +79,9 @@ public:
     Cube(Cube&&) noexcept = default;
     Cube& operator=(Cube&&) noexcept = default;
     Cube clone() const;
+    /// A cube whose samples are not initialised, for a caller that writes every one of them (a
+    /// reader, a copy): saves the zero-filling pass over memory the caller overwrites at once.
+    static Cube uninitialized(int width, int height, int bands, DType dtype, Layout layout = Layout::BSQ);
     /// A dense copy of any host view, in `layout` (metadata empty). Throws InvalidInput for a
     /// device view (use download()).
     static Cube from_view(const CubeView& view, Layout layout);

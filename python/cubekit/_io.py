@@ -49,8 +49,9 @@ def write(path, array, *, metadata: dict | None = None, format: str = "auto", la
     PNG and PNM take uint8 or uint16 with 1–4 (PNG) or 1/3 (PNM) bands. ``metadata`` takes the keys
     ``read`` returns (``format`` is ignored); ENVI writes wavelengths, band names and map info into
     its header. ``layout`` ('bsq', 'bil', 'bip') picks the ENVI interleave (default: the array's).
-    ``png_compression`` (None: the library's default, 'fast'): 'fast' (zlib's run-length strategy:
-    a 4K photo in ~0.25 s), 'default' (libpng's level 6, ~20× slower, ~2 % smaller) or 'small'.
+    ``png_compression`` (None: the library's default, 'fast'): 'fast' (zlib level 1: a 4K photo in
+    ~0.3 s), 'default' (libpng's level 6: ~15× slower, ~15 % smaller on photos, ~35 % on flat
+    images) or 'small' (level 9).
 
     >>> cube, meta = cubekit.read("scene.hdr")
     >>> cubekit.write("copy.hdr", cube[:, :, 10:20], metadata={**meta, "wavelengths": meta["wavelengths"][10:20]})

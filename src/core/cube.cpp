@@ -33,13 +33,19 @@ Metadata Metadata::select_bands(const std::vector<int>& bands) const {
     return out;
 }
 
-Cube::Cube(int width, int height, int bands, DType dtype, Layout layout) {
+Cube::Cube(int width, int height, int bands, DType dtype, Layout layout)
+    : Cube(uninitialized(width, height, bands, dtype, layout)) {
+    if (!buffer_.empty()) std::memset(buffer_.data(), 0, buffer_.size());
+}
+
+Cube Cube::uninitialized(int width, int height, int bands, DType dtype, Layout layout) {
     if (width < 0 || height < 0 || bands < 0)
         throw InvalidInput("Cube: dimensions " + std::to_string(width) + "x" + std::to_string(height) + "x" +
                            std::to_string(bands) + " must not be negative");
-    shape_ = CubeShape{width, height, bands, dtype, layout};
-    buffer_ = HostBuffer(shape_.num_bytes());
-    if (!buffer_.empty()) std::memset(buffer_.data(), 0, buffer_.size());
+    Cube c;
+    c.shape_ = CubeShape{width, height, bands, dtype, layout};
+    c.buffer_ = HostBuffer(c.shape_.num_bytes());
+    return c;
 }
 
 Cube Cube::clone() const {

@@ -280,7 +280,7 @@ Cube read_envi(const fs::path& path) {
                           " x " + std::to_string(esize) + " bytes, from " + hdr.filename().string() + "), the file has " +
                           std::to_string(file.size()));
     }
-    Cube cube(width, height, bands, dtype, layout);
+    Cube cube = Cube::uninitialized(width, height, bands, dtype, layout);  // read_at fills every byte
     file.read_at(std::uint64_t(offset), cube.bytes(), payload);
     const bool file_little = byte_order == 0;
     if (file_little != host_is_little_endian()) byteswap_inplace(cube.bytes(), elements, esize);

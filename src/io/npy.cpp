@@ -213,13 +213,13 @@ Cube read_npy(const fs::path& path) {
                           " bytes of data after the " + std::to_string(offset) + "-byte header, the file has " +
                           std::to_string(file.size() - offset));
 
-    Cube cube(W, H, B, dtype, Layout::BIP);
+    Cube cube = Cube::uninitialized(W, H, B, dtype, Layout::BIP);  // every byte is read or scattered below
     if (!fortran->boolean) {
         file.read_at(offset, cube.bytes(), bytes);  // C order (H, W, B) is exactly BIP
     } else {
         // Fortran order: element (h, w, b) is at h + H*(w + W*b) — column-major within each band,
         // so it is neither BSQ nor BIP; scatter each element to its BIP place.
-        Cube tmp(W, H, B, dtype, Layout::BIP);  // just a typed, aligned buffer of the right size
+        Cube tmp = Cube::uninitialized(W, H, B, dtype, Layout::BIP);  // a typed, aligned buffer of the right size
         file.read_at(offset, tmp.bytes(), bytes);
         visit_dtype(dtype, [&](auto tag) {
             using T = decltype(tag);

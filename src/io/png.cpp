@@ -14,7 +14,6 @@
 #include <exception>
 
 #include <png.h>
-#include <zlib.h>  // Z_RLE
 
 #include "io/io_internal.hpp"
 
@@ -106,7 +105,6 @@ void set_compression(png_structp png, PngCompression compression, bool palette) 
     switch (compression) {
         case PngCompression::Fast:
             png_set_compression_level(png, 1);
-            png_set_compression_strategy(png, Z_RLE);
             png_set_filter(png, PNG_FILTER_TYPE_BASE, palette ? PNG_FILTER_NONE : PNG_FILTER_SUB);
             break;
         case PngCompression::Default: break;

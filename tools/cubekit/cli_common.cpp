@@ -21,6 +21,10 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
     app.add_option("--bands", common.bands, "bands to use, 0-based, e.g. 0-9,20 (default: all)");
 }
 
+void add_output_flags(CLI::App& app, CommonOptions& common) {
+    bind_flags(app, common.write);  // --png-compression
+}
+
 namespace {
 
 // Draws "task [########        ]  45%" on stderr, at most ~20 times a second. Safe to call from

@@ -11,6 +11,7 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 
 namespace cubekit::cli {
 
@@ -20,10 +21,15 @@ struct CommonOptions {
     bool quiet = false;
     std::string var;    // MATLAB variable
     std::string bands;  // band list, "" = all
+    WriteOptions write;  // --png-compression (add_output_flags; declared in io.hpp); format stays Auto
 };
 
 /// Adds --backend, --device, --threads, --json, --quiet, --var and --bands to a subcommand.
 void add_common_flags(CLI::App& app, CommonOptions& common);
+
+/// Adds the declared WriteOptions flags (--png-compression) to a subcommand that writes PNG files;
+/// its writes pass common.write on.
+void add_output_flags(CLI::App& app, CommonOptions& common);
 
 /// The context the flags ask for; a progress bar on stderr when stderr is a terminal.
 Context make_context(const CommonOptions& common, const std::string& task);

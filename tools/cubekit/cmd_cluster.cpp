@@ -189,15 +189,15 @@ std::pair<KmeansResult, std::string> classify(const Context& ctx, const Cube& cu
 
 /// Writes the labels, the class map and the centroid files; a failure takes back what was written.
 OutputList write_cluster_outputs(const KmeansResult& r, const Cube& cube, const std::string& out,
-                                 const CentroidFiles& files, Cube& labels) {
+                                 const CentroidFiles& files, const WriteOptions& write, Cube& labels) {
     const std::string png_path = beside(out, ".png"), csv_path = beside(out, ".centroids.csv"),
                       json_path = beside(out, ".centroids.json");
     labels = label_image(r, r.k, cube.width(), cube.height(), cube.metadata());
     OutputList outputs;
     try {
-        write_cube(labels, out);
+        write_cube(labels, out, write);
         outputs.add(out, "labels", std::string(format_name(output_format(out))), std::string(dtype_name(labels.dtype())));
-        write_cube(class_map(r, cube.width(), cube.height()), png_path);
+        write_cube(class_map(r, cube.width(), cube.height()), png_path, write);
         outputs.add(png_path, "class-map", "png", "u8");
         write_text_file(csv_path, files.csv);
         outputs.add(csv_path, "centroids", "csv");
@@ -235,7 +235,8 @@ void cluster_command(const ClusterArgs& a) {
     const double kmeans_ms = elapsed_ms(t0);
     t0 = std::chrono::steady_clock::now();
     Cube labels;
-    const OutputList outputs = write_cluster_outputs(r, cube, out, centroid_files(r, cube, a.input, band_indices), labels);
+    const OutputList outputs = write_cluster_outputs(r, cube, out, centroid_files(r, cube, a.input, band_indices),
+                                                     common.write, labels);
     const double write_ms = elapsed_ms(t0);
 
     nlohmann::json j = summary("cluster", ctx);
@@ -291,6 +292,7 @@ Action add_cluster(CLI::App& root) {
                     "classify with the centroid spectra of this JSON file (as written by cluster) without\n"
                     "fitting; with --init explicit, start k-means from them instead");
     add_common_flags(*app, args->common);
+    add_output_flags(*app, args->common);
     return [args] { cluster_command(*args); };
 }
 

@@ -28,6 +28,7 @@ Action add_convert(CLI::App& root) {
     app->add_option("--out-type", args->out_type, "element type: u8, u16, i16, u32, i32, f32, f64 (rounded, saturated)");
     app->add_option("--crop", args->crop, "spatial window X,Y,W,H (0-based top-left corner, then size)");
     add_common_flags(*app, args->common);
+    add_output_flags(*app, args->common);
     return [args] {
         const CommonOptions& common = args->common;
         const auto start = std::chrono::steady_clock::now();
@@ -45,7 +46,7 @@ Action add_convert(CLI::App& root) {
             cube = cube.crop(v[0], v[1], v[2], v[3]);
         }
         if (!args->out_type.empty()) cube = cube.to_dtype(parse_dtype(args->out_type, "--out-type"));
-        WriteOptions wo{.format = out_format};
+        WriteOptions wo{.format = out_format, .png_compression = common.write.png_compression};
         if (!args->layout.empty()) {
             const Layout l = parse_enum<Layout>(args->layout, "--layout");
             cube = cube.to_layout(l);

@@ -31,13 +31,14 @@ struct DemoArgs {
 const EntropyEdgeOptions kDemoEdges{.min_component = 3};
 
 /// Writes the scene's edge map (white edges on black) and returns its entry of the summary.
-nlohmann::json write_demo_edges(const Context& ctx, const Cube& cube, const std::string& path) {
+nlohmann::json write_demo_edges(const Context& ctx, const Cube& cube, const std::string& path,
+                                const WriteOptions& write) {
     EntropyEdgeOptions options = kDemoEdges;
     options.fusion = resolved_fusion(options.fusion, cube.bands());
     const Cube edges = entropy_edges(ctx, cube, options).edges;
     std::int64_t edge_pixels = 0;
     for (std::size_t i = 0; i < edges.num_elements(); ++i) edge_pixels += edges.data<std::uint8_t>()[i];
-    write_cube(binary_map_for_file(edges, path), path);
+    write_cube(binary_map_for_file(edges, path), path, write);
     const nlohmann::json p = parameters_json(options);
     return {{"path", path}, {"fusion", p["fusion"]}, {"vote_percent", p["vote_percent"]},
             {"min_component", p["min_component"]}, {"edge_pixels", edge_pixels}};
@@ -75,14 +76,15 @@ void demo_command(const DemoArgs& a) {
     nlohmann::json j;
     std::vector<std::string> written;
     try {
-        j = run_rcmg(ctx, a.scene, cube, RcmgOptions{}, {png, npy});  // the spec's defaults
+        j = run_rcmg(ctx, a.scene, cube, RcmgOptions{}, {png, npy}, common.write);  // the spec's defaults
         written = {png, npy};
         j["command"] = "demo";
-        j["edges"] = write_demo_edges(ctx, cube, edges_png);
+        j["edges"] = write_demo_edges(ctx, cube, edges_png, common.write);
         written.push_back(edges_png);
         if (!a.photo.empty()) {
             const std::string stem = std::filesystem::path(a.photo).stem().string();
-            QuantizeJob job{.input = a.photo, .output = a.out_dir + "/" + stem + "_k16.png", .options = KmeansOptions{}};
+            QuantizeJob job{.input = a.photo, .output = a.out_dir + "/" + stem + "_k16.png", .options = KmeansOptions{},
+                            .write = common.write};
             job.alpha_last = (photo.bands() == 2 || photo.bands() == 4) && detect_format(a.photo) == FileFormat::Png;
             j["quantize"] = run_quantize(ctx, photo, job);
             for (const auto& o : j["quantize"]["outputs"]) written.push_back(o["path"].get<std::string>());
@@ -120,6 +122,7 @@ Action add_demo(CLI::App& root) {
                     "also quantize this photo to 16 colours (k-means, seed 0): <out>/<photo stem>_k16.png, its\n"
                     ".indexed.png, .palette.json and .palette.png");
     add_common_flags(*app, args->common);
+    add_output_flags(*app, args->common);
     return [args] { demo_command(*args); };
 }
 

@@ -95,7 +95,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
     OutputList written;
     try {
         if (!a.output.empty()) {
-            write_cube(binary_map_for_file(r.edges, a.output, a.invert), a.output);
+            write_cube(binary_map_for_file(r.edges, a.output, a.invert), a.output, a.common.write);
             written.add(a.output, "edges", std::string(format_name(output_format(a.output))), "u8");
         }
         if (!a.per_band_out.empty()) {
@@ -107,7 +107,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
             for (int b = 0; b < maps.bands(); ++b) {
                 const std::string path =
                     band_file(a.per_band_out, pca ? "pc" : "band", pca ? b : band_index[std::size_t(b)]);
-                write_cube(binary_map_for_file(maps.select_bands({b}), path, a.invert), path);
+                write_cube(binary_map_for_file(maps.select_bands({b}), path, a.invert), path, a.common.write);
                 written.add(path, pca ? "component edges" : "band edges", "png", "u8");
             }
         }
@@ -117,7 +117,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
         }
         if (!a.vote_count_out.empty()) {
             const Cube count = vote_count_for_file(r, o, int(band_index.size()), a.vote_count_out);
-            write_cube(count, a.vote_count_out);
+            write_cube(count, a.vote_count_out, a.common.write);
             written.add(a.vote_count_out, "vote count", std::string(format_name(output_format(a.vote_count_out))),
                         std::string(dtype_name(count.dtype())));
         }
@@ -194,6 +194,7 @@ Action add_edges(CLI::App& root) {
     app->add_option("--vote-count-out", a->vote_count_out, "vote fusions: the vote count per pixel (.npy u16, or .png scaled 255*count/K)");
     app->add_flag("--invert", a->invert, "PNG: black edges on white (El-Sayed's look)");
     add_common_flags(*app, a->common);
+    add_output_flags(*app, a->common);
     return [a] { run_edges(*a); };
 }
 

@@ -72,7 +72,7 @@ void baseline_command(const BaselineArgs& a) {
     const BaselineResult result = baseline_edges_with_thresholds(ctx, cube, options);
     const double edges_ms = elapsed_ms(t0);
     t0 = std::chrono::steady_clock::now();
-    write_cube(binary_map_for_file(result.edges, a.output), a.output);
+    write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write);
     const double write_ms = elapsed_ms(t0);
 
     std::int64_t total = 0;
@@ -110,6 +110,7 @@ Action add_edges_baseline(CLI::App& root) {
     app->add_option("OUT", args->output, "output map: .png (one band) or .npy")->required();
     bind_flags(*app, args->options);
     add_common_flags(*app, args->common);
+    add_output_flags(*app, args->common);
     return [args] { baseline_command(*args); };
 }
 

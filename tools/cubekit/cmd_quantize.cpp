@@ -92,7 +92,8 @@ Palette read_given_palette(const QuantizeJob& job, int channels) {
 
 /// The indexed PNG: palette entry i = entry i of the final palette; excluded pixels get one more
 /// entry, black and fully transparent (tRNS), since they keep colours the palette does not hold.
-void write_indexed(const QuantizedImage& q, std::int64_t excluded, int width, int height, const std::string& path) {
+void write_indexed(const QuantizedImage& q, std::int64_t excluded, int width, int height, const std::string& path,
+                   PngCompression compression) {
     const std::size_t n = q.size(), channels = std::size_t(q.channels);
     std::vector<std::array<std::uint8_t, 3>> plte(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -107,7 +108,7 @@ void write_indexed(const QuantizedImage& q, std::int64_t excluded, int width, in
     std::vector<std::uint8_t> index(q.labels.size());
     for (std::size_t i = 0; i < index.size(); ++i)
         index[i] = std::uint8_t(q.labels[i] < 0 ? n : std::size_t(q.labels[i]));
-    write_indexed_png(path, width, height, index, plte, alpha);
+    write_indexed_png(path, width, height, index, plte, alpha, compression);
 }
 
 /// What one run made, for the outputs and the summary.
@@ -130,11 +131,11 @@ OutputList write_quantize_outputs(const Cube& image, const QuantizeJob& job, con
     }
     OutputList outputs;
     try {
-        write_cube(run.q.image, job.output);
+        write_cube(run.q.image, job.output, job.write);
         outputs.add(job.output, "quantized", std::string(format_name(plan.out_format)),
                     std::string(dtype_name(run.q.image.dtype())));
         if (write_index) {
-            write_indexed(run.q, excluded, image.width(), image.height(), plan.indexed_path);
+            write_indexed(run.q, excluded, image.width(), image.height(), plan.indexed_path, job.write.png_compression);
             outputs.add(plan.indexed_path, "indexed", "png", "u8");
         }
         const nlohmann::ordered_json pj = {{"palette", palette_entries_json(run.palette, r.valid_pixels)},
@@ -153,7 +154,7 @@ OutputList write_quantize_outputs(const Cube& image, const QuantizeJob& job, con
         outputs.add(plan.palette_json_path, "palette", "json");
         if (!plan.swatch_path.empty()) {
             const Cube swatch = palette_swatch(run.palette);
-            write_cube(swatch, plan.swatch_path);
+            write_cube(swatch, plan.swatch_path, job.write);
             outputs.add(plan.swatch_path, "swatch", "png", std::string(dtype_name(swatch.dtype())));
         }
     } catch (...) {
@@ -231,7 +232,8 @@ void quantize_command(const QuantizeArgs& a) {
                     .options = a.kmeans.options,
                     .k_given = a.kmeans.k_given(),
                     .colorspace = a.quantize.colorspace,
-                    .dither = a.quantize.dither};
+                    .dither = a.quantize.dither,
+                    .write = common.write};
     if (job.colorspace != Colorspace::Rgb || job.dither != Dither::None) {  // CPU only
         const std::string which = job.colorspace != Colorspace::Rgb
                                       ? "--colorspace " + std::string(enum_name(job.colorspace))
@@ -298,6 +300,7 @@ Action add_quantize(CLI::App& root) {
                     "--init explicit, start k-means from it instead");
     bind_flags(*app, args->quantize);  // --colorspace, --dither
     add_common_flags(*app, args->common);
+    add_output_flags(*app, args->common);
     return [args] { quantize_command(*args); };
 }
 

@@ -34,19 +34,19 @@ nlohmann::json gradient_stats(const Cube& gradient) {
 /// Writes the gradient to every output (PNG/PNM scaled for display, others as floats). Each
 /// write is atomic; a failure of a later output also takes back the earlier ones.
 OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& outputs,
-                          const std::vector<FileFormat>& formats) {
+                          const std::vector<FileFormat>& formats, const WriteOptions& write) {
     const double white = display_white_point(gradient);
     OutputList written;
     try {
         for (std::size_t i = 0; i < outputs.size(); ++i) {
             const std::string format(format_name(formats[i]));
             if (formats[i] == FileFormat::Png || formats[i] == FileFormat::Pnm) {
-                write_cube(to_display_u8(gradient, white), outputs[i]);
+                write_cube(to_display_u8(gradient, white), outputs[i], write);
                 written.add(outputs[i], {{"path", outputs[i]}, {"format", format}, {"dtype", "u8"},
                                          {"scale", {{"rule", "round(255 * min(v, white) / white), white = 99th percentile"},
                                                     {"white", white}}}});
             } else {
-                write_cube(gradient, outputs[i]);
+                write_cube(gradient, outputs[i], write);
                 written.add(outputs[i], {{"path", outputs[i]}, {"format", format},
                                          {"dtype", std::string(dtype_name(gradient.dtype()))}});
             }
@@ -61,7 +61,7 @@ OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& 
 }  // namespace
 
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
-                        const std::vector<std::string>& outputs) {
+                        const std::vector<std::string>& outputs, const WriteOptions& write) {
     check_rcmg_arguments(cube.shape(), options);
     std::vector<FileFormat> formats;
     for (const std::string& out : outputs) formats.push_back(output_format(out));  // refuse bad names before work
@@ -69,7 +69,7 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
     const Cube gradient = rcmg(ctx, cube, options);
     const double compute_ms = elapsed_ms(t0);
     t0 = std::chrono::steady_clock::now();
-    const OutputList written = write_gradient(gradient, outputs, formats);
+    const OutputList written = write_gradient(gradient, outputs, formats, write);
     const double write_ms = elapsed_ms(t0);
 
     nlohmann::json j = summary("rcmg", ctx);
@@ -104,6 +104,7 @@ Action add_rcmg(CLI::App& root) {
     app->add_option("OUT", args->outputs, "one or more outputs: .npy, .hdr/.img (ENVI), .png")->required();
     bind_flags(*app, args->options);
     add_common_flags(*app, args->common);
+    add_output_flags(*app, args->common);
     return [args] {
         const CommonOptions& common = args->common;
         const RcmgOptions& options = args->options;
@@ -112,7 +113,7 @@ Action add_rcmg(CLI::App& root) {
         const auto t0 = std::chrono::steady_clock::now();
         const Cube cube = read_input(args->input, common).cube;
         const double read_ms = elapsed_ms(t0);
-        nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs);
+        nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs, common.write);
         j["timings_ms"]["read"] = read_ms;
         say(common, "rcmg: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
                         j["implementation"].get<std::string>() + "], " + std::to_string(options.connectivity) +

@@ -264,7 +264,8 @@ OutputList write_zernike_outputs(const ZernikeArgs& a, ZernikeRun& run) {
         }
         if (!a.reconstruct.empty()) {
             const int bits = run.cube.dtype() == DType::U8 ? 8 : 16;
-            run.scale = write_reconstruction(run.rebuilt, run.target, run.t.moments.disk, bits, a.reconstruct);
+            run.scale = write_reconstruction(run.rebuilt, run.target, run.t.moments.disk, bits, a.reconstruct,
+                                             a.common.write);
             const bool npy = run.scale.bits == 0;
             written.add(a.reconstruct, "reconstruction", npy ? "npy" : "png",
                         npy ? "f64" : run.scale.bits == 8 ? "u8" : "u16");
@@ -406,6 +407,7 @@ Action add_zernike(CLI::App& root) {
         ->check(CLI::NonNegativeNumber);
     app->add_option("--reconstruct-image", a->reconstruct_image, "batch: image (file name) the PNG shows (default: the first)");
     add_common_flags(*app, a->common);
+    add_output_flags(*app, a->common);  // the --reconstruct PNG
     return [a] { run_zernike(*a); };
 }
 

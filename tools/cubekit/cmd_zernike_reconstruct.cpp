@@ -131,7 +131,7 @@ void run_reconstruct(const ReconstructArgs& a) {
     const Cube rebuilt = zernike_reconstruct(ctx, z, z.disk, K);
     const double reconstruct_ms = elapsed_ms(t0);
     const int bits = a.png_depth ? a.png_depth : f.dtype == "u8" ? 8 : 16;
-    const PngScale scale = write_reconstruction(rebuilt, 0, z.disk, bits, a.output);  // atomic: nothing to take back
+    const PngScale scale = write_reconstruction(rebuilt, 0, z.disk, bits, a.output, common.write);  // atomic
     OutputList written;
     written.add(a.output, "reconstruction", scale.bits == 0 ? "npy" : "png",
                 scale.bits == 0 ? "f64" : bits == 8 ? "u8" : "u16");
@@ -189,6 +189,7 @@ Action add_zernike_reconstruct(CLI::App& root) {
     app->add_option("--png-depth", a->png_depth, "PNG: 16 (min-max scaled) or 8 (clamped 0..255); default 8 when "
                                                  "the JSON says u8, else 16");
     add_common_flags(*app, a->common);
+    add_output_flags(*app, a->common);
     app->remove_option(app->get_option("--var"));  // no cube is read here
     app->remove_option(app->get_option("--bands"));
     return [a] { run_reconstruct(*a); };

@@ -10,6 +10,7 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/kmeans.hpp"
 #include "cubekit/quantize_image.hpp"
 #include "option_flags.hpp"
@@ -83,6 +84,7 @@ struct QuantizeJob {
     bool alpha_last = false;  ///< the last channel is alpha: not clustered, copied to OUT
     Colorspace colorspace = Colorspace::Rgb;
     Dither dither = Dither::None;
+    WriteOptions write;       ///< --png-compression, for OUT, the indexed PNG and the swatch
 };
 
 /// Runs the job: checks the output names, clusters (or applies --palette-in), writes OUT, the

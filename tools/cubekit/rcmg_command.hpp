@@ -7,13 +7,15 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/gradient.hpp"
+#include "cubekit/io.hpp"
 
 namespace cubekit::cli {
 
 /// Computes the RCMG of `cube` and writes it to each of `outputs`: .png gets the display scaling
 /// (v ↦ round(255·min(v, p99)/p99), p99 = the 99th percentile of the finite gradient values), anything else the float
-/// gradient (.npy (H, W) or ENVI). Returns the JSON summary (parameters, timings, outputs, stats).
+/// gradient (.npy (H, W) or ENVI); `write` (--png-compression) goes to every write. Returns the JSON
+/// summary (parameters, timings, outputs, stats).
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
-                        const std::vector<std::string>& outputs);
+                        const std::vector<std::string>& outputs, const WriteOptions& write);
 
 }  // namespace cubekit::cli

@@ -315,14 +315,15 @@ void check_image_output(const std::string& path, const std::string& flag) {
                            "'; expected .png (one band, scaled) or .npy (every band, float64)");
 }
 
-PngScale write_reconstruction(const Cube& rebuilt, int band, const ZernikeDisk& disk, int bits, const std::string& path) {
+PngScale write_reconstruction(const Cube& rebuilt, int band, const ZernikeDisk& disk, int bits, const std::string& path,
+                              const WriteOptions& write) {
     if (lower_extension(path) == ".npy") {
-        write_cube(rebuilt, path);
+        write_cube(rebuilt, path, write);
         return {0, 0.0, 0.0};
     }
     const int W = rebuilt.width(), H = rebuilt.height();
     if (bits == 8) {
-        write_cube(rebuilt.select_bands({band}).to_dtype(DType::U8), path);  // rounds, clamps, NaN -> 0
+        write_cube(rebuilt.select_bands({band}).to_dtype(DType::U8), path, write);  // rounds, clamps, NaN -> 0
         return {8, 0.0, 255.0};
     }
     double lo = INFINITY, hi = -INFINITY;
@@ -342,7 +343,7 @@ PngScale write_reconstruction(const Cube& rebuilt, int band, const ZernikeDisk& 
             if (!std::isfinite(v)) continue;
             png.at<std::uint16_t>(x, y, 0) = std::uint16_t(std::clamp(std::lround((v - lo) / span * 65535.0), 0L, 65535L));
         }
-    write_cube(png, path);
+    write_cube(png, path, write);
     return {16, lo, hi};
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/zernike.hpp"
 
 namespace cubekit::cli {
@@ -75,7 +76,9 @@ void check_image_output(const std::string& path, const std::string& flag);
 
 /// Writes a reconstruction: .npy = every band of `rebuilt` as f64; .png = band `band` with
 /// bits = 8 (values rounded and clamped to 0..255) or 16 (min–max over the disk's pixels scaled to
-/// 0..65535, pixels outside the disk 0). Returns the scale of the PNG (bits 0 for .npy). Atomic.
-PngScale write_reconstruction(const Cube& rebuilt, int band, const ZernikeDisk& disk, int bits, const std::string& path);
+/// 0..65535, pixels outside the disk 0), written with `write` (--png-compression). Returns the scale
+/// of the PNG (bits 0 for .npy). Atomic.
+PngScale write_reconstruction(const Cube& rebuilt, int band, const ZernikeDisk& disk, int bits, const std::string& path,
+                              const WriteOptions& write);
 
 }  // namespace cubekit::cli
