@@ -40,18 +40,33 @@ def array_kind(x) -> str:
     return "numpy"
 
 
+def _cupy_stream(cupy, device: int) -> int:
+    """The raw pointer of CuPy's current stream on ``device``."""
+    try:
+        return cupy.cuda.get_current_stream(device).ptr  # CuPy >= 12: no Device context switch
+    except TypeError:
+        with cupy.cuda.Device(device):
+            return cupy.cuda.get_current_stream().ptr
+
+
+def _torch_stream(torch, device: int) -> int:
+    """The raw pointer of PyTorch's current stream on ``device``: the raw accessor (what Triton
+    uses) skips building a torch.cuda.Stream object per call; the public call is the fallback."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+
+
 def _device_and_stream(x, kind: str) -> tuple[int, int]:
+    # Called on every call with a device array: the binding-overhead benchmark
+    # (bench/python_overhead.py) measures what this costs.
     if kind == "cupy":
         import cupy
         device = x.device.id
-        with cupy.cuda.Device(device):
-            ptr = cupy.cuda.get_current_stream().ptr
-        return device, ptr or _LEGACY_STREAM
+        return device, _cupy_stream(cupy, device) or _LEGACY_STREAM
     if kind == "torch":
         import torch
-        device = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        ptr = torch.cuda.current_stream(device).cuda_stream
-        return device, ptr or _LEGACY_STREAM
+        device = x.get_device()
+        return device, _torch_stream(torch, device) or _LEGACY_STREAM
     if kind == "dlpack":
         return x.__dlpack_device__()[1], _LEGACY_STREAM
     ptr = x.__cuda_array_interface__["data"][0]
