@@ -65,3 +65,26 @@ def test_png_compression_levels_decode_alike(level, rng, tmp_path):
     with pytest.raises(ValueError, match="png_compression"):
         cubekit.write(tmp_path / "b.png", a, png_compression="tiny")
     assert not (tmp_path / "b.png").exists()
+
+
+def test_gdal_is_loaded_only_for_a_file_that_needs_it(tmp_path):
+    """GDAL (~70 libraries, ~35 ms of start-up) stays out of the process until a file no other
+    reader takes is opened (the plugin libcubekit_gdal.so)."""
+    import subprocess
+    import sys
+    from conftest import SHARED
+    tif = SHARED / "multispectral" / "L7_ETMs.tif"
+    code = f"""
+import cubekit
+maps = lambda: open('/proc/self/maps').read()
+cubekit.imread(cubekit.data_path('chelsea')); cubekit.read(cubekit.data_path('samson'))
+print('gdal after png/envi:', 'libgdal' in maps())
+if {str(tif)!r} and __import__('os').path.exists({str(tif)!r}) and cubekit.gdal_available():
+    a, m = cubekit.read({str(tif)!r})
+    print('gdal after tif:', 'libgdal' in maps(), a.shape, m['format'])
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "gdal after png/envi: False" in r.stdout
+    if "gdal after tif" in r.stdout:
+        assert "gdal after tif: True" in r.stdout and r.stdout.rstrip().endswith(" gdal")

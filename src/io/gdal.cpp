@@ -1,5 +1,6 @@
 // Rasters through GDAL (GeoTIFF, ERDAS .lan, ...): the fallback reader for files no other reader
-// recognises. Compiled to a stub that refuses with a clear message when GDAL is not built in
+// recognises, through the plugin libcubekit_gdal.so loaded on first need (gdal_plugin.hpp).
+// Compiled to a stub that refuses with a clear message when GDAL is not built in
 // (CUBEKIT_HAVE_GDAL undefined).
 //
 // Result: BSQ (GDAL reads band by band), element type of the first band (the others are converted
@@ -8,12 +9,15 @@
 #include "io/io_internal.hpp"
 
 #ifdef CUBEKIT_HAVE_GDAL
-#include <climits>
-#include <memory>
-#include <mutex>
+#include <dlfcn.h>
 
-#include <cpl_error.h>
-#include <gdal.h>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/gdal_plugin.hpp"
 #endif
 
 namespace cubekit {
@@ -31,104 +35,139 @@ Cube read_gdal(const fs::path& path) {
 
 #else
 
-bool gdal_available() { return true; }
-
 namespace io_detail {
 
 namespace {
 
 constexpr std::string_view kRead = "read_gdal";
 
-// GDALAllRegister must run once before any open; call_once makes concurrent first reads safe.
-void ensure_registered() {
-    static std::once_flag once;
-    std::call_once(once, [] { GDALAllRegister(); });
+// GDAL's GDALDataType values (stable since GDAL 1.x), so that this file needs no GDAL header.
+enum GdalType { kByte = 1, kUInt16 = 2, kInt16 = 3, kUInt32 = 4, kInt32 = 5, kFloat32 = 6, kFloat64 = 7 };
+
+// The plugin's functions, loaded once on first need (gdal_plugin.hpp says why it is a plugin).
+struct Plugin {
+    CubekitGdalIdentify identify = nullptr;
+    CubekitGdalOpen open = nullptr;
+    CubekitGdalReadBand read_band = nullptr;
+    CubekitGdalText text = nullptr;
+    CubekitGdalClose close = nullptr;
+    std::string error;  // why it could not be loaded
+};
+
+// Where the plugin is looked for: $CUBEKIT_GDAL_PLUGIN; next to the binary that holds this code
+// (the CLI, libcubekit.so, the Python module); where the build put it; the loader's search path.
+std::vector<std::string> plugin_candidates() {
+    std::vector<std::string> out;
+    if (const char* env = std::getenv("CUBEKIT_GDAL_PLUGIN"); env && *env) out.emplace_back(env);
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&plugin_candidates), &info) && info.dli_fname)
+        out.push_back((fs::path(info.dli_fname).parent_path() / "libcubekit_gdal.so").string());
+#ifdef CUBEKIT_GDAL_PLUGIN_PATH
+    out.emplace_back(CUBEKIT_GDAL_PLUGIN_PATH);
+#endif
+    out.emplace_back("libcubekit_gdal.so");
+    return out;
 }
 
-// GDAL prints errors to stderr by default; we report them in the exception instead. The handler
-// stack is per thread in GDAL, so this does not affect other threads.
-struct QuietErrors {
-    QuietErrors() {
-        CPLPushErrorHandler(CPLQuietErrorHandler);
-        CPLErrorReset();
+Plugin load_plugin() {
+    Plugin p;
+    void* lib = nullptr;
+    for (const std::string& path : plugin_candidates()) {
+        if (path.find('/') != std::string::npos && !fs::exists(path)) continue;
+        if ((lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+        const char* e = dlerror();
+        p.error += (p.error.empty() ? "" : "; ") + std::string(e ? e : path);
     }
-    ~QuietErrors() { CPLPopErrorHandler(); }
-};
-
-std::string last_error() {
-    const char* msg = CPLGetLastErrorMsg();
-    return msg && *msg ? msg : "unknown GDAL error";
+    if (!lib) {
+        if (p.error.empty()) p.error = "libcubekit_gdal.so not found";
+        return p;
+    }
+    const auto sym = [&](const char* name) { return dlsym(lib, name); };
+    p.identify = reinterpret_cast<CubekitGdalIdentify>(sym("cubekit_gdal_identify"));
+    p.open = reinterpret_cast<CubekitGdalOpen>(sym("cubekit_gdal_open"));
+    p.read_band = reinterpret_cast<CubekitGdalReadBand>(sym("cubekit_gdal_read_band"));
+    p.text = reinterpret_cast<CubekitGdalText>(sym("cubekit_gdal_text"));
+    p.close = reinterpret_cast<CubekitGdalClose>(sym("cubekit_gdal_close"));
+    if (!p.identify || !p.open || !p.read_band || !p.text || !p.close) {
+        p = {};
+        p.error = "libcubekit_gdal.so lacks the cubekit_gdal_* functions";
+    }
+    return p;  // the library stays loaded for the life of the process
 }
 
-struct DatasetClose {
-    void operator()(void* ds) const { GDALClose(static_cast<GDALDatasetH>(ds)); }
-};
-
-}  // namespace
-
-bool gdal_identifies(const fs::path& path) {
-    ensure_registered();
-    QuietErrors quiet;
-    return GDALIdentifyDriver(path.c_str(), nullptr) != nullptr;
+const Plugin& plugin() {
+    static const Plugin p = load_plugin();  // thread-safe, once
+    return p;
 }
 
-Cube read_gdal(const fs::path& path) {
-    InputFile probe(kRead, path);  // IoError with strerror when missing (GDAL's message is vaguer)
-    ensure_registered();
-    QuietErrors quiet;
-    std::unique_ptr<void, DatasetClose> ds(GDALOpen(path.c_str(), GA_ReadOnly));
-    if (!ds) throw_invalid(kRead, path, "GDAL cannot open it: " + last_error());
-    const auto h = static_cast<GDALDatasetH>(ds.get());
-    const int W = GDALGetRasterXSize(h), H = GDALGetRasterYSize(h), B = GDALGetRasterCount(h);
-    if (W <= 0 || H <= 0 || B <= 0)
-        throw_invalid(kRead, path, "GDAL reports " + std::to_string(W) + "x" + std::to_string(H) + "x" + std::to_string(B) +
-                                       "; a raster with at least one band is needed");
+struct Close {
+    void operator()(void* h) const { plugin().close(h); }
+};
 
-    const GDALDataType gt = GDALGetRasterDataType(GDALGetRasterBand(h, 1));
-    DType dtype{};
-    switch (gt) {
-        case GDT_Byte: dtype = DType::U8; break;
-        case GDT_UInt16: dtype = DType::U16; break;
-        case GDT_Int16: dtype = DType::I16; break;
-        case GDT_UInt32: dtype = DType::U32; break;
-        case GDT_Int32: dtype = DType::I32; break;
-        case GDT_Float32: dtype = DType::F32; break;
-        case GDT_Float64: dtype = DType::F64; break;
+DType dtype_of(int gdal_type, const char* name, const fs::path& path) {
+    switch (gdal_type) {
+        case kByte: return DType::U8;
+        case kUInt16: return DType::U16;
+        case kInt16: return DType::I16;
+        case kUInt32: return DType::U32;
+        case kInt32: return DType::I32;
+        case kFloat32: return DType::F32;
+        case kFloat64: return DType::F64;
         default:
             throw_invalid(kRead, path,
-                          std::string("band 1 type '") + GDALGetDataTypeName(gt) +
+                          std::string("band 1 type '") + name +
                               "' is not supported (Byte, UInt16, Int16, UInt32, Int32, Float32, Float64 are)");
     }
+}
 
-    Cube cube(W, H, B, dtype, Layout::BSQ);
-    const std::size_t band_bytes = std::size_t(W) * std::size_t(H) * dtype_size(dtype);
-    Metadata& meta = cube.metadata();
-    bool all_named = true;
+// Projection, geotransform (as "a, b, c, d, e, f"), ENVI map info, band names when every band has one.
+void read_metadata(void* h, int bands, Metadata& meta) {
+    const Plugin& p = plugin();
     std::vector<std::string> names;
-    for (int b = 0; b < B; ++b) {
-        GDALRasterBandH band = GDALGetRasterBand(h, b + 1);
-        if (GDALRasterIO(band, GF_Read, 0, 0, W, H, cube.bytes() + std::size_t(b) * band_bytes, W, H, gt, 0, 0) != CE_None)
-            throw_invalid(kRead, path, "GDAL failed reading band " + std::to_string(b + 1) + ": " + last_error());
-        const char* desc = GDALGetDescription(band);
-        if (desc && *desc)
-            names.emplace_back(desc);
-        else
-            all_named = false;
-    }
-    if (all_named) meta.band_names = std::move(names);
-    if (const char* wkt = GDALGetProjectionRef(h); wkt && *wkt) meta.coordinate_system = wkt;
-    double t[6];
-    if (GDALGetGeoTransform(h, t) == CE_None) {
+    for (int b = 0; b < bands; ++b)
+        if (const std::string n = p.text(h, ("band_name:" + std::to_string(b)).c_str()); !n.empty()) names.push_back(n);
+    if (int(names.size()) == bands) meta.band_names = std::move(names);
+    if (const std::string wkt = p.text(h, "wkt"); !wkt.empty()) meta.coordinate_system = wkt;
+    if (const std::string t = p.text(h, "geotransform"); !t.empty()) {
+        std::istringstream in(t);
         std::string s;
-        for (int i = 0; i < 6; ++i) s += (i ? ", " : "") + format_double(t[i]);
+        double v = 0;
+        for (int i = 0; i < 6 && (in >> v); ++i) s += (i ? ", " : "") + format_double(v);
         meta.extra["geotransform"] = s;
     }
     // ENVI files opened through GDAL (rare: only when forced) keep their map info.
-    if (const char* mi = GDALGetMetadataItem(h, "map_info", "ENVI"); mi && *mi) meta.map_info = mi;
+    if (const std::string mi = p.text(h, "map_info"); !mi.empty()) meta.map_info = mi;
+}
+
+}  // namespace
+
+bool gdal_identifies(const fs::path& path) { return gdal_available() && plugin().identify(path.c_str()) != 0; }
+
+Cube read_gdal(const fs::path& path) {
+    InputFile probe(kRead, path);  // IoError with strerror when missing (GDAL's message is vaguer)
+    if (!gdal_available())
+        throw_invalid(kRead, path, "GDAL support is built in, but its plugin could not be loaded: " + plugin().error);
+    char error[512] = {};
+    void* raw = nullptr;
+    CubekitGdalRaster r{};
+    if (plugin().open(path.c_str(), &raw, &r, error, sizeof error) != 0) throw_invalid(kRead, path, error);
+    const std::unique_ptr<void, Close> h(raw);
+    if (r.width <= 0 || r.height <= 0 || r.bands <= 0)
+        throw_invalid(kRead, path, "GDAL reports " + std::to_string(r.width) + "x" + std::to_string(r.height) + "x" +
+                                       std::to_string(r.bands) + "; a raster with at least one band is needed");
+    const DType dtype = dtype_of(r.gdal_type, r.type_name, path);
+    Cube cube = Cube::uninitialized(r.width, r.height, r.bands, dtype, Layout::BSQ);  // every band is read
+    const std::size_t band_bytes = std::size_t(r.width) * std::size_t(r.height) * dtype_size(dtype);
+    for (int b = 0; b < r.bands; ++b)
+        if (plugin().read_band(h.get(), b, r.gdal_type, cube.bytes() + std::size_t(b) * band_bytes, error, sizeof error))
+            throw_invalid(kRead, path, error);
+    read_metadata(h.get(), r.bands, cube.metadata());
     return cube;
 }
 
 }  // namespace io_detail
+
+bool gdal_available() { return io_detail::plugin().open != nullptr; }
 
 #endif
 
