@@ -109,8 +109,10 @@ double elapsed_ms(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-void emit_json(const CommonOptions& common, const nlohmann::json& j) {
-    if (common.json) std::cout << j.dump(2) << std::endl;
+void emit_json(const CommonOptions& common, nlohmann::json& j, const Timings& timings) {
+    if (!common.json) return;
+    j["timings_ms"] = timings.json();
+    std::cout << j.dump(2) << std::endl;
 }
 
 }  // namespace cubekit::cli

@@ -12,6 +12,7 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/io.hpp"
+#include "timings.hpp"
 
 namespace cubekit::cli {
 
@@ -54,7 +55,8 @@ nlohmann::json shape_json(const CubeShape& shape);
 /// Milliseconds since `start`.
 double elapsed_ms(std::chrono::steady_clock::time_point start);
 
-/// Prints the summary as the only thing on stdout (with --json).
-void emit_json(const CommonOptions& common, const nlohmann::json& j);
+/// With --json: sets j["timings_ms"] to `timings` (with startup, and total up to now) and prints the
+/// summary as the only thing on stdout.
+void emit_json(const CommonOptions& common, nlohmann::json& j, const Timings& timings);
 
 }  // namespace cubekit::cli

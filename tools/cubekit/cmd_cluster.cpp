@@ -224,20 +224,16 @@ void cluster_command(const ClusterArgs& a) {
         throw InvalidInput("--init explicit needs --centroids-in FILE (the initial centroid spectra)");
     check_distinct({out, beside(out, ".png"), beside(out, ".centroids.csv"), beside(out, ".centroids.json")},
                    "OUT " + out);
-    Context ctx = make_context(common, "cluster");
-    auto t0 = std::chrono::steady_clock::now();
-    const Input in = read_input(a.input, common);
+    Timings timings;
+    Context ctx = timings.time("context", [&] { return make_context(common, "cluster"); });
+    const Input in = timings.time("read", [&] { return read_input(a.input, common); });
     const Cube& cube = in.cube;
     const std::vector<int> band_indices = common.bands.empty() ? std::vector<int>{} : in.bands;
-    const double read_ms = elapsed_ms(t0);
-    t0 = std::chrono::steady_clock::now();
-    const auto [r, mode] = classify(ctx, cube, a, options);
-    const double kmeans_ms = elapsed_ms(t0);
-    t0 = std::chrono::steady_clock::now();
+    const auto [r, mode] = timings.time("kmeans", [&] { return classify(ctx, cube, a, options); });
     Cube labels;
-    const OutputList outputs = write_cluster_outputs(r, cube, out, centroid_files(r, cube, a.input, band_indices),
-                                                     common.write, labels);
-    const double write_ms = elapsed_ms(t0);
+    const OutputList outputs = timings.time("write", [&] {
+        return write_cluster_outputs(r, cube, out, centroid_files(r, cube, a.input, band_indices), common.write, labels);
+    });
 
     nlohmann::json j = summary("cluster", ctx);
     j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
@@ -250,7 +246,6 @@ void cluster_command(const ClusterArgs& a) {
     j["label_dtype"] = std::string(dtype_name(labels.dtype()));
     j["counts"] = r.counts;
     j["elapsed_ms"] = elapsed_ms(t_start);
-    j["timings_ms"] = {{"read", read_ms}, {"kmeans", kmeans_ms}, {"write", write_ms}};
     j["outputs"] = outputs.json();
     j["warnings"] = r.warnings;
     say(common, "cluster: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
@@ -259,7 +254,7 @@ void cluster_command(const ClusterArgs& a) {
                     std::to_string(r.iterations) + " iterations" + (r.converged ? " (converged)" : " (not converged)"));
     for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
     for (const std::string& w : r.warnings) std::cerr << "cubekit: warning: " << w << "\n";
-    emit_json(common, j);
+    emit_json(common, j, timings);
 }
 
 }  // namespace

@@ -10,12 +10,52 @@
 
 namespace cubekit::cli {
 
+namespace {
+
+struct ConvertArgs {
+    CommonOptions common;
+    std::string input, output, layout, out_type, crop;
+};
+
+/// The cube as OUT gets it: --bands, --crop, --out-type, --layout applied in that order.
+Cube converted(Cube cube, const ConvertArgs& a) {
+    if (!a.common.bands.empty()) cube = cube.select_bands(parse_band_list(a.common.bands, cube.bands(), "--bands"));
+    if (!a.crop.empty()) {
+        int v[4];
+        char c1, c2, c3;
+        std::istringstream s(a.crop);
+        if (!(s >> v[0] >> c1 >> v[1] >> c2 >> v[2] >> c3 >> v[3]) || c1 != ',' || c2 != ',' || c3 != ',' || !s.eof())
+            throw InvalidInput("--crop = '" + a.crop + "': expected X,Y,W,H (four integers)");
+        cube = cube.crop(v[0], v[1], v[2], v[3]);
+    }
+    if (!a.out_type.empty()) cube = cube.to_dtype(parse_dtype(a.out_type, "--out-type"));
+    if (!a.layout.empty()) cube = cube.to_layout(parse_enum<Layout>(a.layout, "--layout"));
+    return cube;
+}
+
+void convert_command(const ConvertArgs& a) {
+    const CommonOptions& common = a.common;
+    Timings timings;
+    const FileFormat out_format = output_format(a.output);  // refuse a bad OUT before reading
+    // Validates --backend/--device; the conversion itself is I/O and CPU work.
+    const Context ctx = timings.time("context", [&] { return make_context(common, "convert"); });
+    Cube cube = timings.time("read", [&] { return read_cube(a.input, {.var = common.var}); });
+    const CubeShape in_shape = cube.shape();
+    cube = timings.time("convert", [&] { return converted(std::move(cube), a); });
+    const WriteOptions wo{.format = out_format, .png_compression = common.write.png_compression};
+    timings.time("write", [&] { write_cube(cube, a.output, wo); });
+    say(common, "convert: " + a.input + " (" + in_shape.describe() + ") -> " + a.output + " (" +
+                    cube.shape().describe() + ", " + std::string(format_name(out_format)) + ")");
+    nlohmann::json j = {{"command", "convert"}, {"input", a.input}, {"output", a.output},
+                        {"format", std::string(format_name(out_format))}, {"input_shape", shape_json(in_shape)},
+                        {"output_shape", shape_json(cube.shape())}};
+    emit_json(common, j, timings);
+}
+
+}  // namespace
+
 Action add_convert(CLI::App& root) {
-    struct Args {
-        CommonOptions common;
-        std::string input, output, layout, out_type, crop;
-    };
-    auto args = std::make_shared<Args>();
+    auto args = std::make_shared<ConvertArgs>();
     CLI::App* app = root.add_subcommand("convert", "Convert between formats, layouts and element types; select bands; crop");
     app->footer("Examples:\n"
                 "  cubekit convert scene.mat scene.hdr --var data --layout bip      # ENVI, pixel-interleaved\n"
@@ -29,36 +69,7 @@ Action add_convert(CLI::App& root) {
     app->add_option("--crop", args->crop, "spatial window X,Y,W,H (0-based top-left corner, then size)");
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);
-    return [args] {
-        const CommonOptions& common = args->common;
-        const auto start = std::chrono::steady_clock::now();
-        const FileFormat out_format = output_format(args->output);  // refuse a bad OUT before reading
-        const Context ctx = make_context(common, "convert");  // validates --backend/--device; conversion is I/O
-        Cube cube = read_cube(args->input, {.var = common.var});
-        const CubeShape in_shape = cube.shape();
-        if (!common.bands.empty()) cube = cube.select_bands(parse_band_list(common.bands, cube.bands(), "--bands"));
-        if (!args->crop.empty()) {
-            int v[4];
-            char c1, c2, c3;
-            std::istringstream s(args->crop);
-            if (!(s >> v[0] >> c1 >> v[1] >> c2 >> v[2] >> c3 >> v[3]) || c1 != ',' || c2 != ',' || c3 != ',' || !s.eof())
-                throw InvalidInput("--crop = '" + args->crop + "': expected X,Y,W,H (four integers)");
-            cube = cube.crop(v[0], v[1], v[2], v[3]);
-        }
-        if (!args->out_type.empty()) cube = cube.to_dtype(parse_dtype(args->out_type, "--out-type"));
-        WriteOptions wo{.format = out_format, .png_compression = common.write.png_compression};
-        if (!args->layout.empty()) {
-            const Layout l = parse_enum<Layout>(args->layout, "--layout");
-            cube = cube.to_layout(l);
-        }
-        write_cube(cube, args->output, wo);
-        say(common, "convert: " + args->input + " (" + in_shape.describe() + ") -> " + args->output + " (" +
-                        cube.shape().describe() + ", " + std::string(format_name(out_format)) + ")");
-        nlohmann::json j = {{"command", "convert"}, {"input", args->input}, {"output", args->output},
-                            {"format", std::string(format_name(out_format))}, {"input_shape", shape_json(in_shape)},
-                            {"output_shape", shape_json(cube.shape())}, {"timings_ms", {{"total", elapsed_ms(start)}}}};
-        emit_json(common, j);
-    };
+    return [args] { convert_command(*args); };
 }
 
 }  // namespace cubekit::cli

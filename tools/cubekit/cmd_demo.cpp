@@ -63,9 +63,14 @@ void say_photo(const CommonOptions& common, const std::string& photo, const nloh
 
 void demo_command(const DemoArgs& a) {
     const CommonOptions& common = a.common;
-    Context ctx = make_context(common, "rcmg");  // a bad --device/--backend fails before anything is made
-    const Cube cube = read_input(a.scene, common).cube;
-    const Cube photo = a.photo.empty() ? Cube() : read_cube(a.photo);  // a bad photo fails before any output
+    // timings_ms: context, read (scene and photo), rcmg and write (its outputs), edges (computed and
+    // written), quantize (the whole photo job; its own breakdown is under quantize.timings_ms).
+    Timings timings;
+    // A bad --device/--backend fails before anything is made.
+    Context ctx = timings.time("context", [&] { return make_context(common, "rcmg"); });
+    const Cube cube = timings.time("read", [&] { return read_input(a.scene, common).cube; });
+    // A bad photo fails before any output.
+    const Cube photo = timings.time("read", [&] { return a.photo.empty() ? Cube() : read_cube(a.photo); });
     const bool made_dir = !std::filesystem::exists(a.out_dir);
     std::error_code ec;
     std::filesystem::create_directories(a.out_dir, ec);
@@ -79,16 +84,18 @@ void demo_command(const DemoArgs& a) {
         j = run_rcmg(ctx, a.scene, cube, RcmgOptions{}, {png, npy}, common.write);  // the spec's defaults
         written = {png, npy};
         j["command"] = "demo";
-        j["edges"] = write_demo_edges(ctx, cube, edges_png, common.write);
+        timings.add(j["timings_ms"]);  // rcmg, write
+        j["edges"] = timings.time("edges", [&] { return write_demo_edges(ctx, cube, edges_png, common.write); });
         written.push_back(edges_png);
         if (!a.photo.empty()) {
             const std::string stem = std::filesystem::path(a.photo).stem().string();
             QuantizeJob job{.input = a.photo, .output = a.out_dir + "/" + stem + "_k16.png", .options = KmeansOptions{},
                             .write = common.write};
             job.alpha_last = (photo.bands() == 2 || photo.bands() == 4) && detect_format(a.photo) == FileFormat::Png;
-            j["quantize"] = run_quantize(ctx, photo, job);
+            j["quantize"] = timings.time("quantize", [&] { return run_quantize(ctx, photo, job); });
             for (const auto& o : j["quantize"]["outputs"]) written.push_back(o["path"].get<std::string>());
         }
+        j["timings_ms"] = timings.json();  // total: up to this file
         write_text_file(json_path, j.dump(2) + "\n");
     } catch (...) {
         remove_outputs(written);
@@ -105,7 +112,7 @@ void demo_command(const DemoArgs& a) {
                     " per-band maps, " + std::to_string(j["edges"]["edge_pixels"].get<std::int64_t>()) + " edge pixels)");
     if (!a.photo.empty()) say_photo(common, a.photo, j["quantize"]);
     say(common, "demo: wrote " + json_path + " (parameters, timings, outputs)");
-    emit_json(common, j);
+    emit_json(common, j, timings);
 }
 
 }  // namespace

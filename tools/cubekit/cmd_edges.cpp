@@ -1,6 +1,5 @@
 // cubekit edges: entropy-threshold edge detection of an image or a cube, with noise removal and the
 // seven fusion strategies (spec edges.md).
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -130,11 +129,11 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
 
 void run_edges(const EdgesArgs& a) {
     const CommonOptions& common = a.common;
-    Context ctx = make_context(common, "edges");
-    const auto t0 = std::chrono::steady_clock::now();
-    const Input in = read_input(a.input, common);  // its band indices name the bands in the thresholds file
+    Timings timings;
+    Context ctx = timings.time("context", [&] { return make_context(common, "edges"); });
+    // Its band indices name the bands in the thresholds file.
+    const Input in = timings.time("read", [&] { return read_input(a.input, common); });
     const Cube& cube = in.cube;
-    const double read_ms = elapsed_ms(t0);
 
     EntropyEdgeOptions o = a.options;
     o.fusion = resolved_fusion(o.fusion, cube.bands());  // the fusion that runs, for the checks and the summary
@@ -144,10 +143,8 @@ void run_edges(const EdgesArgs& a) {
         say(common, "edges: --pca-components " + std::to_string(o.pca_components) + " clamped to the " +
                         std::to_string(cube.bands()) + " bands of the input");
 
-    const auto t1 = std::chrono::steady_clock::now();
-    const EntropyEdgeResult r = entropy_edges(ctx, cube, o);
-    const double compute_ms = elapsed_ms(t1);
-    const OutputList written = write_edges_outputs(a, o, r, in.bands);
+    const EntropyEdgeResult r = timings.time("edges", [&] { return entropy_edges(ctx, cube, o); });
+    const OutputList written = timings.time("write", [&] { return write_edges_outputs(a, o, r, in.bands); });
 
     std::int64_t edge_pixels = 0;
     for (std::size_t i = 0; i < r.edges.num_elements(); ++i) edge_pixels += r.edges.data<std::uint8_t>()[i] != 0;
@@ -161,12 +158,11 @@ void run_edges(const EdgesArgs& a) {
     }
     j["edge_pixels"] = edge_pixels;
     j["edge_fraction"] = r.edges.num_elements() ? double(edge_pixels) / double(r.edges.num_elements()) : 0.0;
-    j["timings_ms"] = {{"read", read_ms}, {"edges", compute_ms}};
     j["outputs"] = written.json();
     say(common, "edges: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", fusion " +
                     std::string(fusion_name(o.fusion)) + ", " + std::to_string(edge_pixels) + " edge pixels");
     for (const auto& w : written.json()) say(common, "  wrote " + w["path"].get<std::string>());
-    emit_json(common, j);
+    emit_json(common, j, timings);
 }
 
 }  // namespace

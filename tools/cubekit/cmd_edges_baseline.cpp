@@ -1,6 +1,5 @@
 // cubekit edges-baseline: the classical detectors the entropy detector is compared against (spec
 // edges.md §3.10, E6), with MATLAB R2016 edge() defaults.
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -61,19 +60,15 @@ void baseline_command(const BaselineArgs& a) {
     if (format != FileFormat::Png && format != FileFormat::Npy)
         throw InvalidInput("edges-baseline: OUT = " + a.output + "; expected a .png or .npy path");
 
-    Context ctx = make_context(common, "edges-baseline");
-    auto t0 = std::chrono::steady_clock::now();
-    const Cube cube = read_input(a.input, common).cube;
-    const double read_ms = elapsed_ms(t0);
+    Timings timings;
+    Context ctx = timings.time("context", [&] { return make_context(common, "edges-baseline"); });
+    const Cube cube = timings.time("read", [&] { return read_input(a.input, common).cube; });
     if (format == FileFormat::Png && cube.bands() != 1)
         throw InvalidInput("edges-baseline: OUT " + a.output + " is a PNG, which holds one band, and IN has " +
                            std::to_string(cube.bands()) + " bands; pick one with --bands N or write .npy");
-    t0 = std::chrono::steady_clock::now();
-    const BaselineResult result = baseline_edges_with_thresholds(ctx, cube, options);
-    const double edges_ms = elapsed_ms(t0);
-    t0 = std::chrono::steady_clock::now();
-    write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write);
-    const double write_ms = elapsed_ms(t0);
+    const BaselineResult result =
+        timings.time("edges", [&] { return baseline_edges_with_thresholds(ctx, cube, options); });
+    timings.time("write", [&] { write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write); });
 
     std::int64_t total = 0;
     nlohmann::json j = summary("edges-baseline", ctx);
@@ -81,13 +76,12 @@ void baseline_command(const BaselineArgs& a) {
     j["parameters"] = baseline_parameters(options);
     j["bands"] = band_json(result, options, total);
     j["edge_pixels"] = total;
-    j["timings_ms"] = {{"read", read_ms}, {"edges", edges_ms}, {"write", write_ms}};
     j["outputs"] = nlohmann::json::array({{{"path", a.output}, {"format", std::string(format_name(format))},
                                            {"dtype", "u8"}, {"edge_value", format == FileFormat::Png ? 255 : 1}}});
     say(common, "edges-baseline: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
                     std::string(baseline_name(options.method)) + ", " + std::to_string(total) + " edge pixels");
     say(common, "  wrote " + a.output);
-    emit_json(common, j);
+    emit_json(common, j, timings);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "cubekit/edge_baselines.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
+#include "timings.hpp"
 
 namespace cubekit::cli {
 
@@ -42,7 +43,8 @@ Action add_edges_score(CLI::App& root) {
         "  precision = fraction of predicted pixels with d <= tolerance; recall likewise from REF\n"
         "  f         = 2PR/(P+R) (0 when P+R = 0)\n"
         "Both maps empty: every score 1; only one empty: every score 0.\n"
-        "Prints {\"fom\", \"precision\", \"recall\", \"f\", \"predicted\", \"reference\", \"tolerance\"} as JSON.\n"
+        "Prints {\"fom\", \"precision\", \"recall\", \"f\", \"predicted\", \"reference\", \"tolerance\", \"timings_ms\"}\n"
+        "as JSON (timings_ms: startup, read, score, total in ms).\n"
         "Example:\n"
         "  cubekit edges-score canny.png reference.png --tolerance 2");
     app->add_option("PRED", args->predicted, "predicted edge map")->required();
@@ -52,12 +54,13 @@ Action add_edges_score(CLI::App& root) {
     return [args] {
         if (!(args->tolerance >= 0) || args->tolerance > 1e12)
             throw InvalidInput("--tolerance = " + nlohmann::json(args->tolerance).dump() + "; expected pixels >= 0");
-        const Cube predicted = read_map("PRED", args->predicted);
-        const Cube reference = read_map("REF", args->reference);
+        Timings timings;
+        const Cube predicted = timings.time("read", [&] { return read_map("PRED", args->predicted); });
+        const Cube reference = timings.time("read", [&] { return read_map("REF", args->reference); });
         if (predicted.width() != reference.width() || predicted.height() != reference.height())
             throw InvalidInput("edges-score: PRED " + args->predicted + " is " + size_text(predicted) + " and REF " +
                                args->reference + " is " + size_text(reference) + "; the maps must have the same size");
-        const EdgeScore s = score_edges(predicted, reference, args->tolerance);
+        const EdgeScore s = timings.time("score", [&] { return score_edges(predicted, reference, args->tolerance); });
         nlohmann::ordered_json j;
         j["fom"] = s.fom;
         j["precision"] = s.precision;
@@ -66,6 +69,9 @@ Action add_edges_score(CLI::App& root) {
         j["predicted"] = s.predicted;
         j["reference"] = s.reference;
         j["tolerance"] = args->tolerance;
+        j["timings_ms"] = nlohmann::ordered_json::object();
+        const nlohmann::json steps = timings.json();
+        for (auto it = steps.begin(); it != steps.end(); ++it) j["timings_ms"][it.key()] = it.value();
         std::cout << j.dump(2) << std::endl;
     };
 }

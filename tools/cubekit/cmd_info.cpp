@@ -42,6 +42,68 @@ std::vector<BandStats> band_stats(const Context& ctx, const Cube& cube) {
     return stats;
 }
 
+/// The --json summary: format, shape, metadata and one row of statistics per band.
+nlohmann::json info_json(const std::string& input, FileFormat format, const Cube& cube,
+                         const std::vector<BandStats>& stats) {
+    const Metadata& meta = cube.metadata();
+    nlohmann::json j = {{"command", "info"}, {"input", input}, {"format", std::string(format_name(format))}};
+    j.update(shape_json(cube.shape()));
+    if (!meta.wavelength_units.empty()) j["wavelength_units"] = meta.wavelength_units;
+    if (!meta.map_info.empty()) j["map_info"] = meta.map_info;
+    nlohmann::json bands = nlohmann::json::array();
+    for (int b = 0; b < cube.bands(); ++b) {
+        const BandStats& s = stats[std::size_t(b)];
+        nlohmann::json row = {{"band", b}};
+        auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+        row["min"] = num(s.min);
+        row["max"] = num(s.max);
+        row["mean"] = num(s.mean);
+        if (s.nan) row["nan_count"] = s.nan;
+        if (std::size_t(b) < meta.wavelengths.size()) row["wavelength"] = meta.wavelengths[std::size_t(b)];
+        if (std::size_t(b) < meta.band_names.size()) row["name"] = meta.band_names[std::size_t(b)];
+        bands.push_back(row);
+    }
+    j["band_stats"] = bands;
+    return j;
+}
+
+/// The human-readable table on stdout.
+void print_info(const std::string& input, FileFormat format, const Cube& cube, const std::vector<BandStats>& stats) {
+    const Metadata& meta = cube.metadata();
+    std::printf("%s: %s, %d x %d pixels x %d bands, %s, %s\n", input.c_str(), std::string(format_name(format)).c_str(),
+                cube.width(), cube.height(), cube.bands(), std::string(dtype_name(cube.dtype())).c_str(),
+                std::string(layout_name(cube.layout())).c_str());
+    if (!meta.map_info.empty()) std::printf("map info: %s\n", meta.map_info.c_str());
+    const bool wl = !meta.wavelengths.empty();
+    std::printf("%6s %14s %14s %14s%s\n", "band", "min", "max", "mean",
+                wl ? (" wavelength" + (meta.wavelength_units.empty() ? "" : " (" + meta.wavelength_units + ")")).c_str() : "");
+    for (int b = 0; b < cube.bands(); ++b) {
+        const BandStats& s = stats[std::size_t(b)];
+        std::printf("%6d %14.6g %14.6g %14.6g", b, s.min, s.max, s.mean);
+        if (wl && std::size_t(b) < meta.wavelengths.size()) std::printf(" %g", meta.wavelengths[std::size_t(b)]);
+        if (s.nan) std::printf("  (%zu NaN)", s.nan);
+        std::printf("\n");
+    }
+}
+
+void info_command(CommonOptions common, const std::string& input) {
+    // The statistics run on the CPU. Without --backend cuda or --device no CUDA context is made
+    // (its start-up, ~0.4 s on the GPU machine, was most of `cubekit info`'s time); with either,
+    // the context is made and checks them, so a named device that does not exist is an error.
+    if (common.context.backend == Backend::Auto && common.context.device < 0) common.context.backend = Backend::Cpu;
+    Timings timings;
+    Context ctx = timings.time("context", [&] { return make_context(common, "info"); });
+    FileFormat format = FileFormat::Auto;
+    const Cube cube = timings.time("read", [&] {
+        format = detect_format(input);
+        return read_input(input, common).cube;
+    });
+    const std::vector<BandStats> stats = timings.time("stats", [&] { return band_stats(ctx, cube); });
+    if (!common.json) return print_info(input, format, cube, stats);
+    nlohmann::json j = info_json(input, format, cube, stats);
+    emit_json(common, j, timings);
+}
+
 }  // namespace
 
 Action add_info(CLI::App& root) {
@@ -54,54 +116,7 @@ Action add_info(CLI::App& root) {
     app->footer("Example: cubekit info data/samson/samson_1.img\n         cubekit info scene.mat --var data --json");
     app->add_option("IN", args->input, "cube or image (ENVI, .npy, .mat, PNG, PGM/PPM, JPEG, GDAL formats)")->required();
     add_common_flags(*app, args->common);
-    return [args] {
-        // The statistics run on the CPU. Without --backend cuda or --device no CUDA context is made
-        // (its start-up, ~0.4 s on the GPU machine, was most of `cubekit info`'s time); with either,
-        // the context is made and checks them, so a named device that does not exist is an error.
-        CommonOptions common = args->common;
-        if (common.context.backend == Backend::Auto && common.context.device < 0) common.context.backend = Backend::Cpu;
-        Context ctx = make_context(common, "info");
-        const FileFormat format = detect_format(args->input);
-        const Cube cube = read_input(args->input, common).cube;
-        const std::vector<BandStats> stats = band_stats(ctx, cube);
-        const Metadata& meta = cube.metadata();
-        if (common.json) {
-            nlohmann::json j = {{"command", "info"}, {"input", args->input}, {"format", std::string(format_name(format))}};
-            j.update(shape_json(cube.shape()));
-            if (!meta.wavelength_units.empty()) j["wavelength_units"] = meta.wavelength_units;
-            if (!meta.map_info.empty()) j["map_info"] = meta.map_info;
-            nlohmann::json bands = nlohmann::json::array();
-            for (int b = 0; b < cube.bands(); ++b) {
-                const BandStats& s = stats[std::size_t(b)];
-                nlohmann::json row = {{"band", b}};
-                auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-                row["min"] = num(s.min);
-                row["max"] = num(s.max);
-                row["mean"] = num(s.mean);
-                if (s.nan) row["nan_count"] = s.nan;
-                if (std::size_t(b) < meta.wavelengths.size()) row["wavelength"] = meta.wavelengths[std::size_t(b)];
-                if (std::size_t(b) < meta.band_names.size()) row["name"] = meta.band_names[std::size_t(b)];
-                bands.push_back(row);
-            }
-            j["band_stats"] = bands;
-            std::cout << j.dump(2) << std::endl;
-            return;
-        }
-        std::printf("%s: %s, %d x %d pixels x %d bands, %s, %s\n", args->input.c_str(), std::string(format_name(format)).c_str(),
-                    cube.width(), cube.height(), cube.bands(), std::string(dtype_name(cube.dtype())).c_str(),
-                    std::string(layout_name(cube.layout())).c_str());
-        if (!meta.map_info.empty()) std::printf("map info: %s\n", meta.map_info.c_str());
-        const bool wl = !meta.wavelengths.empty();
-        std::printf("%6s %14s %14s %14s%s\n", "band", "min", "max", "mean",
-                    wl ? (" wavelength" + (meta.wavelength_units.empty() ? "" : " (" + meta.wavelength_units + ")")).c_str() : "");
-        for (int b = 0; b < cube.bands(); ++b) {
-            const BandStats& s = stats[std::size_t(b)];
-            std::printf("%6d %14.6g %14.6g %14.6g", b, s.min, s.max, s.mean);
-            if (wl && std::size_t(b) < meta.wavelengths.size()) std::printf(" %g", meta.wavelengths[std::size_t(b)]);
-            if (s.nan) std::printf("  (%zu NaN)", s.nan);
-            std::printf("\n");
-        }
-    };
+    return [args] { info_command(args->common, args->input); };
 }
 
 }  // namespace cubekit::cli

@@ -47,11 +47,9 @@ void pca_command(const PcaArgs& a) {
         throw InvalidInput("pca: OUT = " + a.output + ": the components are float64; use .npy or ENVI (.hdr/.img)");
     const std::string model_path = a.model_out.empty() ? beside(a.output, ".pca.json") : a.model_out;
     check_distinct({a.output, model_path}, "pca");
-    Context ctx = make_context(common, "pca");
-
-    auto t0 = std::chrono::steady_clock::now();
-    const Cube cube = read_input(a.input, common).cube;
-    const double read_ms = elapsed_ms(t0);
+    Timings timings;
+    Context ctx = timings.time("context", [&] { return make_context(common, "pca"); });
+    const Cube cube = timings.time("read", [&] { return read_input(a.input, common).cube; });
     // The CLI clamps K to the bands (the library refuses K > B, as scikit-learn does).
     PcaOptions options = a.options;
     options.components = std::min(a.options.components, cube.bands());
@@ -59,25 +57,23 @@ void pca_command(const PcaArgs& a) {
         say(common, "pca: note: --components " + std::to_string(a.options.components) + " exceeds the " +
                         std::to_string(cube.bands()) + " bands; using " + std::to_string(options.components));
 
-    t0 = std::chrono::steady_clock::now();
-    PcaResult r = pca(ctx, cube, options);
-    const double pca_ms = elapsed_ms(t0);
+    PcaResult r = timings.time("pca", [&] { return pca(ctx, cube, options); });
     // Views carry no metadata: the component cube keeps the scene's georeferencing here.
     r.scores.metadata().map_info = cube.metadata().map_info;
     r.scores.metadata().coordinate_system = cube.metadata().coordinate_system;
 
-    t0 = std::chrono::steady_clock::now();
     OutputList outputs;
-    try {
-        write_cube(r.scores, a.output);
-        outputs.add(a.output, "components", std::string(format_name(format)), "f64");
-        write_text_file(model_path, model_json(r.model, a.input).dump(2) + "\n");
-        outputs.add(model_path, "model", "json");
-    } catch (...) {
-        outputs.remove_all();  // nothing half-written: a failed model file takes the cube back
-        throw;
-    }
-    const double write_ms = elapsed_ms(t0);
+    timings.time("write", [&] {
+        try {
+            write_cube(r.scores, a.output);
+            outputs.add(a.output, "components", std::string(format_name(format)), "f64");
+            write_text_file(model_path, model_json(r.model, a.input).dump(2) + "\n");
+            outputs.add(model_path, "model", "json");
+        } catch (...) {
+            outputs.remove_all();  // nothing half-written: a failed model file takes the cube back
+            throw;
+        }
+    });
 
     say(common, "pca: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
                     std::to_string(r.model.samples) + " pixels used, " + std::to_string(options.components) +
@@ -93,8 +89,7 @@ void pca_command(const PcaArgs& a) {
                   {"explained_variance_ratio", r.model.explained_variance_ratio}};
     j["explained_variance_ratio"] = r.model.explained_variance_ratio;
     j["outputs"] = outputs.json();
-    j["timings_ms"] = {{"read", read_ms}, {"pca", pca_ms}, {"write", write_ms}};
-    emit_json(common, j);
+    emit_json(common, j, timings);
 }
 
 }  // namespace

@@ -246,15 +246,14 @@ void quantize_command(const QuantizeArgs& a) {
         common.context.backend = Backend::Cpu;
     }
     output_format(job.output);  // a bad OUT fails before any work
-    Context ctx = make_context(common, "quantize");
-    const auto t0 = std::chrono::steady_clock::now();
-    const Cube image = read_input(a.input, common).cube;
-    const double read_ms = elapsed_ms(t0);
+    Timings timings;
+    Context ctx = timings.time("context", [&] { return make_context(common, "quantize"); });
+    const Cube image = timings.time("read", [&] { return read_input(a.input, common).cube; });
     // PNG stores alpha as the last channel (grey+alpha, RGBA): it is not a colour to cluster.
     job.alpha_last = common.bands.empty() && (image.bands() == 2 || image.bands() == 4) &&
                      detect_format(a.input) == FileFormat::Png;
     nlohmann::json j = run_quantize(ctx, image, job);
-    j["timings_ms"]["read"] = read_ms;
+    timings.add(j["timings_ms"]);  // kmeans, paint, write
     say(common, "quantize: " + a.input + " (" + image.shape().describe() + ") on " + ctx.device_name() + " [" +
                     j["implementation"].get<std::string>() + "]: k = " + std::to_string(j["k"].get<int>()) + ", " +
                     std::to_string(j["palette_size"].get<std::size_t>()) + " colours used, inertia " +
@@ -262,7 +261,7 @@ void quantize_command(const QuantizeArgs& a) {
                     " iterations" + (j["converged"].get<bool>() ? " (converged)" : " (not converged)"));
     for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
     for (const auto& w : j["warnings"]) std::cerr << "cubekit: warning: " << w.get<std::string>() << "\n";
-    emit_json(common, j);
+    emit_json(common, j, timings);
 }
 
 }  // namespace

@@ -109,18 +109,17 @@ Action add_rcmg(CLI::App& root) {
         const CommonOptions& common = args->common;
         const RcmgOptions& options = args->options;
         for (const std::string& out : args->outputs) output_format(out);  // a bad OUT fails before any work
-        Context ctx = make_context(common, "rcmg");
-        const auto t0 = std::chrono::steady_clock::now();
-        const Cube cube = read_input(args->input, common).cube;
-        const double read_ms = elapsed_ms(t0);
+        Timings timings;
+        Context ctx = timings.time("context", [&] { return make_context(common, "rcmg"); });
+        const Cube cube = timings.time("read", [&] { return read_input(args->input, common).cube; });
         nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs, common.write);
-        j["timings_ms"]["read"] = read_ms;
+        timings.add(j["timings_ms"]);  // rcmg, write
         say(common, "rcmg: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
                         j["implementation"].get<std::string>() + "], " + std::to_string(options.connectivity) +
                         "-connectivity, reject " + std::to_string(options.reject) + ", max gradient " +
                         std::to_string(j["gradient"]["max"].get<double>()));
         for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
-        emit_json(common, j);
+        emit_json(common, j, timings);
     };
 }
 

@@ -235,7 +235,7 @@ struct ZernikeRun {
     std::vector<double> errors;  ///< per band, with --reconstruct
     int target = 0;              ///< the stacked band the PNG shows
     PngScale scale;
-    double read_ms = 0, zernike_ms = 0, reconstruct_ms = 0, write_ms = 0;
+    double zernike_ms = 0, reconstruct_ms = 0, write_ms = 0;
 };
 
 void compute_moments(const Context& ctx, const ZernikeArgs& a, const ZernikeOptions& options, ZernikeRun& run) {
@@ -348,10 +348,9 @@ void run_zernike(const ZernikeArgs& a) {
     const ZernikeOptions options = checked_options(a);
     check_zernike_outputs(a, run.t.mode);
 
-    Context ctx = make_context(a.common, "zernike");
-    const auto t0 = std::chrono::steady_clock::now();
-    run.cube = read_batch(a, run.t);
-    run.read_ms = elapsed_ms(t0);
+    Timings timings;
+    Context ctx = timings.time("context", [&] { return make_context(a.common, "zernike"); });
+    run.cube = timings.time("read", [&] { return read_batch(a, run.t); });
     run.target = a.reconstruct.empty() ? 0 : reconstruct_target(a, run.t);
     compute_moments(ctx, a, options, run);
     for (const std::string& w : run.t.moments.warnings) say(a.common, "zernike: warning: " + w);
@@ -363,10 +362,11 @@ void run_zernike(const ZernikeArgs& a) {
     }
     nlohmann::json j = zernike_summary(a, ctx, run);
     j["elapsed_ms"] = elapsed_ms(start);
-    j["timings_ms"] = {{"read", run.read_ms}, {"zernike", run.zernike_ms}, {"reconstruct", run.reconstruct_ms},
-                       {"write", run.write_ms}};
+    timings.add("zernike", run.zernike_ms);
+    timings.add("reconstruct", run.reconstruct_ms);
+    timings.add("write", run.write_ms);
     j["outputs"] = written.json();
-    emit_json(a.common, j);
+    emit_json(a.common, j, timings);
 }
 
 }  // namespace

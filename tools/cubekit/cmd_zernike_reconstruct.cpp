@@ -99,13 +99,14 @@ void check_complete(const ReconstructArgs& a, const std::map<std::pair<int, int>
 void run_reconstruct(const ReconstructArgs& a) {
     const CommonOptions& common = a.common;
     const auto start = std::chrono::steady_clock::now();
+    Timings timings;
     check_image_output(a.output, "OUT");
     check_distinct({a.moments, a.output}, "zernike-reconstruct");
     int width = 0, height = 0;
     if (!a.size.empty()) parse_size(a.size, width, height);
     if (a.png_depth != 0 && a.png_depth != 8 && a.png_depth != 16)
         throw InvalidInput("--png-depth = " + std::to_string(a.png_depth) + ": expected 8 or 16");
-    const MomentFile f = read_moment_file(a.moments, "MOMENTS");
+    const MomentFile f = timings.time("read", [&] { return read_moment_file(a.moments, "MOMENTS"); });
     if (!f.json && a.size.empty())
         throw InvalidInput("zernike-reconstruct: MOMENTS " + a.moments + " is CSV, which carries no image size; give "
                            "--size WxH (the size of the image the moments came from), or use the JSON from -o FILE.json");
@@ -126,12 +127,12 @@ void run_reconstruct(const ReconstructArgs& a) {
         z.values.push_back(value);
     }
     z.disk = zernike_disk(width, height, f.options);
-    Context ctx = make_context(common, "zernike-reconstruct");
-    auto t0 = std::chrono::steady_clock::now();
-    const Cube rebuilt = zernike_reconstruct(ctx, z, z.disk, K);
-    const double reconstruct_ms = elapsed_ms(t0);
+    Context ctx = timings.time("context", [&] { return make_context(common, "zernike-reconstruct"); });
+    const Cube rebuilt = timings.time("reconstruct", [&] { return zernike_reconstruct(ctx, z, z.disk, K); });
     const int bits = a.png_depth ? a.png_depth : f.dtype == "u8" ? 8 : 16;
-    const PngScale scale = write_reconstruction(rebuilt, 0, z.disk, bits, a.output, common.write);  // atomic
+    const PngScale scale = timings.time("write", [&] {  // atomic
+        return write_reconstruction(rebuilt, 0, z.disk, bits, a.output, common.write);
+    });
     OutputList written;
     written.add(a.output, "reconstruction", scale.bits == 0 ? "npy" : "png",
                 scale.bits == 0 ? "f64" : bits == 8 ? "u8" : "u16");
@@ -154,9 +155,8 @@ void run_reconstruct(const ReconstructArgs& a) {
     if (f.batch) j["image"] = image;
     if (scale.bits) j["reconstruction_scale"] = scale.json();
     j["elapsed_ms"] = elapsed_ms(start);
-    j["timings_ms"] = {{"reconstruct", reconstruct_ms}};
     j["outputs"] = written.json();
-    emit_json(common, j);
+    emit_json(common, j, timings);
 }
 
 }  // namespace

@@ -10,8 +10,10 @@
 #include "commands.hpp"
 #include "cubekit/error.hpp"
 #include "option_flags.hpp"
+#include "timings.hpp"
 
 int main(int argc, char** argv) {
+    cubekit::cli::mark_main_entry();  // where --json timings_ms "total" starts and "startup" ends
     CLI::App app{"cubekit: GPU analysis of hyperspectral, multispectral, RGB and grayscale image cubes.\n"
                  "Example: cubekit rcmg data/samson/samson_1.img gradient.png --json",
                  "cubekit"};
