@@ -6,6 +6,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
+#include <type_traits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,26 @@ struct Input {
 
 /// Reads IN (format from content and extension), applying --var and --bands.
 Input read_input(const std::filesystem::path& path, const CommonOptions& common);
+
+/// make_context while `read()` runs: the CUDA start-up (~0.4 s on the GPU machine) overlaps the
+/// file read. Timings get "read" and "context" = what is still waited for the context after the
+/// read (0 when it is ready by then). Sequential for the CPU backend and for an explicit device
+/// other than 0 (the CUDA runtime's current device is per thread, and the context would select it
+/// in the other thread). When the read fails, its error is reported (after the context is made).
+template <class Read>
+std::pair<Context, std::invoke_result_t<Read&>> context_while_reading(const CommonOptions& common,
+                                                                      const std::string& task, Timings& timings,
+                                                                      Read&& read) {
+    if (common.context.backend == Backend::Cpu || common.context.device > 0) {
+        Context ctx = timings.time("context", [&] { return make_context(common, task); });
+        auto in = timings.time("read", read);
+        return {std::move(ctx), std::move(in)};
+    }
+    std::future<Context> pending = std::async(std::launch::async, [&] { return make_context(common, task); });
+    auto in = timings.time("read", read);
+    Context ctx = timings.time("context", [&] { return pending.get(); });
+    return {std::move(ctx), std::move(in)};
+}
 
 /// A human-readable line on stderr (suppressed by --quiet).
 void say(const CommonOptions& common, const std::string& line);

@@ -225,8 +225,7 @@ void cluster_command(const ClusterArgs& a) {
     check_distinct({out, beside(out, ".png"), beside(out, ".centroids.csv"), beside(out, ".centroids.json")},
                    "OUT " + out);
     Timings timings;
-    Context ctx = timings.time("context", [&] { return make_context(common, "cluster"); });
-    const Input in = timings.time("read", [&] { return read_input(a.input, common); });
+    auto [ctx, in] = context_while_reading(common, "cluster", timings, [&] { return read_input(a.input, common); });
     const Cube& cube = in.cube;
     const std::vector<int> band_indices = common.bands.empty() ? std::vector<int>{} : in.bands;
     const auto [r, mode] = timings.time("kmeans", [&] { return classify(ctx, cube, a, options); });

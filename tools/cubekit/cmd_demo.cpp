@@ -67,8 +67,7 @@ void demo_command(const DemoArgs& a) {
     // written), quantize (the whole photo job; its own breakdown is under quantize.timings_ms).
     Timings timings;
     // A bad --device/--backend fails before anything is made.
-    Context ctx = timings.time("context", [&] { return make_context(common, "rcmg"); });
-    const Cube cube = timings.time("read", [&] { return read_input(a.scene, common).cube; });
+    auto [ctx, cube] = context_while_reading(common, "rcmg", timings, [&] { return read_input(a.scene, common).cube; });
     // A bad photo fails before any output.
     const Cube photo = timings.time("read", [&] { return a.photo.empty() ? Cube() : read_cube(a.photo); });
     const bool made_dir = !std::filesystem::exists(a.out_dir);

@@ -130,9 +130,8 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
 void run_edges(const EdgesArgs& a) {
     const CommonOptions& common = a.common;
     Timings timings;
-    Context ctx = timings.time("context", [&] { return make_context(common, "edges"); });
-    // Its band indices name the bands in the thresholds file.
-    const Input in = timings.time("read", [&] { return read_input(a.input, common); });
+    // The input's band indices name the bands in the thresholds file.
+    auto [ctx, in] = context_while_reading(common, "edges", timings, [&] { return read_input(a.input, common); });
     const Cube& cube = in.cube;
 
     EntropyEdgeOptions o = a.options;

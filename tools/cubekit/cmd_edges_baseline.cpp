@@ -61,8 +61,8 @@ void baseline_command(const BaselineArgs& a) {
         throw InvalidInput("edges-baseline: OUT = " + a.output + "; expected a .png or .npy path");
 
     Timings timings;
-    Context ctx = timings.time("context", [&] { return make_context(common, "edges-baseline"); });
-    const Cube cube = timings.time("read", [&] { return read_input(a.input, common).cube; });
+    auto [ctx, cube] =
+        context_while_reading(common, "edges-baseline", timings, [&] { return read_input(a.input, common).cube; });
     if (format == FileFormat::Png && cube.bands() != 1)
         throw InvalidInput("edges-baseline: OUT " + a.output + " is a PNG, which holds one band, and IN has " +
                            std::to_string(cube.bands()) + " bands; pick one with --bands N or write .npy");

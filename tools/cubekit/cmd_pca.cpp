@@ -48,8 +48,7 @@ void pca_command(const PcaArgs& a) {
     const std::string model_path = a.model_out.empty() ? beside(a.output, ".pca.json") : a.model_out;
     check_distinct({a.output, model_path}, "pca");
     Timings timings;
-    Context ctx = timings.time("context", [&] { return make_context(common, "pca"); });
-    const Cube cube = timings.time("read", [&] { return read_input(a.input, common).cube; });
+    auto [ctx, cube] = context_while_reading(common, "pca", timings, [&] { return read_input(a.input, common).cube; });
     // The CLI clamps K to the bands (the library refuses K > B, as scikit-learn does).
     PcaOptions options = a.options;
     options.components = std::min(a.options.components, cube.bands());

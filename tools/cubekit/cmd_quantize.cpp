@@ -247,8 +247,7 @@ void quantize_command(const QuantizeArgs& a) {
     }
     output_format(job.output);  // a bad OUT fails before any work
     Timings timings;
-    Context ctx = timings.time("context", [&] { return make_context(common, "quantize"); });
-    const Cube image = timings.time("read", [&] { return read_input(a.input, common).cube; });
+    auto [ctx, image] = context_while_reading(common, "quantize", timings, [&] { return read_input(a.input, common).cube; });
     // PNG stores alpha as the last channel (grey+alpha, RGBA): it is not a colour to cluster.
     job.alpha_last = common.bands.empty() && (image.bands() == 2 || image.bands() == 4) &&
                      detect_format(a.input) == FileFormat::Png;

@@ -110,8 +110,8 @@ Action add_rcmg(CLI::App& root) {
         const RcmgOptions& options = args->options;
         for (const std::string& out : args->outputs) output_format(out);  // a bad OUT fails before any work
         Timings timings;
-        Context ctx = timings.time("context", [&] { return make_context(common, "rcmg"); });
-        const Cube cube = timings.time("read", [&] { return read_input(args->input, common).cube; });
+        auto [ctx, cube] =
+            context_while_reading(common, "rcmg", timings, [&] { return read_input(args->input, common).cube; });
         nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs, common.write);
         timings.add(j["timings_ms"]);  // rcmg, write
         say(common, "rcmg: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
