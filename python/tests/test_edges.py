@@ -369,3 +369,12 @@ def test_torch_in_torch_out_on_its_stream(cube):
     assert_same_edges(r, cubekit.entropy_edges(cube.astype(np.float32), min_component=2), lambda x: x.cpu().numpy())
     h = cubekit.baseline_edges(cube[:, :, 10].astype(np.float32), method="log")
     assert int((b.edges.cpu().numpy() != h.edges).sum()) <= 2
+
+
+def test_entropy_edges_reports_progress_by_stage(cube):
+    seen = []
+    cubekit.entropy_edges(cube, min_component=3, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    seen.clear()
+    cubekit.entropy_edges(cube[:, :, 10], progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]

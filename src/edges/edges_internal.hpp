@@ -155,17 +155,31 @@ EntropyEdgeSummary run_pipeline(Ops& ops, int B, const EntropyEdgeOptions& o) {
     const bool filter = o.min_component > 1;
     EntropyEdgeSummary r;
     std::vector<EdgeThresholds> pca_t, mean_t, tmean_t;  // derived thresholds, named at the end
+    // Progress by stage (quantise + thresholds, edge maps or fusion, noise removal, done), with a
+    // cancellation check between stages (never inside their parallel loops).
+    const std::size_t stages = filter ? 4 : 3;
+    std::size_t stage = 0;
+    const auto advance = [&] {
+        ops.ctx.progress(++stage, stages);
+        if (stage < stages) ops.ctx.check_cancelled("entropy_edges");
+    };
     auto quantized = ops.quantize(o.quantize);
     auto band_thr = ops.thresholds(quantized, B, o.q);
     ops.to_host(band_thr, B, r.band_thresholds);
+    advance();
 
     if (o.fusion == EdgeFusion::None) {
         auto e = ops.output(Output::Edges, B);
         ops.edge_maps(quantized, band_thr, B, e);
-        if (filter) ops.remove_small(e, B, o.min_component, o.connectivity);
+        advance();
+        if (filter) {
+            ops.remove_small(e, B, o.min_component, o.connectivity);
+            advance();
+        }
         ops.deliver(e, Output::Edges);
         if (ops.wants(Output::Binary)) deliver_binary(ops, quantized, band_thr, B);
         ops.finish();
+        advance();
         return r;
     }
 
@@ -187,10 +201,15 @@ EntropyEdgeSummary run_pipeline(Ops& ops, int B, const EntropyEdgeOptions& o) {
     decltype(out) count;
     if (vote) count = ops.output(Output::VoteCount, 1);
     fuse(ops, images, thr, K, o, r.votes_needed, count, out, mean_t, tmean_t);
-    if (filter) ops.remove_small(out, 1, o.min_component, o.connectivity);
+    advance();
+    if (filter) {
+        ops.remove_small(out, 1, o.min_component, o.connectivity);
+        advance();
+    }
     ops.deliver(out, Output::Edges);
     if (vote) ops.deliver(count, Output::VoteCount);
     ops.finish();
+    advance();
 
     if (pca) r.derived_thresholds.push_back({"pca", std::move(pca_t)});
     if (o.fusion == EdgeFusion::PcaMean) r.derived_thresholds.push_back({"pca_mean", std::move(mean_t)});
