@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include <sys/mman.h>
 #include <string>
 
 #include "core/memory_counters.hpp"
@@ -13,6 +15,8 @@ namespace cubekit {
 
 namespace {
 constexpr std::size_t kHostAlignment = 64;  // a cache line; also enough for AVX-512 loads
+constexpr std::size_t kHugePage = std::size_t(2) << 20;
+constexpr std::size_t kHugeThreshold = std::size_t(4) << 20;
 
 struct Counters {
     std::atomic<std::uint64_t> host_allocations{0}, host_bytes{0};
@@ -48,9 +52,17 @@ void detail::HostFree::operator()(std::byte* p) const {
 
 HostBuffer::HostBuffer(std::size_t bytes) : size_(bytes) {
     if (bytes == 0) return;
-    const std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-    void* p = std::aligned_alloc(kHostAlignment, rounded);
+    // Large buffers: 2 MiB-aligned and marked for transparent huge pages (as NumPy does), so that
+    // filling them takes far fewer page faults: an 80 MB .npy read went 44 -> 19 ms on the 2-core
+    // development machine (np.load: 21 ms), 2026-11-25.
+    const bool huge = bytes >= kHugeThreshold;
+    const std::size_t align = huge ? kHugePage : kHostAlignment;
+    const std::size_t rounded = (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded);
     if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (huge) (void)madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure changes nothing
+#endif
     data_.reset(static_cast<std::byte*>(p));
     detail::count_allocation(detail::MemoryKind::Host, bytes);
 }
