@@ -122,22 +122,31 @@ AtomicFile::~AtomicFile() {
     if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
 }
 
-void AtomicFile::flush() {
+void AtomicFile::write_all(const char* p, std::size_t n) {
     std::size_t done = 0;
-    while (done < used_) {
-        const ssize_t r = ::write(fd_, buf_.data() + done, used_ - done);
+    while (done < n) {
+        const ssize_t r = ::write(fd_, p + done, n - done);
         if (r < 0) {
             if (errno == EINTR) continue;
             throw_os_error(fn_, target_, "cannot write", errno);
         }
         done += std::size_t(r);
     }
+}
+
+void AtomicFile::flush() {
+    write_all(buf_.data(), used_);
     used_ = 0;
 }
 
 void AtomicFile::write(const void* data, std::size_t n) {
     if (fd_ < 0) throw_invalid(fn_, target_, "internal error: write after close");
     const char* p = static_cast<const char*>(data);
+    if (n >= buf_.size()) {  // a large block (a cube's samples) goes to the file as it is, not through the buffer
+        flush();
+        write_all(p, n);
+        return;
+    }
     while (n > 0) {
         if (used_ == buf_.size()) flush();
         const std::size_t k = std::min(n, buf_.size() - used_);

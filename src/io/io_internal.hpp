@@ -96,6 +96,7 @@ public:
 
 private:
     void flush();
+    void write_all(const char* p, std::size_t n);
     std::string fn_;
     fs::path target_;
     fs::path temp_;
