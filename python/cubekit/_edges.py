@@ -85,10 +85,6 @@ def entropy_edges(cube, **keywords):
     return _entropy_edges(cube, keywords)
 
 
-def _new(kind, like, shape, dtype):
-    return np.empty(shape, dtype) if kind == "numpy" else _runtime.empty(kind, like, shape, dtype)
-
-
 def _edge_outputs(cube, kind, out, keywords, keep_band_edges, keep_binary):
     """The output arrays of the into call, of the input's kind: out (or a new edges array), and the
     extras that this fusion produces and the caller asked for (the vote count always)."""
@@ -98,7 +94,7 @@ def _edge_outputs(cube, kind, out, keywords, keep_band_edges, keep_binary):
     h, w = shape[:2]
 
     def new(count, dtype, squeeze):
-        return _new(kind, cube, (h, w) if squeeze and count == 1 else (h, w, count), dtype)
+        return _runtime.new_output(kind, cube, (h, w) if squeeze and count == 1 else (h, w, count), dtype)
     if out is None:  # fusion none keeps the input's shape, a fused map is (H, W)
         out = new(n["edges"], "uint8", n["fusion"] != "none" or len(shape) == 2)
     band_edges = new(n["band_edges"], "uint8", False) if keep_band_edges and n["band_edges"] else None
@@ -322,18 +318,8 @@ class EdgeScore:
     tolerance: float = field(default=1.0)
 
 
-def _to_host(x):
-    kind = _runtime.array_kind(x)
-    if kind == "numpy":
-        return x
-    if kind == "torch":
-        return x.detach().cpu().numpy()
-    import cupy
-    return cupy.asnumpy(cupy.asarray(x))
-
-
 def edge_score(predicted, reference, **keywords):
-    s = _cubekit.edge_score(_to_host(predicted), _to_host(reference), keywords)
+    s = _cubekit.edge_score(_runtime.to_host(predicted), _runtime.to_host(reference), keywords)
     return EdgeScore(**s)
 
 

@@ -123,28 +123,11 @@ def _shape(x, function: str, name: str = "image"):
     return shape[0], shape[1], (shape[2] if len(shape) == 3 else 1)
 
 
-def _alloc(kind, like, shape, dtype):
-    """An output of the input's kind (NumPy for NumPy input), or None for an unsupported type."""
-    if dtype is None:
-        return None
-    if kind == "numpy":
-        return np.empty(shape, dtype)
-    return _runtime.empty(kind, like, shape, dtype)
-
-
-def _to_host(x):
-    if _runtime.array_kind(x) == "cupy":
-        return x.get()
-    if type(x).__module__.startswith("torch"):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
-
-
 def _mask(mask, h: int, w: int, function: str):
     """The mask as a C-contiguous uint8 (H, W) array: nonzero and not NaN = used."""
     if mask is None:
         return None
-    m = _to_host(mask)
+    m = _runtime.to_host(mask)
     if m.ndim == 3 and m.shape[2] == 1:
         m = m[:, :, 0]
     if m.shape != (h, w):
@@ -159,7 +142,7 @@ def _mask(mask, h: int, w: int, function: str):
 
 def _table(values, columns: int, function: str, name: str):
     """(n, columns) float64 C-contiguous, n >= 1 (a 1-D array is n × 1 for one column)."""
-    t = np.array(_to_host(values), dtype=np.float64, copy=True)
+    t = np.array(_runtime.to_host(values), dtype=np.float64, copy=True)
     if t.ndim == 1 and columns == 1:
         t = t[:, None]
     if t.ndim != 2 or t.shape[0] < 1 or t.shape[1] != columns:
@@ -205,7 +188,7 @@ def _kmeans(image, keywords):
         _check_k(keywords, len(centroids), "kmeans", "init_centroids")
     elif keywords.get("init") == "explicit":
         raise ValueError("kmeans: init = 'explicit' needs init_centroids, a (k, bands) array")
-    labels = _alloc(kind, image, (h, w), "int32")
+    labels = _runtime.new_output(kind, image, (h, w), "int32")
     d = _cubekit.kmeans(ctx, image, labels, keywords, _mask(mask, h, w, "kmeans"), centroids, _CLUSTER_K, progress)
     return KMeansResult(labels=labels, **d)
 
@@ -228,7 +211,7 @@ def _apply_palette(image, palette, keywords):
         palette = np.asarray(palette, np.float64)
         palette = palette[~np.isnan(palette).all(axis=1)]  # clusters that never got a centroid
     table = _table(palette, b, "apply_palette", "palette")
-    labels = _alloc(kind, image, (h, w), "int32")
+    labels = _runtime.new_output(kind, image, (h, w), "int32")
     d = _cubekit.apply_palette(ctx, image, labels, table, _mask(mask, h, w, "apply_palette"), progress)
     return KMeansResult(labels=labels, **d)
 
@@ -265,8 +248,8 @@ def _quantize(image, keywords):
         if keywords.get("init") != "explicit":
             keywords.pop("k")  # applied, not fitted: k is the palette's
     if out is None:
-        out = _alloc(kind, image, tuple(image.shape), _cube_dtype(image))
-    labels = _alloc(kind, image, (h, w), "int32")
+        out = _runtime.new_output(kind, image, tuple(image.shape), _cube_dtype(image))
+    labels = _runtime.new_output(kind, image, (h, w), "int32")
     d = _cubekit.quantize(ctx, image, out, labels, keywords, _mask(mask, h, w, "quantize"), values, centroids,
                           colorspace, dither, bool(alpha), progress)
     return QuantizeResult(image=out, labels=labels, **d)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _cubekit, _runtime
-from ._kmeans import _alloc, _as_input, _shape
+from ._kmeans import _as_input, _shape
 
 
 @dataclass(eq=False, repr=False)
@@ -65,7 +65,7 @@ def _pca(cube, keywords):
     h, w, b = _shape(cube, "pca", "cube")
     if out is None:
         k = _components(keywords, b)
-        out = _alloc(kind, cube, (h, w, k), "float64") if k else None
+        out = _runtime.new_output(kind, cube, (h, w, k), "float64") if k else None
     d = _cubekit.pca(ctx, cube, out, keywords, progress)
     return PCAResult(scores=out, **d)
 
@@ -88,7 +88,7 @@ def _pca_transform(cube, model, keywords):
     if b != model.bands:
         raise ValueError(f"pca_transform: cube has {b} bands; the model was fitted on {model.bands}")
     if out is None:
-        out = _alloc(kind, cube, (h, w, model.num_components), "float64")
+        out = _runtime.new_output(kind, cube, (h, w, model.num_components), "float64")
     _cubekit.pca_transform(ctx, cube, out, np.ascontiguousarray(model.mean, np.float64),
                            np.ascontiguousarray(model.components, np.float64), progress)
     return out

@@ -116,6 +116,30 @@ def empty(kind: str, like, shape, dtype):
     return cupy.empty(shape, dtype=dtype)
 
 
+def new_output(kind: str, like, shape, dtype):
+    """A new output array of the input's kind: NumPy for NumPy input, else as ``empty``; None when
+    ``dtype`` is None (a type the compiled call will refuse, naming the argument)."""
+    if dtype is None:
+        return None
+    if kind == "numpy":
+        import numpy as np
+        return np.empty(shape, dtype)
+    return empty(kind, like, shape, dtype)
+
+
+def to_host(x):
+    """``x`` as a NumPy array: itself (or ``numpy.asarray``) for host data, a copy for CuPy/torch."""
+    if hasattr(x, "get") and type(x).__module__.startswith("cupy"):
+        return x.get()
+    if type(x).__module__.startswith("torch"):
+        return x.detach().cpu().numpy()
+    if array_kind(x) != "numpy":  # another device array: through CuPy
+        import cupy
+        return cupy.asnumpy(cupy.asarray(x))
+    import numpy as np
+    return np.asarray(x)
+
+
 _NUMPY_NAMES = {"u8": "uint8", "u16": "uint16", "i16": "int16", "u32": "uint32", "i32": "int32", "f32": "float32",
                 "f64": "float64"}
 

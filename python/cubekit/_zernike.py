@@ -30,7 +30,7 @@ class ZernikeResult:
             k = self.indices.index((n, abs(m)))
         except ValueError:
             raise ValueError(f"A({n},{m}) was not computed") from None
-        a = complex(_host(self.values)[image, k])
+        a = complex(_runtime.to_host(self.values)[image, k])
         return a.conjugate() if m < 0 else a
 
     def invariants(self):
@@ -40,14 +40,6 @@ class ZernikeResult:
     def __repr__(self):
         return (f"ZernikeResult({self.images} image(s) {self.width}x{self.height}, {len(self.indices)} moments, "
                 f"method={self.method!r}, backend={self.backend!r})")
-
-
-def _host(values):
-    if isinstance(values, np.ndarray):
-        return values
-    if hasattr(values, "get"):
-        return values.get()  # CuPy
-    return values.cpu().numpy()  # torch
 
 
 def _request(max_order, order, moment, moments):
@@ -144,7 +136,7 @@ def zernike_reconstruct(result: ZernikeResult, max_order: int = -1, *, backend=N
     >>> z = cubekit.zernike_moments(img, max_order=20)
     >>> err = cubekit.zernike_reconstruction_error(img, cubekit.zernike_reconstruct(z), z)
     """
-    values = _host(result.values)
+    values = _runtime.to_host(result.values)
     probe = out if out is not None else np.empty((1, 1))
     ctx, _ = _runtime.context(probe, backend, device, threads)
     target = out
