@@ -2,11 +2,12 @@
 ctypes on libcuda (no toolkit, no build), and the exit with a live context, measured from a parent.
 
   python3 cuda_startup_probe.py            # parent: runs the child variants, prints a table
-  python3 cuda_startup_probe.py child MODE # MODE: plain | release | _exit | none
+  python3 cuda_startup_probe.py child MODE # MODE: plain | release | _exit | reset | reset_while_writing | none
 
 Child: times dlopen(libcuda), cuInit, cuDeviceGet, cuDevicePrimaryCtxRetain, cuCtxSetCurrent, cuStreamCreate,
 cuMemAllocAsync of 1 MiB + free, then ends by MODE: plain (return; the driver's own teardown at exit),
-release (cuDevicePrimaryCtxRelease timed, then return), _exit (os._exit: no atexit handlers), none (no CUDA
+release (cuDevicePrimaryCtxRelease timed, then return), reset (cudaDeviceReset and the driver
+release timed), reset_while_writing (the same in a thread during a 100 ms sleep), _exit (os._exit: no atexit handlers), none (no CUDA
 at all: the Python baseline). Parent: the child's wall time from fork to reaped, minus what the child
 reports, is its exit cost.
 """
@@ -63,6 +64,19 @@ def child(mode):
         timed("cudaDeviceGetAttribute", rt.cudaDeviceGetAttribute, ctypes.byref(value), 16, 0)
     if mode == "release":
         timed("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease_v2, dev)
+    if mode == "reset":  # the runtime's reset, then the driver's last reference
+        timed("cudaDeviceReset", rt.cudaDeviceReset)
+        timed("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease_v2, dev)
+    if mode == "reset_while_writing":  # the same in a thread while the main thread "writes" for 100 ms
+        import threading
+        th = threading.Thread(target=lambda: (rt.cudaDeviceReset(), cu.cuDevicePrimaryCtxRelease_v2(dev)))
+        s = time.perf_counter()
+        th.start()
+        time.sleep(0.1)
+        w = time.perf_counter()
+        th.join()
+        t["join after 100 ms of writing"] = time.perf_counter() - w
+        t["write+reset"] = time.perf_counter() - s
     total = (time.perf_counter() - t0) * 1e3
     print(json.dumps({"mode": mode, "steps_ms": {k: v * 1e3 for k, v in t.items()}, "in_child_ms": total}), flush=True)
     if mode == "_exit":
@@ -72,7 +86,7 @@ def child(mode):
 
 def parent(repeat=5):
     rows = {}
-    for mode in ("none", "plain", "release", "_exit"):
+    for mode in ("none", "plain", "release", "_exit", "reset", "reset_while_writing"):
         for _ in range(repeat):
             t0 = time.perf_counter()
             p = subprocess.run([sys.executable, __file__, "child", mode], capture_output=True, text=True)

@@ -93,11 +93,31 @@ void say(const CommonOptions& common, const std::string& line) {
     if (!common.quiet) std::cerr << line << "\n";
 }
 
-nlohmann::json summary(const std::string& command, const Context& ctx) {
-    return {{"command", command},
-            {"cubekit_version", CUBEKIT_VERSION},
-            {"backend", std::string(ctx.backend_name())},
-            {"device", ctx.device_name()}};
+nlohmann::json summary(const std::string& command, const Context& ctx, const nlohmann::json& backend_choice) {
+    nlohmann::json j = {{"command", command},
+                        {"cubekit_version", CUBEKIT_VERSION},
+                        {"backend", std::string(ctx.backend_name())},
+                        {"device", ctx.device_name()}};
+    if (!backend_choice.is_null()) j["backend_choice"] = backend_choice;
+    return j;
+}
+
+int cpu_threads(const CommonOptions& common) {
+    return Context(ContextOptions{.backend = Backend::Cpu, .threads = common.context.threads}).threads();
+}
+
+std::pair<Context, nlohmann::json> context_for_work(const CommonOptions& common, const std::string& task,
+                                                    Timings& timings, const WorkEstimate& work) {
+    if (common.context.backend != Backend::Auto || common.context.device >= 0)
+        return {timings.time("context", [&] { return make_context(common, task); }), nullptr};
+    const BackendChoice choice = choose_backend(work, cpu_threads(common));
+    CommonOptions flags = common;
+    if (choice.backend == Backend::Cpu) flags.context.backend = Backend::Cpu;
+    Context ctx = timings.time("context", [&] { return make_context(flags, task); });
+    nlohmann::json j = choice.json();
+    if (choice.backend == Backend::Cuda && !ctx.is_cuda())
+        j["reason"] = choice.reason + "; no usable CUDA device: the CPU runs it";
+    return {std::move(ctx), std::move(j)};
 }
 
 nlohmann::json shape_json(const CubeShape& s) {

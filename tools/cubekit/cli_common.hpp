@@ -15,6 +15,7 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/io.hpp"
+#include "auto_backend.hpp"
 #include "timings.hpp"
 
 namespace cubekit::cli {
@@ -47,31 +48,73 @@ struct Input {
 /// Reads IN (format from content and extension), applying --var and --bands.
 Input read_input(const std::filesystem::path& path, const CommonOptions& common);
 
-/// make_context while `read()` runs: the CUDA start-up (~0.4 s on the GPU machine) overlaps the
-/// file read. Timings get "read" and "context" = what is still waited for the context after the
-/// read (0 when it is ready by then). Sequential for the CPU backend and for an explicit device
-/// other than 0 (the CUDA runtime's current device is per thread, and the context would select it
-/// in the other thread). When the read fails, its error is reported (after the context is made).
-template <class Read>
-std::pair<Context, std::invoke_result_t<Read&>> context_while_reading(const CommonOptions& common,
-                                                                      const std::string& task, Timings& timings,
-                                                                      Read&& read) {
-    if (common.context.backend == Backend::Cpu || common.context.device > 0) {
-        Context ctx = timings.time("context", [&] { return make_context(common, task); });
-        auto in = timings.time("read", read);
-        return {std::move(ctx), std::move(in)};
+/// What a command has after context_while_reading: the context, what `read()` returned, and auto's
+/// decision ("backend_choice" in the --json summary; null when --backend or --device decided).
+template <class T>
+struct Prepared {
+    Context ctx;
+    T input;
+    nlohmann::json backend_choice;
+};
+
+inline CubeShape shape_of(const Cube& cube) { return cube.shape(); }
+inline CubeShape shape_of(const Input& in) { return in.cube.shape(); }
+
+/// The CPU threads a CPU context of these flags would use (--threads, else OpenMP's default).
+int cpu_threads(const CommonOptions& common);
+
+/// The context for work whose size is known (its input read): with auto and no --device, the rule of
+/// auto_backend.hpp on `work` (a CPU pick initialises no CUDA), else what the flags say. Timings get
+/// "context". Returns the context and auto's backend_choice (null when the flags decided).
+std::pair<Context, nlohmann::json> context_for_work(const CommonOptions& common, const std::string& task,
+                                                    Timings& timings, const WorkEstimate& work);
+
+/// The context and the input of a command. Timings get "read" and "context" (the context's creation,
+/// or what is still waited for it after the read when it was made in another thread).
+/// - --backend cpu, or --device N > 0: the context, then the read (the CUDA runtime's current device is
+///   per thread, and the context would select device N in the other thread).
+/// - --backend cuda or --device 0: the context is made while the file is read (the CUDA start-up,
+///   ~0.19 s on the GPU machine, overlaps the read).
+/// - auto: the rule of auto_backend.hpp, with `estimate(shape)` the command's WorkEstimate. When the
+///   size of the file at `path` alone already picks the GPU, the context is made while it is read;
+///   otherwise the file is read first, the rule applied to its shape, and a CPU pick initialises no CUDA.
+/// When the read fails, its error is reported (after the context is made).
+template <class Read, class Estimate>
+auto context_while_reading(const CommonOptions& common, const std::string& task, Timings& timings,
+                           const std::filesystem::path& path, Read&& read, Estimate&& estimate)
+    -> Prepared<std::invoke_result_t<Read&>> {
+    using T = std::invoke_result_t<Read&>;
+    const auto sequential = [&](const CommonOptions& flags, nlohmann::json choice) -> Prepared<T> {
+        Context ctx = timings.time("context", [&] { return make_context(flags, task); });
+        return {std::move(ctx), timings.time("read", read), std::move(choice)};
+    };
+    const auto overlapped = [&](nlohmann::json choice) -> Prepared<T> {
+        std::future<Context> pending = std::async(std::launch::async, [&] { return make_context(common, task); });
+        T in = timings.time("read", read);
+        Context ctx = timings.time("context", [&] { return pending.get(); });
+        return {std::move(ctx), std::move(in), std::move(choice)};
+    };
+    if (common.context.backend == Backend::Cpu || common.context.device > 0) return sequential(common, nullptr);
+    if (common.context.backend == Backend::Cuda || common.context.device == 0) return overlapped(nullptr);
+    const int threads = cpu_threads(common);
+    BackendChoice early = choose_backend(estimate(shape_lower_bound(path)), threads);
+    if (early.backend == Backend::Cuda) {
+        early.reason += " (decided from the file size before the read)";
+        Prepared<T> p = overlapped(early.json());
+        if (!p.ctx.is_cuda()) p.backend_choice["reason"] = early.reason + "; no usable CUDA device: the CPU runs it";
+        return p;
     }
-    std::future<Context> pending = std::async(std::launch::async, [&] { return make_context(common, task); });
-    auto in = timings.time("read", read);
-    Context ctx = timings.time("context", [&] { return pending.get(); });
-    return {std::move(ctx), std::move(in)};
+    T in = timings.time("read", read);
+    auto [ctx, choice] = context_for_work(common, task, timings, estimate(shape_of(in)));
+    return {std::move(ctx), std::move(in), std::move(choice)};
 }
 
 /// A human-readable line on stderr (suppressed by --quiet).
 void say(const CommonOptions& common, const std::string& line);
 
-/// The JSON skeleton every subcommand fills: command, cubekit version, backend, device.
-nlohmann::json summary(const std::string& command, const Context& ctx);
+/// The JSON skeleton every subcommand fills: command, cubekit version, backend, device, and auto's
+/// backend_choice when it decided (context_while_reading).
+nlohmann::json summary(const std::string& command, const Context& ctx, const nlohmann::json& backend_choice = nullptr);
 /// Shape description for JSON: {width, height, bands, dtype, layout}.
 nlohmann::json shape_json(const CubeShape& shape);
 

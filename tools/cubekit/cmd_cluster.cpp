@@ -225,7 +225,9 @@ void cluster_command(const ClusterArgs& a) {
     check_distinct({out, beside(out, ".png"), beside(out, ".centroids.csv"), beside(out, ".centroids.json")},
                    "OUT " + out);
     Timings timings;
-    auto [ctx, in] = context_while_reading(common, "cluster", timings, [&] { return read_input(a.input, common); });
+    auto [ctx, in, choice] = context_while_reading(
+        common, "cluster", timings, a.input, [&] { return read_input(a.input, common); },
+        [&](const CubeShape& s) { return estimate_kmeans(s, options.k); });
     const Cube& cube = in.cube;
     const std::vector<int> band_indices = common.bands.empty() ? std::vector<int>{} : in.bands;
     const auto [r, mode] = timings.time("kmeans", [&] { return classify(ctx, cube, a, options); });
@@ -234,7 +236,7 @@ void cluster_command(const ClusterArgs& a) {
         return write_cluster_outputs(r, cube, out, centroid_files(r, cube, a.input, band_indices), common.write, labels);
     });
 
-    nlohmann::json j = summary("cluster", ctx);
+    nlohmann::json j = summary("cluster", ctx, choice);
     j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
     j["parameters"] = kmeans_parameters_json(options, a.kmeans.mask);
     j["parameters"]["centroids_in"] = a.centroids_in.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.centroids_in);

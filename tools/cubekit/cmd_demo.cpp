@@ -67,7 +67,15 @@ void demo_command(const DemoArgs& a) {
     // written), quantize (the whole photo job; its own breakdown is under quantize.timings_ms).
     Timings timings;
     // A bad --device/--backend fails before anything is made.
-    auto [ctx, cube] = context_while_reading(common, "rcmg", timings, [&] { return read_input(a.scene, common).cube; });
+    // auto's estimate: the RCMG and the edges of the scene, and the photo's k-means (k = 16; bounded
+    // from its file size, as it is read after the decision).
+    const auto estimate = [&](const CubeShape& s) {
+        WorkEstimate w = estimate_rcmg(s), e = estimate_edges(s), q{};
+        if (!a.photo.empty()) q = estimate_kmeans(shape_lower_bound(a.photo), 16);
+        return WorkEstimate{w.cpu_thread_ms + e.cpu_thread_ms + q.cpu_thread_ms, w.bytes_moved + e.bytes_moved + q.bytes_moved};
+    };
+    auto [ctx, cube, choice] = context_while_reading(
+        common, "rcmg", timings, a.scene, [&] { return read_input(a.scene, common).cube; }, estimate);
     // A bad photo fails before any output.
     const Cube photo = timings.time("read", [&] { return a.photo.empty() ? Cube() : read_cube(a.photo); });
     const bool made_dir = !std::filesystem::exists(a.out_dir);
@@ -83,6 +91,7 @@ void demo_command(const DemoArgs& a) {
         j = run_rcmg(ctx, a.scene, cube, RcmgOptions{}, {png, npy}, common.write);  // the spec's defaults
         written = {png, npy};
         j["command"] = "demo";
+        if (!choice.is_null()) j["backend_choice"] = choice;
         timings.add(j["timings_ms"]);  // rcmg, write
         j["edges"] = timings.time("edges", [&] { return write_demo_edges(ctx, cube, edges_png, common.write); });
         written.push_back(edges_png);

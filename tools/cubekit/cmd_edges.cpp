@@ -131,7 +131,8 @@ void run_edges(const EdgesArgs& a) {
     const CommonOptions& common = a.common;
     Timings timings;
     // The input's band indices name the bands in the thresholds file.
-    auto [ctx, in] = context_while_reading(common, "edges", timings, [&] { return read_input(a.input, common); });
+    auto [ctx, in, choice] = context_while_reading(
+        common, "edges", timings, a.input, [&] { return read_input(a.input, common); }, estimate_edges);
     const Cube& cube = in.cube;
 
     EntropyEdgeOptions o = a.options;
@@ -147,7 +148,7 @@ void run_edges(const EdgesArgs& a) {
 
     std::int64_t edge_pixels = 0;
     for (std::size_t i = 0; i < r.edges.num_elements(); ++i) edge_pixels += r.edges.data<std::uint8_t>()[i] != 0;
-    nlohmann::json j = summary("edges", ctx);
+    nlohmann::json j = summary("edges", ctx, choice);
     j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}, {"bands_used", in.bands}};
     j["parameters"] = parameters_json(o);
     if (fusion_is_vote(o.fusion)) j["votes_needed"] = r.votes_needed;

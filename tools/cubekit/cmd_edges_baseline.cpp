@@ -61,8 +61,9 @@ void baseline_command(const BaselineArgs& a) {
         throw InvalidInput("edges-baseline: OUT = " + a.output + "; expected a .png or .npy path");
 
     Timings timings;
-    auto [ctx, cube] =
-        context_while_reading(common, "edges-baseline", timings, [&] { return read_input(a.input, common).cube; });
+    auto [ctx, cube, choice] = context_while_reading(
+        common, "edges-baseline", timings, a.input, [&] { return read_input(a.input, common).cube; },
+        estimate_edge_baseline);
     if (format == FileFormat::Png && cube.bands() != 1)
         throw InvalidInput("edges-baseline: OUT " + a.output + " is a PNG, which holds one band, and IN has " +
                            std::to_string(cube.bands()) + " bands; pick one with --bands N or write .npy");
@@ -71,7 +72,7 @@ void baseline_command(const BaselineArgs& a) {
     timings.time("write", [&] { write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write); });
 
     std::int64_t total = 0;
-    nlohmann::json j = summary("edges-baseline", ctx);
+    nlohmann::json j = summary("edges-baseline", ctx, choice);
     j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
     j["parameters"] = baseline_parameters(options);
     j["bands"] = band_json(result, options, total);

@@ -48,7 +48,8 @@ void pca_command(const PcaArgs& a) {
     const std::string model_path = a.model_out.empty() ? beside(a.output, ".pca.json") : a.model_out;
     check_distinct({a.output, model_path}, "pca");
     Timings timings;
-    auto [ctx, cube] = context_while_reading(common, "pca", timings, [&] { return read_input(a.input, common).cube; });
+    auto [ctx, cube, choice] = context_while_reading(
+        common, "pca", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate_pca);
     // The CLI clamps K to the bands (the library refuses K > B, as scikit-learn does).
     PcaOptions options = a.options;
     options.components = std::min(a.options.components, cube.bands());
@@ -78,7 +79,7 @@ void pca_command(const PcaArgs& a) {
                     std::to_string(r.model.samples) + " pixels used, " + std::to_string(options.components) +
                     " components, explained variance of PC1 " + std::to_string(r.model.explained_variance_ratio.front()));
     for (const auto& o : outputs.json()) say(common, "  wrote " + o["path"].get<std::string>());
-    nlohmann::json j = summary("pca", ctx);
+    nlohmann::json j = summary("pca", ctx, choice);
     j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
     j["parameters"] = parameters_json(options);
     j["parameters"]["components_requested"] = a.options.components;

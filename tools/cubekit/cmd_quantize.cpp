@@ -247,11 +247,14 @@ void quantize_command(const QuantizeArgs& a) {
     }
     output_format(job.output);  // a bad OUT fails before any work
     Timings timings;
-    auto [ctx, image] = context_while_reading(common, "quantize", timings, [&] { return read_input(a.input, common).cube; });
+    auto [ctx, image, choice] = context_while_reading(
+        common, "quantize", timings, a.input, [&] { return read_input(a.input, common).cube; },
+        [&](const CubeShape& s) { return estimate_kmeans(s, job.options.k); });
     // PNG stores alpha as the last channel (grey+alpha, RGBA): it is not a colour to cluster.
     job.alpha_last = common.bands.empty() && (image.bands() == 2 || image.bands() == 4) &&
                      detect_format(a.input) == FileFormat::Png;
     nlohmann::json j = run_quantize(ctx, image, job);
+    if (!choice.is_null()) j["backend_choice"] = choice;
     timings.add(j["timings_ms"]);  // kmeans, paint, write
     say(common, "quantize: " + a.input + " (" + image.shape().describe() + ") on " + ctx.device_name() + " [" +
                     j["implementation"].get<std::string>() + "]: k = " + std::to_string(j["k"].get<int>()) + ", " +

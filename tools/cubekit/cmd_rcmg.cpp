@@ -110,9 +110,10 @@ Action add_rcmg(CLI::App& root) {
         const RcmgOptions& options = args->options;
         for (const std::string& out : args->outputs) output_format(out);  // a bad OUT fails before any work
         Timings timings;
-        auto [ctx, cube] =
-            context_while_reading(common, "rcmg", timings, [&] { return read_input(args->input, common).cube; });
+        auto [ctx, cube, choice] = context_while_reading(
+            common, "rcmg", timings, args->input, [&] { return read_input(args->input, common).cube; }, estimate_rcmg);
         nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs, common.write);
+        if (!choice.is_null()) j["backend_choice"] = choice;
         timings.add(j["timings_ms"]);  // rcmg, write
         say(common, "rcmg: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
                         j["implementation"].get<std::string>() + "], " + std::to_string(options.connectivity) +

@@ -349,8 +349,11 @@ void run_zernike(const ZernikeArgs& a) {
     check_zernike_outputs(a, run.t.mode);
 
     Timings timings;
-    Context ctx = timings.time("context", [&] { return make_context(a.common, "zernike"); });
     run.cube = timings.time("read", [&] { return read_batch(a, run.t); });
+    const std::int64_t moments = run.t.mode == "set"     ? std::int64_t(zernike_set_size(a.max_order))
+                                 : run.t.mode == "order" ? a.order / 2 + 1
+                                                         : 1;
+    auto [ctx, choice] = context_for_work(a.common, "zernike", timings, estimate_zernike(run.cube.shape(), moments));
     run.target = a.reconstruct.empty() ? 0 : reconstruct_target(a, run.t);
     compute_moments(ctx, a, options, run);
     for (const std::string& w : run.t.moments.warnings) say(a.common, "zernike: warning: " + w);
@@ -361,6 +364,7 @@ void run_zernike(const ZernikeArgs& a) {
         return;
     }
     nlohmann::json j = zernike_summary(a, ctx, run);
+    if (!choice.is_null()) j["backend_choice"] = choice;
     j["elapsed_ms"] = elapsed_ms(start);
     timings.add("zernike", run.zernike_ms);
     timings.add("reconstruct", run.reconstruct_ms);

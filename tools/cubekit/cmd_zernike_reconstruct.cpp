@@ -127,7 +127,8 @@ void run_reconstruct(const ReconstructArgs& a) {
         z.values.push_back(value);
     }
     z.disk = zernike_disk(width, height, f.options);
-    Context ctx = timings.time("context", [&] { return make_context(common, "zernike-reconstruct"); });
+    auto [ctx, choice] = context_for_work(common, "zernike-reconstruct", timings,
+                                          estimate_zernike_reconstruct(std::int64_t(width) * height, std::int64_t(z.indices.size())));
     const Cube rebuilt = timings.time("reconstruct", [&] { return zernike_reconstruct(ctx, z, z.disk, K); });
     const int bits = a.png_depth ? a.png_depth : f.dtype == "u8" ? 8 : 16;
     const PngScale scale = timings.time("write", [&] {  // atomic
@@ -142,7 +143,7 @@ void run_reconstruct(const ReconstructArgs& a) {
                     " pixels, on " + ctx.device_name());
     say(common, "  wrote " + a.output);
 
-    nlohmann::json j = summary("zernike-reconstruct", ctx);
+    nlohmann::json j = summary("zernike-reconstruct", ctx, choice);
     j["input"] = {{"path", a.moments}, {"format", f.json ? "json" : "csv"}};
     j["width"] = width;
     j["height"] = height;

@@ -1,0 +1,113 @@
+// `--backend auto` picks the CPU where a CUDA process cannot win (issue 14, item 1): the rule of
+// tools/cubekit/auto_backend.hpp, its per-family estimates against the crossovers measured on the GPU
+// machine (bench/results/2026-11-26-h100.md), and the CLI reporting and obeying it.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
+
+#include "auto_backend.hpp"
+#include "cubekit/context.hpp"
+#include "testing.hpp"
+
+namespace cubekit::cli {
+namespace {
+
+CubeShape shape(int w, int h, int b, DType t) { return {.width = w, .height = h, .bands = b, .dtype = t}; }
+
+TEST(AutoBackend, RuleComparesTheCpuEstimateWithTheCudaProcessCost) {
+    // 1 s of CPU work on one thread: the GPU on 1 thread, the CPU on 16 (62.5 ms < 295 ms).
+    EXPECT_EQ(choose_backend({.cpu_thread_ms = 1000}, 1).backend, Backend::Cuda);
+    EXPECT_EQ(choose_backend({.cpu_thread_ms = 1000}, 16).backend, Backend::Cpu);
+    // Just above and below the fixed cost.
+    EXPECT_EQ(choose_backend({.cpu_thread_ms = 16 * (kCudaProcessMs + 1)}, 16).backend, Backend::Cuda);
+    EXPECT_EQ(choose_backend({.cpu_thread_ms = 16 * (kCudaProcessMs - 1)}, 16).backend, Backend::Cpu);
+    // Copies count against the GPU: 400 ms of CPU work is not worth 3 GB of pageable copies (200 ms).
+    const BackendChoice c = choose_backend({.cpu_thread_ms = 400, .bytes_moved = 3e9}, 1);
+    EXPECT_EQ(c.backend, Backend::Cpu);
+    EXPECT_DOUBLE_EQ(c.cpu_ms, 400);
+    EXPECT_DOUBLE_EQ(c.gpu_ms, kCudaProcessMs + 3e9 / kPageableBytesPerMs);
+    const nlohmann::json j = c.json();
+    EXPECT_EQ(j["picked"], "cpu");
+    EXPECT_EQ(j["rule"], "auto");
+    EXPECT_NE(j["reason"].get<std::string>().find("below"), std::string::npos) << j.dump();
+}
+
+// The decisions the measured wall times call for at 16 threads (the GPU machine): CPU where its whole
+// process beat the CUDA one, GPU where it lost.
+TEST(AutoBackend, FamiliesPickWhatWasFasterOnTheGpuMachine) {
+    const int threads = 16;
+    const auto pick = [&](const WorkEstimate& w) { return choose_backend(w, threads).backend; };
+    const CubeShape cube80 = shape(1096, 715, 102, DType::U8), pavia = shape(610, 340, 103, DType::F32);
+    const CubeShape photo4k = shape(3840, 2160, 3, DType::U8), photo128 = shape(128, 128, 3, DType::U8);
+    EXPECT_EQ(pick(estimate_edges(cube80)), Backend::Cpu);          // 314 ms CPU, 410 ms CUDA
+    EXPECT_EQ(pick(estimate_rcmg(pavia)), Backend::Cpu);            // 161 vs 349
+    EXPECT_EQ(pick(estimate_pca(pavia)), Backend::Cpu);             // 179 vs 370
+    EXPECT_EQ(pick(estimate_kmeans(pavia, 9)), Backend::Cuda);      // 1019 vs 396
+    EXPECT_EQ(pick(estimate_kmeans(photo4k, 16)), Backend::Cuda);   // 4696 vs 631
+    EXPECT_EQ(pick(estimate_kmeans(photo128, 16)), Backend::Cpu);   // 101 vs 352
+    EXPECT_EQ(pick(estimate_kmeans(shape(256, 256, 32, DType::F32), 9)), Backend::Cpu);  // 113 vs 373
+    EXPECT_EQ(pick(estimate_zernike(shape(2048, 2048, 1, DType::U8), 121)), Backend::Cpu);  // 79 vs 375
+    EXPECT_EQ(pick(estimate_zernike_reconstruct(2048 * 2048, 121)), Backend::Cpu);          // 191 vs 424
+    EXPECT_EQ(pick(estimate_edges(shape(64, 64, 16, DType::U8))), Backend::Cpu);             // 14.5 vs 261
+    // Larger work turns to the GPU: a cube 4× the benchmark's edges input, a whole Zernike set to 34 of
+    // a 64-image batch.
+    EXPECT_EQ(pick(estimate_edges(shape(2192, 1430, 102, DType::U8))), Backend::Cuda);
+    EXPECT_EQ(pick(estimate_zernike(shape(2048, 2048, 64, DType::U8), 324)), Backend::Cuda);
+}
+
+TEST(AutoBackend, LowerBoundOfTheSamplesFromTheFileSize) {
+    const auto dir = testing::temp_dir("auto_bound");
+    const auto write = [&](const std::string& name, const std::string& magic, std::size_t bytes) {
+        std::ofstream(dir / name, std::ios::binary) << magic << std::string(bytes - magic.size(), 'x');
+        return dir / name;
+    };
+    EXPECT_EQ(shape_lower_bound(write("a.png", "\x89PNG\r\n\x1a\n", 10000)).num_elements(), 5000u);  // 16-bit PNG
+    EXPECT_EQ(shape_lower_bound(write("b.npy", "\x93NUMPY", 8000)).num_elements(), 1000u);  // f64 at most
+    EXPECT_EQ(shape_lower_bound(dir / "missing.npy").num_elements(), 0u);
+}
+
+// The CLI reports the decision and follows it; --backend cpu bypasses the rule.
+TEST(AutoBackend, CliReportsAndFollowsTheRule) {
+    const auto dir = testing::temp_dir("auto_cli");
+    const std::string samson = testing::source_path("data/samson/samson_1.img").string();
+    for (const char* threads : {"1", "2"}) {
+        const auto r = testing::run_cli("edges " + samson + " " + (dir / "e.png").string() + " --json --threads " + threads);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const nlohmann::json j = nlohmann::json::parse(r.out);
+        ASSERT_TRUE(j.contains("backend_choice")) << r.out;
+        const nlohmann::json& c = j["backend_choice"];
+        const BackendChoice expected = choose_backend(estimate_edges(shape(95, 95, 156, DType::I16)), std::stoi(threads));
+        EXPECT_EQ(c["picked"], expected.backend == Backend::Cuda ? "cuda" : "cpu") << c.dump();
+        EXPECT_NEAR(c["cpu_estimate_ms"].get<double>(), expected.cpu_ms, 1e-9 * expected.cpu_ms) << c.dump();
+        // The Samson scene is far below the crossover: the CPU, and no CUDA initialised for it.
+        EXPECT_EQ(c["picked"], "cpu");
+        EXPECT_EQ(j["backend"], "cpu");
+    }
+    const auto forced = testing::run_cli("edges " + samson + " " + (dir / "f.png").string() + " --json --backend cpu");
+    ASSERT_EQ(forced.exit_code, 0) << forced.err;
+    EXPECT_FALSE(nlohmann::json::parse(forced.out).contains("backend_choice")) << forced.out;
+}
+
+// A pick of the GPU runs there when a device exists, and on the CPU (said so) when none does. The
+// work must exceed the crossover on one thread: quantize of a 512² photo with k = 64.
+TEST(AutoBackend, CliGpuPickWithAndWithoutADevice) {
+    const std::string photo = testing::source_path("data/photos/chelsea.png").string();
+    const auto dir = testing::temp_dir("auto_gpu");
+    const auto r = testing::run_cli("quantize " + photo + " " + (dir / "q.png").string() + " -k 64 --json --threads 1");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j.contains("backend_choice")) << r.out;
+    EXPECT_EQ(j["backend_choice"]["picked"], "cuda") << r.out;
+    if (Context::cuda_device_count() > 0) {
+        EXPECT_EQ(j["backend"], "cuda") << r.out;
+    } else {
+        EXPECT_EQ(j["backend"], "cpu") << r.out;
+        EXPECT_NE(j["backend_choice"]["reason"].get<std::string>().find("no usable CUDA device"), std::string::npos)
+            << r.out;
+    }
+}
+
+}  // namespace
+}  // namespace cubekit::cli

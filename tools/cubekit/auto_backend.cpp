@@ -1,0 +1,94 @@
+#include "auto_backend.hpp"
+
+#include <cstdio>
+#include <system_error>
+
+#include "cubekit/dtype.hpp"
+#include "cubekit/io.hpp"
+
+namespace cubekit::cli {
+
+namespace {
+
+// CPU cost per unit of work on one thread, in ns: the CPU step of bench/cli_wall.py at 16 threads on
+// the GPU machine (bench/results/2026-11-26-h100.md, commit a70e9ac) × 16 / the units.
+constexpr double kEdgesNsPerSample = 52.6;       // edges 262.7 ms, 1096×715×102 u8
+constexpr double kRcmgNsPerSample = 80.3;        // rcmg 107.4 ms, 610×340×103 f32, 8-conn f64
+constexpr double kKmeansNsPerSampleK = 80.6;     // cluster 971 ms, 610×340×103 f32, k = 9 (quantize: 170)
+constexpr double kPcaNsPerSampleBand = 0.97;     // pca 133.8 ms, 610×340×103 f32
+constexpr double kZernikeNsPerSampleMoment = 0.84;      // zernike 26.7 ms, 2048² u8, n ≤ 20 (121 moments)
+constexpr double kReconstructNsPerPixelMoment = 3.3;    // zernike-reconstruct 106.5 ms, 2048², 121 moments
+constexpr double kBaselineNsPerSample = 52.6;    // not measured yet: taken as the entropy detector's
+
+double samples(const CubeShape& s) { return double(s.width) * double(s.height) * double(s.bands); }
+double sample_bytes(const CubeShape& s) { return samples(s) * double(dtype_size(s.dtype)); }
+double pixels(const CubeShape& s) { return double(s.width) * double(s.height); }
+
+std::string fmt(const char* format, double a, double b) {
+    char line[160];
+    std::snprintf(line, sizeof line, format, a, b);
+    return line;
+}
+
+}  // namespace
+
+nlohmann::json BackendChoice::json() const {
+    return {{"rule", "auto"}, {"picked", backend == Backend::Cuda ? "cuda" : "cpu"},
+            {"cpu_estimate_ms", cpu_ms}, {"gpu_estimate_ms", gpu_ms}, {"reason", reason}};
+}
+
+BackendChoice choose_backend(const WorkEstimate& work, int threads) {
+    BackendChoice c;
+    c.cpu_ms = work.cpu_thread_ms / double(threads > 0 ? threads : 1);
+    c.gpu_ms = kCudaProcessMs + work.bytes_moved / kPageableBytesPerMs;
+    c.backend = c.cpu_ms > c.gpu_ms ? Backend::Cuda : Backend::Cpu;
+    c.reason = c.backend == Backend::Cuda
+                   ? fmt("the CPU estimate (%.0f ms) exceeds a CUDA process's start, copies and exit (%.0f ms)", c.cpu_ms, c.gpu_ms)
+                   : fmt("the CPU estimate (%.0f ms) is below a CUDA process's start, copies and exit (%.0f ms)", c.cpu_ms, c.gpu_ms);
+    return c;
+}
+
+WorkEstimate estimate_edges(const CubeShape& s) {
+    return {samples(s) * kEdgesNsPerSample * 1e-6, sample_bytes(s) + pixels(s)};
+}
+
+WorkEstimate estimate_edge_baseline(const CubeShape& s) {
+    return {samples(s) * kBaselineNsPerSample * 1e-6, sample_bytes(s) + samples(s)};
+}
+
+WorkEstimate estimate_rcmg(const CubeShape& s) {
+    return {samples(s) * kRcmgNsPerSample * 1e-6, sample_bytes(s) + 4 * pixels(s)};
+}
+
+WorkEstimate estimate_kmeans(const CubeShape& s, int k) {
+    return {samples(s) * double(k) * kKmeansNsPerSampleK * 1e-6, sample_bytes(s) + 4 * pixels(s)};
+}
+
+WorkEstimate estimate_pca(const CubeShape& s) {
+    return {samples(s) * double(s.bands) * kPcaNsPerSampleBand * 1e-6, sample_bytes(s) + 8 * samples(s)};
+}
+
+WorkEstimate estimate_zernike(const CubeShape& s, std::int64_t moments) {
+    return {samples(s) * double(moments) * kZernikeNsPerSampleMoment * 1e-6, sample_bytes(s)};
+}
+
+WorkEstimate estimate_zernike_reconstruct(std::int64_t pixel_count, std::int64_t moments) {
+    return {double(pixel_count) * double(moments) * kReconstructNsPerPixelMoment * 1e-6, 8.0 * double(pixel_count)};
+}
+
+CubeShape shape_lower_bound(const std::filesystem::path& path) {
+    std::error_code ec;
+    const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+    if (ec) return {};
+    FileFormat format = FileFormat::Auto;
+    try {
+        format = detect_format(path);
+    } catch (const std::exception&) {
+        return {};
+    }
+    const std::uintmax_t per_sample = format == FileFormat::Jpeg ? 1 : (format == FileFormat::Png || format == FileFormat::Pnm) ? 2 : 8;
+    return CubeShape{.width = int(std::min<std::uintmax_t>(bytes / per_sample, 1u << 30)), .height = 1, .bands = 1,
+                     .dtype = DType::U8, .layout = Layout::BSQ};
+}
+
+}  // namespace cubekit::cli
