@@ -10,8 +10,9 @@ Builds the inputs from the packed real scenes (no benchmark binary needed):
   gray2k.png   2048x2048 grey: camera.png bicubically upscaled -- zernike
   small/       the same families on tiny and medium inputs, for the auto rule's crossover
 
-Each command runs once untimed (page cache, driver), then REPEAT times; the table gives the median and the
-minimum wall time (fork to exit, measured here) and the median of the --json timings_ms steps.
+Each command runs once untimed (page cache, driver), then REPEAT times, with --backend cpu, cuda and auto (the
+default: "auto → cpu" says what it ran on); the table gives the median and the minimum wall time (fork to exit,
+measured here) and the median of the --json timings_ms steps.
 
 Usage: python3 cli_wall.py --cli CUBEKIT --data DATA_DIR --work DIR [--out FILE.md] [--json FILE.json]
                            [--repeat 5] [--only edges,rcmg] [--lib DIR]
@@ -78,7 +79,7 @@ def commands(w):
         ("quantize", "photo4k.png", ["quantize", w / "photo4k.png", o / "q.png", "-k", "16"]),
         ("cluster", "pavia86.npy", ["cluster", w / "pavia86.npy", o / "labels.npy", "-k", "9"]),
         ("pca", "pavia86.npy", ["pca", w / "pavia86.npy", o / "pca.npy"]),
-        ("edges-baseline", "photo4k.png", ["edges-baseline", w / "photo4k.png", o / "canny.png"]),
+        ("edges-baseline", "photo4k.png", ["edges-baseline", w / "photo4k.png", o / "canny.png", "--bands", "1"]),
         ("edges-score", "edges.png", ["edges-score", o / "edges.png", o / "edges.png"]),
         ("zernike", "gray2k.png", ["zernike", w / "gray2k.png", "-o", o / "z.json"]),
         ("zernike-reconstruct", "z.json", ["zernike-reconstruct", o / "z.json", o / "zr.png"]),
@@ -111,7 +112,7 @@ def run_one(cli, argv, backend):
     if p.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
     j = json.loads(p.stdout)
-    return wall, j.get("timings_ms", {}), j.get("device", j.get("backend", ""))
+    return wall, j.get("timings_ms", {}), j.get("backend", "")
 
 
 def main():
@@ -134,7 +135,7 @@ def main():
     for name, label, argv in commands(a.work):
         if only and name not in only:
             continue
-        for backend in ("cpu",) if name in CPU_ONLY else ("cpu", "cuda"):
+        for backend in ("cpu",) if name in CPU_ONLY else ("cpu", "cuda", "auto"):
             try:
                 run_one(a.cli, argv, backend)  # warm the page cache and the driver
                 runs = [run_one(a.cli, argv, backend) for _ in range(a.repeat)]
@@ -147,8 +148,10 @@ def main():
             steps = {k: statistics.median(r[1].get(k, 0.0) for r in runs) for k in keys}
             med = statistics.median(walls)
             shown = ", ".join(f"{k} {v:.1f}" for k, v in steps.items() if k != "total")
-            rows.append(f"| {name} | {label} | {backend} | {med:.1f} | {min(walls):.1f} | {shown} |")
-            records.append({"command": name, "input": label, "backend": backend, "wall_ms_median": med,
+            ran = runs[-1][2]
+            shown_backend = f"auto → {ran}" if backend == "auto" else backend
+            rows.append(f"| {name} | {label} | {shown_backend} | {med:.1f} | {min(walls):.1f} | {shown} |")
+            records.append({"command": name, "input": label, "backend": backend, "ran_on": ran, "wall_ms_median": med,
                             "wall_ms_min": min(walls), "timings_ms_median": steps, "argv": [str(x) for x in argv]})
             print(rows[-1], flush=True)
     text = ["| command | input | backend | wall ms (median) | min | timings_ms (median) |",

@@ -25,4 +25,9 @@ void copy_cube_host(const CubeView& src, const MutableCubeView& dst);
 /// caller); complete on return. CPU-only build: throws DeviceError.
 void copy_cube_cuda(const Context& ctx, const CubeView& src, const MutableCubeView& dst);
 
+/// Host → device copy of `bytes` contiguous bytes on ctx's stream (CUDA builds only; staged_copy.cpp):
+/// large pageable sources go through a ring of pinned chunks filled by ctx.threads() threads. Returns
+/// when the source may be reused; the device side completes in stream order.
+void upload_flat(const Context& ctx, void* dst, const void* src, std::size_t bytes);
+
 }  // namespace cubekit::detail

@@ -86,7 +86,9 @@ void copy_pitched(const Context& ctx, void* dst, const Pitched& d, const void* s
         return (p.rows == 1 || p.row_pitch == p.run) && (p.slices == 1 || p.slice_pitch == p.run * p.rows);
     };
     if (dense(s) && dense(d)) {  // one flat copy: cudaMemcpy3D from pageable memory measured ~2x slower
-        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(dst, src, s.run * s.rows * s.slices, kind, stream_of(ctx)));
+        const std::size_t bytes = s.run * s.rows * s.slices;
+        if (kind == cudaMemcpyHostToDevice) upload_flat(ctx, dst, src, bytes);
+        else CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream_of(ctx)));
         return;
     }
     const bool one_call = s.slices == 1 || (s.slice_pitch % s.row_pitch == 0 && d.slice_pitch % d.row_pitch == 0);

@@ -135,7 +135,8 @@ void DeviceBuffer::download(const Context& ctx, void* host, std::size_t bytes) c
 void DeviceBuffer::upload_async(const Context& ctx, const void* host, std::size_t bytes) {
     if (bytes > size_) throw InvalidInput("DeviceBuffer::upload: " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(size_));
     if (bytes == 0) return;
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(data_, host, bytes, cudaMemcpyHostToDevice, detail::stream_of(ctx)));
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(device_));
+    detail::upload_flat(ctx, data_, host, bytes);
 }
 
 void DeviceBuffer::download_async(const Context& ctx, void* host, std::size_t bytes) const {
