@@ -115,6 +115,25 @@ def run_one(cli, argv, backend):
     return wall, j.get("timings_ms", {}), j.get("backend", "")
 
 
+def module_loading(cli, w, repeat):
+    """What loading cubekit's kernels costs: a tiny edges run on CUDA with the driver's lazy loading (the
+    default: each kernel's module on its first launch) and with CUDA_MODULE_LOADING=EAGER (every module of
+    the library at context creation)."""
+    lines = ["| CUDA_MODULE_LOADING | edges 64×64×16, cuda: wall ms | context ms | edges step ms |", "|---|---:|---:|---:|"]
+    for mode in ("LAZY", "EAGER"):
+        ENV["CUDA_MODULE_LOADING"] = mode
+        try:
+            runs = [run_one(cli, ["edges", w / "cube_small.npy", w / "out" / "ml.png"], "cuda") for _ in range(repeat)]
+        except RuntimeError as e:
+            lines.append(f"| {mode} | failed: {e} | | |")
+            continue
+        finally:
+            ENV.pop("CUDA_MODULE_LOADING", None)
+        med = lambda k: statistics.median(r[1].get(k, 0.0) for r in runs)
+        lines.append(f"| {mode} | {statistics.median(r[0] for r in runs):.1f} | {med('context'):.1f} | {med('edges'):.1f} |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -156,6 +175,8 @@ def main():
             print(rows[-1], flush=True)
     text = ["| command | input | backend | wall ms (median) | min | timings_ms (median) |",
             "|---|---|---|---:|---:|---|"] + rows
+    if not only or "edges" in only:
+        text += ["", module_loading(a.cli, a.work, a.repeat)]
     if a.out:
         Path(a.out).write_text("\n".join(text) + "\n")
     if a.json:
