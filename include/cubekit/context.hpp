@@ -5,6 +5,7 @@
 ///     cubekit::Context cpu({.backend = cubekit::Backend::Cpu, .threads = 4});
 ///     cubekit::Context gpu({.backend = cubekit::Backend::Cuda, .device = 0});  // throws DeviceError if none
 #include <atomic>
+#include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -50,6 +51,14 @@ struct ContextOptions {
     void* stream = nullptr;
 };
 
+/// Host ↔ device copies made through a context (copy_cube, DeviceCube::upload/download, the families'
+/// own uploads of host inputs and downloads of host outputs): counts, bytes, and the host wall time
+/// each took to complete (a download is timed from the moment the work queued before it is done).
+struct TransferTotals {
+    std::uint64_t uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
+    double upload_ms = 0, download_ms = 0;
+};
+
 /// The declarations of ContextOptions' fields (options.hpp); the callbacks and the stream are no flags.
 template <class O, class V>
     requires std::same_as<std::remove_const_t<O>, ContextOptions>
@@ -87,6 +96,11 @@ public:
     /// True when CUBEKIT_SYNC=1 was set at construction: every launch is followed by a sync.
     bool debug_sync() const { return debug_sync_; }
 
+    /// The host ↔ device copies made through this context so far (see TransferTotals).
+    TransferTotals transfer_totals() const;
+    /// Adds one copy to the totals (the core's copy paths call it).
+    void count_transfer(bool upload, std::size_t bytes, double ms) const;
+
     void log(std::string_view message) const;
     /// Calls ContextOptions::progress, one call at a time (under a mutex) whatever the thread.
     void progress(std::size_t done, std::size_t total) const;
@@ -118,6 +132,8 @@ private:
     void* stream_ = nullptr;
     bool owns_stream_ = false;
     mutable std::mutex progress_mutex_;  // serialises progress callbacks; each Context has its own (not moved)
+    mutable std::mutex transfer_mutex_;  // guards transfers_ (copies may run on several threads); not moved
+    mutable TransferTotals transfers_;
 };
 
 }  // namespace cubekit

@@ -11,12 +11,15 @@ device and stream without copying and come back as the same kind of array.
 ((95, 95, 156), [401.46, 404.64])
 >>> g = cubekit.rcmg(cube)                                        # (95, 95) float32
 
+Where a call spent its time (copies to and from the GPU, computing): ``cubekit.last_timings()``.
+
 Errors: ValueError for invalid input (the CLI's exit code 2), OSError when the operating system
 refuses (3), cubekit.DeviceError for the GPU (4).
 """
 from ._cubekit import DeviceError, __version__, built_with_cuda, cuda_device_count, gdal_available
 from ._gradient import rcmg
 from ._io import data_path, imread, imsave, mat_variables, read, write
+from ._runtime import last_timings
 # -- k-means and PCA (_kmeans.py, _pca.py) --
 from ._kmeans import KMeansResult, QuantizeResult, apply_palette, kmeans, quantize
 from ._pca import PCAResult, pca, pca_transform
@@ -30,7 +33,7 @@ from ._zernike import ZernikeResult, zernike_moments, zernike_reconstruct, zerni
 __all__ = [
     "DeviceError", "__version__", "built_with_cuda", "cuda_device_count", "gdal_available",
     "rcmg",
-    "data_path", "imread", "imsave", "mat_variables", "read", "write",
+    "data_path", "imread", "imsave", "mat_variables", "read", "write", "last_timings",
     # -- k-means and PCA --
     "KMeansResult", "QuantizeResult", "apply_palette", "kmeans", "quantize",
     "PCAResult", "pca", "pca_transform",

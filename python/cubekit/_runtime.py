@@ -97,7 +97,24 @@ def context(x, backend, device, threads):
     ctx = cache.get(key)
     if ctx is None:
         ctx = cache[key] = _cubekit.Context(backend, dev, threads, stream)
+    _local.last = ctx
     return ctx, kind
+
+
+def last_timings() -> dict:
+    """Where the last cubekit call of this thread spent its time, in ms: ``total_ms`` (the library
+    call), ``upload_ms`` and ``download_ms`` (its host ↔ device copies: NumPy input on
+    backend='cuda'), ``compute_ms`` (the rest), ``upload_bytes``, ``download_bytes`` and ``backend``.
+    For CuPy/PyTorch input the call returns once the work is queued, so these are host times.
+    Empty before the first call.
+
+    >>> import numpy as np, cubekit
+    >>> g = cubekit.rcmg(np.ones((64, 64, 8), np.float32))
+    >>> sorted(cubekit.last_timings())[:3]
+    ['backend', 'compute_ms', 'download_bytes']
+    """
+    ctx = getattr(_local, "last", None)
+    return {} if ctx is None else dict(ctx.last_timings())
 
 
 def empty(kind: str, like, shape, dtype):

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include <atomic>
+#include <chrono>
 #include <optional>
 
 #include "cubekit/context.hpp"
@@ -21,6 +22,11 @@ public:
 
     const Context& context() const { return *ctx_; }
 
+    /// Where the last run() spent its time (ms): total (the library call, without the GIL), upload and
+    /// download (host ↔ device copies of this call, Context::transfer_totals), compute = the rest, and the
+    /// bytes copied each way. For device arrays the call returns when the work is queued: host times.
+    py::dict last_timings() const;
+
     /// Runs f(context) without the GIL, with `progress` (a callable(done, total) or None) called
     /// as the work advances; Ctrl-C cancels (KeyboardInterrupt). Not re-entrant: the Python layer
     /// keeps one PyContext per thread.
@@ -34,6 +40,8 @@ public:
 private:
     struct Call {
         PyContext& c;
+        std::chrono::steady_clock::time_point start;
+        TransferTotals before;
         Call(PyContext& self, py::object progress);
         ~Call();
     };
@@ -43,6 +51,8 @@ private:
     py::object progress_;  // the current call's callback; set and cleared with the GIL held
     std::atomic<bool> cancel_{false};
     bool interrupted_ = false;
+    double last_total_ms_ = 0;
+    TransferTotals last_transfers_;  // of the last call alone
 };
 
 }  // namespace cubekit::python

@@ -34,6 +34,7 @@ void cubekit::python::bind_core(py::module_& m) {
         .def_property_readonly("device", [](const PyContext& c) { return c.context().device(); })
         .def_property_readonly("device_name", [](const PyContext& c) { return c.context().device_name(); })
         .def_property_readonly("threads", [](const PyContext& c) { return c.context().threads(); })
+        .def("last_timings", &PyContext::last_timings)
         .def("synchronize", [](const PyContext& c) {
             py::gil_scoped_release release;
             c.context().synchronize();

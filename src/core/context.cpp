@@ -49,7 +49,8 @@ Context::~Context() {
 Context::Context(Context&& other) noexcept
     : options_(std::move(other.options_)), cuda_(other.cuda_), device_(other.device_), threads_(other.threads_),
       debug_sync_(other.debug_sync_), device_name_(std::move(other.device_name_)),
-      stream_(std::exchange(other.stream_, nullptr)), owns_stream_(other.owns_stream_) {}
+      stream_(std::exchange(other.stream_, nullptr)), owns_stream_(other.owns_stream_),
+      transfers_(other.transfer_totals()) {}
 
 Context& Context::operator=(Context&& other) noexcept {
     if (this != &other) {
@@ -62,12 +63,24 @@ Context& Context::operator=(Context&& other) noexcept {
         debug_sync_ = other.debug_sync_;
         device_name_ = std::move(other.device_name_);
         stream_ = std::exchange(other.stream_, nullptr);
+        transfers_ = other.transfer_totals();
     }
     return *this;
 }
 
 void Context::synchronize() const {
     if (stream_) detail::synchronize_stream(stream_);
+}
+
+TransferTotals Context::transfer_totals() const {
+    const std::lock_guard<std::mutex> lock(transfer_mutex_);
+    return transfers_;
+}
+
+void Context::count_transfer(bool upload, std::size_t bytes, double ms) const {
+    const std::lock_guard<std::mutex> lock(transfer_mutex_);
+    if (upload) ++transfers_.uploads, transfers_.upload_bytes += bytes, transfers_.upload_ms += ms;
+    else ++transfers_.downloads, transfers_.download_bytes += bytes, transfers_.download_ms += ms;
 }
 
 void Context::log(std::string_view message) const {

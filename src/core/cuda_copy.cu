@@ -5,6 +5,7 @@
 // express (negative, overlapping) are first gathered on the host.
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -176,10 +177,21 @@ void copy_cube_cuda(const Context& ctx, const CubeView& src, const MutableCubeVi
     check_device(src, "source");
     check_device(dst, "destination");
     CUBEKIT_CUDA_CHECK(cudaSetDevice(ctx.device()));
-    if (src.on_device() && dst.on_device()) copy_on_device(ctx, src, dst);
-    else if (dst.on_device()) host_to_device(ctx, src, dst);
+    if (src.on_device() && dst.on_device()) {
+        copy_on_device(ctx, src, dst);
+        ctx.synchronize();
+        return;
+    }
+    // Host ↔ device: timed for Context::transfer_totals; a download from when the work queued before
+    // it is done (it would wait for it anyway), an upload until its bytes are on the device.
+    const bool upload = dst.on_device();
+    if (!upload) ctx.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (upload) host_to_device(ctx, src, dst);
     else device_to_host(ctx, src, dst);
     ctx.synchronize();
+    ctx.count_transfer(upload, src.num_bytes(),
+                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace cubekit::detail

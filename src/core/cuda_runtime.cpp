@@ -1,6 +1,7 @@
 // Device runtime pieces of the core: device discovery, streams and DeviceBuffer.
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -123,13 +124,18 @@ void DeviceBuffer::release() noexcept {
 }
 
 void DeviceBuffer::upload(const Context& ctx, const void* host, std::size_t bytes) {
+    const auto t0 = std::chrono::steady_clock::now();
     upload_async(ctx, host, bytes);
     ctx.synchronize();
+    ctx.count_transfer(true, bytes, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void DeviceBuffer::download(const Context& ctx, void* host, std::size_t bytes) const {
+    ctx.synchronize();  // timed from when the work queued before it is done
+    const auto t0 = std::chrono::steady_clock::now();
     download_async(ctx, host, bytes);
     ctx.synchronize();
+    ctx.count_transfer(false, bytes, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void DeviceBuffer::upload_async(const Context& ctx, const void* host, std::size_t bytes) {
