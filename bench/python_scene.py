@@ -64,6 +64,10 @@ def main():
         f, med, mn = timed(lambda: fn(a, backend="cuda"))
         lines.append(f"| {name} | {label} | NumPy → NumPy, cuda | {f:.1f} | {med:.1f} | {mn:.1f} | {floor:.2f} | "
                      f"{target:g} ({'met' if med <= target else 'missed'}) |")
+        t = cubekit.last_timings()
+        notes.append(f"{name} NumPy on cuda, last call: " + ", ".join(
+            f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in t.items()) +
+            (f" (upload at {t['upload_bytes'] / t['upload_ms'] / 1e6:.1f} GB/s)" if t.get("upload_ms") else ""))
         try:
             import cupy as cp
             d = cp.asarray(a)
