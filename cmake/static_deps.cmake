@@ -1,5 +1,5 @@
 # CUBEKIT_STATIC_DEPS=ON (scripts/gpu-pack only): link matio (with HDF5 and its szip/aec/zlib),
-# LAPACK (with BLAS, gfortran, quadmath), libpng and libjpeg statically, so that the GPU pack
+# LAPACK (with BLAS, gfortran, quadmath), libpng, libjpeg and libdeflate statically, so that the GPU pack
 # carries none of their shared libraries. HDF5's shared library alone drags in libcurl and its TLS,
 # Kerberos and LDAP chain (~5 MB of the compressed pack); a static link keeps only the objects the
 # binaries use. Same Debian builds of the same libraries, so the results do not change. Included
@@ -35,4 +35,8 @@ endfunction()
 _cubekit_repoint(PNG::PNG "${_static_png16}")
 _cubekit_repoint(JPEG::JPEG "${_static_jpeg}")
 _cubekit_repoint(ZLIB::ZLIB "${_static_z}")
-message(STATUS "cubekit: static matio/HDF5, LAPACK/BLAS, libpng, libjpeg (CUBEKIT_STATIC_DEPS)")
+if(TARGET cubekit::libdeflate)
+  _cubekit_static_archive(_static_deflate libdeflate.a)
+  _cubekit_repoint(cubekit::libdeflate "${_static_deflate}")
+endif()
+message(STATUS "cubekit: static matio/HDF5, LAPACK/BLAS, libpng, libjpeg, libdeflate (CUBEKIT_STATIC_DEPS)")

@@ -61,8 +61,8 @@ void byteswap_inplace(void* data, std::size_t count, std::size_t elem_size) {
     }
 }
 
-Cube image_as_bip(std::string_view fn, const fs::path& path, const Cube& cube, int min_bands,
-                  int max_bands, std::string_view accepted_bands) {
+void check_image(std::string_view fn, const fs::path& path, const Cube& cube, int min_bands, int max_bands,
+                 std::string_view accepted_bands) {
     if (cube.dtype() != DType::U8 && cube.dtype() != DType::U16) {
         throw_invalid(fn, path,
                       "element type " + std::string(dtype_name(cube.dtype())) +
@@ -76,6 +76,11 @@ Cube image_as_bip(std::string_view fn, const fs::path& path, const Cube& cube, i
     if (cube.width() <= 0 || cube.height() <= 0) {
         throw_invalid(fn, path, "the image is empty (" + cube.shape().describe() + ")");
     }
+}
+
+Cube image_as_bip(std::string_view fn, const fs::path& path, const Cube& cube, int min_bands,
+                  int max_bands, std::string_view accepted_bands) {
+    check_image(fn, path, cube, min_bands, max_bands, accepted_bands);
     return cube.to_layout(Layout::BIP);
 }
 

@@ -127,8 +127,11 @@ Cube read_gdal(const fs::path& path);
 /// With GDAL: whether a GDAL driver recognises the file. Without: false.
 bool gdal_identifies(const fs::path& path);
 
-/// u8/u16 cube with an allowed band count for an image writer, as BIP; throws InvalidInput
-/// naming `fn`, the path, what was given and what is accepted.
+/// Throws InvalidInput naming `fn`, the path, what was given and what is accepted unless the cube
+/// is a non-empty u8/u16 image with an allowed band count for an image writer.
+void check_image(std::string_view fn, const fs::path& path, const Cube& cube, int min_bands, int max_bands,
+                 std::string_view accepted_bands);
+/// check_image, then the cube as BIP (a copy).
 Cube image_as_bip(std::string_view fn, const fs::path& path, const Cube& cube, int min_bands,
                   int max_bands, std::string_view accepted_bands);
 
