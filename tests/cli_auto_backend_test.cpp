@@ -51,9 +51,8 @@ TEST(AutoBackend, FamiliesPickWhatWasFasterOnTheGpuMachine) {
     EXPECT_EQ(pick(estimate_zernike(shape(2048, 2048, 1, DType::U8), 121)), Backend::Cpu);  // 79 vs 375
     EXPECT_EQ(pick(estimate_zernike_reconstruct(2048 * 2048, 121)), Backend::Cpu);          // 191 vs 424
     EXPECT_EQ(pick(estimate_edges(shape(64, 64, 16, DType::U8))), Backend::Cpu);             // 14.5 vs 261
-    // Larger work turns to the GPU: a cube 4× the benchmark's edges input, a whole Zernike set to 34 of
-    // a 64-image batch.
-    EXPECT_EQ(pick(estimate_edges(shape(2192, 1430, 102, DType::U8))), Backend::Cuda);
+    EXPECT_EQ(pick(estimate_edge_baseline(shape(3840, 2160, 1, DType::U8))), Backend::Cpu);  // 331 vs 381
+    // Larger work turns to the GPU: a whole Zernike set to 34 of a 64-image batch.
     EXPECT_EQ(pick(estimate_zernike(shape(2048, 2048, 64, DType::U8), 324)), Backend::Cuda);
 }
 
@@ -63,7 +62,10 @@ TEST(AutoBackend, LowerBoundOfTheSamplesFromTheFileSize) {
         std::ofstream(dir / name, std::ios::binary) << magic << std::string(bytes - magic.size(), 'x');
         return dir / name;
     };
-    EXPECT_EQ(shape_lower_bound(write("a.png", "\x89PNG\r\n\x1a\n", 10000)).num_elements(), 5000u);  // 16-bit PNG
+    // A PNG: width × height × channels from its IHDR (here 300 × 200 RGB).
+    const std::string ihdr = std::string("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x01\x2c\0\0\0\xc8\x08\x02", 26);
+    EXPECT_EQ(shape_lower_bound(write("a.png", ihdr, 10000)).num_elements(), 180000u);
+    EXPECT_EQ(shape_lower_bound(testing::source_path("data/photos/chelsea.png")).num_elements(), 451u * 300u * 3u);
     EXPECT_EQ(shape_lower_bound(write("b.npy", "\x93NUMPY", 8000)).num_elements(), 1000u);  // f64 at most
     EXPECT_EQ(shape_lower_bound(dir / "missing.npy").num_elements(), 0u);
 }

@@ -57,9 +57,9 @@ WorkEstimate estimate_zernike(const CubeShape& shape, std::int64_t moments);
 /// Reconstruction of a width×height image from `moments` moments.
 WorkEstimate estimate_zernike_reconstruct(std::int64_t pixels, std::int64_t moments);
 
-/// Before the read: a one-band shape with no more samples than the file at `path` holds (its size over
-/// the most bytes a sample can take in its format: 1 for JPEG, 2 for PNG/PNM, 8 for the others;
-/// compressed data only expands). When even this lower bound picks the GPU, the CUDA context is made
+/// Before the read: a one-band shape with no more samples than the file at `path` holds (a PNG's from
+/// its header, exactly; else the file size over the most bytes a sample can take in its format: 1 for
+/// JPEG, 2 for PNM, 8 for the others; compressed data only expands). When even this lower bound picks the GPU, the CUDA context is made
 /// while the file is read; otherwise the file is read first and the rule applied to its real shape.
 /// A path that cannot be examined gives an empty shape (the read reports the error).
 CubeShape shape_lower_bound(const std::filesystem::path& path);
