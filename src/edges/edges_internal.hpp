@@ -2,7 +2,8 @@
 // The entropy edge detector's pipeline (spec edges.md §3), written once over a backend's primitive
 // operations, so that the CPU reference and the CUDA implementation run the same stages in the same
 // order. A backend `Ops` provides (Planes = n dense planes of W×H bytes, owned or a caller's dense
-// output; Thr = per-image thresholds; every output planes argument is written in full):
+// output; the CPU's images may also be the u8 input itself, read through its strides; Thr =
+// per-image thresholds; every output planes argument is written in full):
 //   Planes quantize(Quantize)                                 E1 of the backend's cube, B planes
 //   Planes pca_images(int k, std::vector<double>& ratios)     E5 + E1 of the first k components
 //   Thr    thresholds(const Planes& images, int n, double q)  histograms + E2 search

@@ -4,7 +4,9 @@
 // pixels in raster order and unites each with its already-visited neighbours (W, NW, N, NE);
 // pass 2 numbers a component when it reaches its root and copies the root's number to the
 // other pixels (whose roots come earlier). No recursion: any image size is safe.
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -130,10 +132,93 @@ void label_all_bands(const Context& ctx, const CubeView& image, const MutableCub
         });
 }
 
+// ---- Removal in one large plane, by strips of rows ------------------------------------------
+// For fewer planes than threads (the edge detector's one fused map): each thread labels a strip
+// of rows, then the strips are joined along their first rows, and every pixel reads its
+// component's size. A root holds −(its component's size) (any other pixel its parent's index),
+// so the size is complete once the last union is made. Which pixels go depends only on the
+// components, not on how they were found: the result is the one-plane labelling's.
+class SizedPixels {
+public:
+    explicit SizedPixels(std::size_t pixels) : parent_(new std::int32_t[pixels]) {}  // set per pixel
+    void make_set(std::int32_t i) { parent_[i] = -1; }
+    std::int32_t find(std::int32_t i) {
+        while (parent_[i] >= 0) {  // path halving
+            const std::int32_t p = parent_[i];
+            if (parent_[p] >= 0) parent_[i] = parent_[p];
+            i = p;
+        }
+        return i;
+    }
+    std::int32_t find_readonly(std::int32_t i) const {  // for threads that run at once
+        while (parent_[i] >= 0) i = parent_[i];
+        return i;
+    }
+    void unite(std::int32_t a, std::int32_t b) {
+        a = find(a), b = find(b);
+        if (a == b) return;
+        if (b < a) std::swap(a, b);
+        parent_[a] += parent_[b];
+        parent_[b] = a;
+    }
+    std::int64_t size_of_root(std::int32_t r) const { return -std::int64_t(parent_[r]); }
+
+private:
+    std::unique_ptr<std::int32_t[]> parent_;
+};
+
+// Unites foreground pixel (x, y) with its foreground neighbours in row y − 1 (N, and NW, NE for
+// 8-connectivity); kEqual: only neighbours of equal value join.
+template <bool kEqual>
+void unite_up(const PlaneView<std::uint8_t>& map, int W, int x, int y, int connectivity, SizedPixels& sets) {
+    const std::uint8_t v = map(x, y);
+    auto joins = [&](std::uint8_t b) { return b != 0 && (!kEqual || v == b); };
+    const std::int32_t i = y * W + x, up = i - W;
+    if (joins(map(x, y - 1))) sets.unite(i, up);
+    if (connectivity != 8) return;
+    if (x > 0 && joins(map(x - 1, y - 1))) sets.unite(i, up - 1);
+    if (x + 1 < W && joins(map(x + 1, y - 1))) sets.unite(i, up + 1);
+}
+
+template <bool kEqual>
+void remove_small_by_strips(const Context& ctx, const PlaneView<std::uint8_t>& map, int W, int H,
+                            std::int64_t min_size, int connectivity) {
+    SizedPixels sets(std::size_t(W) * std::size_t(H));
+    const int strips = std::min(ctx.threads(), H);
+    auto first_row = [&](int k) { return int(std::int64_t(H) * k / strips); };
+#pragma omp parallel for schedule(static) num_threads(strips)
+    for (int k = 0; k < strips; ++k)
+        for (int y = first_row(k); y < first_row(k + 1); ++y)
+            for (int x = 0; x < W; ++x) {
+                const std::uint8_t v = map(x, y);
+                if (v == 0) continue;
+                const std::int32_t i = y * W + x;
+                sets.make_set(i);
+                if (x > 0 && map(x - 1, y) != 0 && (!kEqual || map(x - 1, y) == v)) sets.unite(i, i - 1);
+                if (y > first_row(k)) unite_up<kEqual>(map, W, x, y, connectivity, sets);
+            }
+    for (int k = 1; k < strips; ++k)  // W·(strips − 1) pixels: serial
+        for (int x = 0, y = first_row(k); x < W; ++x)
+            if (map(x, y) != 0) unite_up<kEqual>(map, W, x, y, connectivity, sets);
+#pragma omp parallel for schedule(static) num_threads(strips)
+    for (int k = 0; k < strips; ++k)
+        for (int y = first_row(k); y < first_row(k + 1); ++y)
+            for (int x = 0; x < W; ++x)
+                if (map(x, y) != 0 && sets.size_of_root(sets.find_readonly(y * W + x)) < min_size) map(x, y) = 0;
+}
+
 template <bool kEqual>
 void remove_small_planes(const Context& ctx, const MutableCubeView& maps, std::int64_t min_size, int connectivity) {
     const int W = maps.width(), H = maps.height();
     const std::size_t plane = std::size_t(W) * std::size_t(H);
+    constexpr std::size_t kStripPixels = std::size_t(1) << 16;  // below this, one thread labels a plane
+    if (maps.bands() < ctx.threads() && plane >= kStripPixels && H >= 2 * ctx.threads()) {
+        for (int b = 0; b < maps.bands(); ++b) {
+            ctx.check_cancelled("remove_small_components");
+            remove_small_by_strips<kEqual>(ctx, plane_of<std::uint8_t>(maps, b), W, H, min_size, connectivity);
+        }
+        return;
+    }
     parallel_for(
         ctx, maps.bands(), {.where = "remove_small_components", .schedule = Schedule::Dynamic},
         [&] { return Scratch(plane); },
