@@ -13,9 +13,9 @@ namespace cubekit::cli {
 namespace {
 
 // CPU cost per unit of work on one thread, in ns: the CPU step of bench/cli_wall.py at 16 threads on
-// the GPU machine (bench/results/2026-11-26-h100.md, commit a70e9ac) × 16 / the units.
-constexpr double kEdgesNsPerSample = 52.6;       // edges 262.7 ms, 1096×715×102 u8
-constexpr double kRcmgNsPerSample = 80.3;        // rcmg 107.4 ms, 610×340×103 f32, 8-conn f64
+// the GPU machine (bench/results/2026-11-26-h100.md; commit a70e9ac, edges and rcmg 246ae07) × 16 / units.
+constexpr double kEdgesNsPerSample = 2.60;       // edges 13.0 ms, 1096×715×102 u8
+constexpr double kRcmgNsPerSample = 11.0;        // rcmg 14.7 ms, 610×340×103 f32, 8-conn f64
 constexpr double kKmeansNsPerSampleK = 80.6;     // cluster 971 ms, 610×340×103 f32, k = 9 (quantize: 170)
 constexpr double kPcaNsPerSampleBand = 0.97;     // pca 133.8 ms, 610×340×103 f32
 constexpr double kZernikeNsPerSampleMoment = 0.84;      // zernike 26.7 ms, 2048² u8, n ≤ 20 (121 moments)
