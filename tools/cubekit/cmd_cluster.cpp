@@ -230,7 +230,9 @@ void cluster_command(const ClusterArgs& a) {
         [&](const CubeShape& s) { return estimate_kmeans(s, options.k); });
     const Cube& cube = in.cube;
     const std::vector<int> band_indices = common.bands.empty() ? std::vector<int>{} : in.bands;
+    const TransferTotals copies = ctx.transfer_totals();
     const auto [r, mode] = timings.time("kmeans", [&] { return classify(ctx, cube, a, options); });
+    timings.split_transfers(ctx, copies, "kmeans");
     Cube labels;
     const OutputList outputs = timings.time("write", [&] {
         return write_cluster_outputs(r, cube, out, centroid_files(r, cube, a.input, band_indices), common.write, labels);

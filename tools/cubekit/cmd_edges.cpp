@@ -143,7 +143,9 @@ void run_edges(const EdgesArgs& a) {
         say(common, "edges: --pca-components " + std::to_string(o.pca_components) + " clamped to the " +
                         std::to_string(cube.bands()) + " bands of the input");
 
+    const TransferTotals copies = ctx.transfer_totals();
     const EntropyEdgeResult r = timings.time("edges", [&] { return entropy_edges(ctx, cube, o); });
+    timings.split_transfers(ctx, copies, "edges");
     const OutputList written = timings.time("write", [&] { return write_edges_outputs(a, o, r, in.bands); });
 
     std::int64_t edge_pixels = 0;

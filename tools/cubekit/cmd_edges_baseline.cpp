@@ -67,8 +67,10 @@ void baseline_command(const BaselineArgs& a) {
     if (format == FileFormat::Png && cube.bands() != 1)
         throw InvalidInput("edges-baseline: OUT " + a.output + " is a PNG, which holds one band, and IN has " +
                            std::to_string(cube.bands()) + " bands; pick one with --bands N or write .npy");
+    const TransferTotals copies = ctx.transfer_totals();
     const BaselineResult result =
         timings.time("edges", [&] { return baseline_edges_with_thresholds(ctx, cube, options); });
+    timings.split_transfers(ctx, copies, "edges");
     timings.time("write", [&] { write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write); });
 
     std::int64_t total = 0;

@@ -57,7 +57,9 @@ void pca_command(const PcaArgs& a) {
         say(common, "pca: note: --components " + std::to_string(a.options.components) + " exceeds the " +
                         std::to_string(cube.bands()) + " bands; using " + std::to_string(options.components));
 
+    const TransferTotals copies = ctx.transfer_totals();
     PcaResult r = timings.time("pca", [&] { return pca(ctx, cube, options); });
+    timings.split_transfers(ctx, copies, "pca");
     // Views carry no metadata: the component cube keeps the scene's georeferencing here.
     r.scores.metadata().map_info = cube.metadata().map_info;
     r.scores.metadata().coordinate_system = cube.metadata().coordinate_system;

@@ -253,9 +253,11 @@ void quantize_command(const QuantizeArgs& a) {
     // PNG stores alpha as the last channel (grey+alpha, RGBA): it is not a colour to cluster.
     job.alpha_last = common.bands.empty() && (image.bands() == 2 || image.bands() == 4) &&
                      detect_format(a.input) == FileFormat::Png;
+    const TransferTotals copies = ctx.transfer_totals();
     nlohmann::json j = run_quantize(ctx, image, job);
     if (!choice.is_null()) j["backend_choice"] = choice;
     timings.add(j["timings_ms"]);  // kmeans, paint, write
+    timings.split_transfers(ctx, copies, "kmeans");
     say(common, "quantize: " + a.input + " (" + image.shape().describe() + ") on " + ctx.device_name() + " [" +
                     j["implementation"].get<std::string>() + "]: k = " + std::to_string(j["k"].get<int>()) + ", " +
                     std::to_string(j["palette_size"].get<std::size_t>()) + " colours used, inertia " +

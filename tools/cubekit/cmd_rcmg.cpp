@@ -112,9 +112,11 @@ Action add_rcmg(CLI::App& root) {
         Timings timings;
         auto [ctx, cube, choice] = context_while_reading(
             common, "rcmg", timings, args->input, [&] { return read_input(args->input, common).cube; }, estimate_rcmg);
+        const TransferTotals copies = ctx.transfer_totals();
         nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs, common.write);
         if (!choice.is_null()) j["backend_choice"] = choice;
         timings.add(j["timings_ms"]);  // rcmg, write
+        timings.split_transfers(ctx, copies, "rcmg");
         say(common, "rcmg: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
                         j["implementation"].get<std::string>() + "], " + std::to_string(options.connectivity) +
                         "-connectivity, reject " + std::to_string(options.reject) + ", max gradient " +

@@ -129,7 +129,9 @@ void run_reconstruct(const ReconstructArgs& a) {
     z.disk = zernike_disk(width, height, f.options);
     auto [ctx, choice] = context_for_work(common, "zernike-reconstruct", timings,
                                           estimate_zernike_reconstruct(std::int64_t(width) * height, std::int64_t(z.indices.size())));
+    const TransferTotals copies = ctx.transfer_totals();
     const Cube rebuilt = timings.time("reconstruct", [&] { return zernike_reconstruct(ctx, z, z.disk, K); });
+    timings.split_transfers(ctx, copies, "reconstruct");
     const int bits = a.png_depth ? a.png_depth : f.dtype == "u8" ? 8 : 16;
     const PngScale scale = timings.time("write", [&] {  // atomic
         return write_reconstruction(rebuilt, 0, z.disk, bits, a.output, common.write);

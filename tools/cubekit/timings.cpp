@@ -93,6 +93,15 @@ void Timings::add(const nlohmann::json& steps) {
     for (auto it = steps.begin(); it != steps.end(); ++it) add(it.key(), it.value().get<double>());
 }
 
+void Timings::split_transfers(const Context& ctx, const TransferTotals& before, const std::string& key) {
+    const TransferTotals after = ctx.transfer_totals();
+    const double up = after.upload_ms - before.upload_ms, down = after.download_ms - before.download_ms;
+    if (up <= 0 && down <= 0) return;
+    if (up > 0) add("upload", up);
+    if (down > 0) add("download", down);
+    steps_[key] -= up + down;
+}
+
 nlohmann::json Timings::json() const {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [key, ms] : steps_) j[key] = ms;

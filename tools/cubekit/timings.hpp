@@ -7,6 +7,8 @@
 //   read      reading the input(s)
 //   <step>    the compute step(s) under the command's names: rcmg, edges, kmeans, paint, pca, zernike,
 //             reconstruct, convert, stats, score
+//   upload, download  with the CUDA backend, the host <-> device copies of the input and the outputs,
+//             taken out of the compute step they happened in (Context::transfer_totals)
 //   write     writing the output files
 //   total     the first line of main() to the moment the JSON is printed
 // Every step but startup lies inside total; what no step names (parsing the flags, checking the
@@ -14,6 +16,8 @@
 // total + the exit after the JSON (freeing memory, static destructors; tests/cli_timings_test.cpp
 // checks the sum against the measured wall time of every subcommand).
 #include <nlohmann/json.hpp>
+
+#include "cubekit/context.hpp"
 
 #include <chrono>
 #include <map>
@@ -60,6 +64,9 @@ public:
             return result;
         }
     }
+    /// Moves the host <-> device copies made through `ctx` since `before` out of step `key` into the
+    /// steps "upload" and "download" (the CUDA backend; nothing changes when no copy was made).
+    void split_transfers(const Context& ctx, const TransferTotals& before, const std::string& key);
     /// The steps, "startup" (when known) and "total" (the first line of main() to now).
     nlohmann::json json() const;
 
