@@ -184,6 +184,11 @@ struct Field {
     bool flag = true;
 };
 
+/// True when `v` is the field's automatic value (NaN matches a NaN automatic value: "the model's").
+inline bool is_automatic(double v, const Field& field) {
+    return field.automatic && (v == *field.automatic || (std::isnan(v) && std::isnan(*field.automatic)));
+}
+
 /// Field value types the declarations support as flags and keywords.
 template <class T>
 concept FieldScalar = std::same_as<T, bool> || std::same_as<T, int> || std::same_as<T, std::int64_t> ||
@@ -242,7 +247,7 @@ std::string value_text(const T& value, const Field& field = {}) {
         for (double v : value) s += (s.empty() ? "" : ",") + number_text(v);
         return s;
     } else {
-        if (field.automatic && double(value) == *field.automatic) return "auto";
+        if (is_automatic(double(value), field)) return "auto";
         if constexpr (std::same_as<T, double>) return number_text(value);
         else return std::to_string(value);
     }
@@ -288,7 +293,7 @@ std::string field_violation(const T& value, const Field& field, bool allow_autom
         return {};
     } else {
         const double v = double(value);
-        if (allow_automatic && field.automatic && v == *field.automatic) return {};
+        if (allow_automatic && is_automatic(v, field)) return {};
         const bool finite = std::isfinite(v);
         const bool ok = finite && (field.one_of.empty() || field.one_of.contains(v)) &&
                         (!field.min || (field.min_exclusive ? v > *field.min : v >= *field.min)) &&
@@ -340,7 +345,7 @@ FieldValue field_value(const T& value, const Field& field) {
     } else if constexpr (is_field_array<T>::value) {
         return std::vector<double>(value.begin(), value.end());
     } else {
-        if (field.automatic && double(value) == *field.automatic) return std::string("auto");
+        if (is_automatic(double(value), field)) return std::string("auto");
         if constexpr (std::same_as<T, double>) return value;
         else if constexpr (std::same_as<T, std::uint64_t>) return value;
         else return std::int64_t(value);

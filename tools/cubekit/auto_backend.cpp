@@ -20,6 +20,9 @@ constexpr double kKmeansNsPerSampleK = 80.6;     // cluster 971 ms, 610×340×10
 constexpr double kPcaNsPerSampleBand = 0.97;     // pca 133.8 ms, 610×340×103 f32
 constexpr double kZernikeNsPerSampleMoment = 0.84;      // zernike 26.7 ms, 2048² u8, n ≤ 20 (121 moments)
 constexpr double kReconstructNsPerPixelMoment = 3.3;    // zernike-reconstruct 106.5 ms, 2048², 121 moments
+// Detection: first guesses (to be measured on the H100 machine like the ones above).
+constexpr double kRbfnNsPerSampleNeuron = 1.0;   // the CPU loop of pixel_cpu.cpp, ~2 flops + expf share
+constexpr double kMultiresNsPerSample = 1.0;     // block sums: one f64 add pair per sample
 constexpr double kBaselineNsPerSample = 385;     // edges-baseline (canny) 200.5 ms, 3840×2160 one band (29e0f72)
 
 double samples(const CubeShape& s) { return double(s.width) * double(s.height) * double(s.bands); }
@@ -68,6 +71,14 @@ WorkEstimate estimate_kmeans(const CubeShape& s, int k) {
 
 WorkEstimate estimate_pca(const CubeShape& s) {
     return {samples(s) * double(s.bands) * kPcaNsPerSampleBand * 1e-6, sample_bytes(s) + 8 * samples(s)};
+}
+
+WorkEstimate estimate_detect_rbfn(const CubeShape& s, std::int64_t neurons) {
+    return {samples(s) * double(neurons) * kRbfnNsPerSampleNeuron * 1e-6, sample_bytes(s) + 4 * samples(s) / s.bands};
+}
+
+WorkEstimate estimate_detect_multires(const CubeShape& s) {
+    return {samples(s) * kMultiresNsPerSample * 1e-6, sample_bytes(s)};
 }
 
 WorkEstimate estimate_zernike(const CubeShape& s, std::int64_t moments) {

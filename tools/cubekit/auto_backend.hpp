@@ -52,6 +52,9 @@ WorkEstimate estimate_rcmg(const CubeShape& shape);
 /// k-means with k clusters (quantize, cluster).
 WorkEstimate estimate_kmeans(const CubeShape& shape, int k);
 WorkEstimate estimate_pca(const CubeShape& shape);
+/// Target detection: an RBF network of `neurons` Gaussian neurons over every pixel; the multi-resolution block sums.
+WorkEstimate estimate_detect_rbfn(const CubeShape& shape, std::int64_t neurons);
+WorkEstimate estimate_detect_multires(const CubeShape& shape);
 /// Zernike moments: `moments` moments of every band (image) of the shape.
 WorkEstimate estimate_zernike(const CubeShape& shape, std::int64_t moments);
 /// Reconstruction of a width×height image from `moments` moments.

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <map>
 
 namespace cubekit::cli {
 
@@ -20,5 +21,14 @@ Action add_edges_score(CLI::App& root);
 Action add_pca(CLI::App& root);
 Action add_zernike(CLI::App& root);
 Action add_zernike_reconstruct(CLI::App& root);
+Action add_detect(CLI::App& root);        // cmd_detect.cpp: `cubekit detect DETECTOR ...`
+Action add_detect_score(CLI::App& root);  // cmd_detect_score.cpp: ROC/AUC of a score map against a mask
+Action add_train(CLI::App& root);         // cmd_train.cpp: `cubekit train rbfn|multires ...`
+Action add_synth(CLI::App& root);         // cmd_synth.cpp: `cubekit synth castaways|leaves OUT`
+
+/// The detectors of `cubekit detect`: each adds its nested subcommand to `detect` and its work to `actions`.
+using NestedActions = std::map<CLI::App*, Action>;
+void add_detect_networks(CLI::App& detect, NestedActions& actions);   // cmd_detect_network.cpp: rbfn, multires
+void add_detect_classical(CLI::App& detect, NestedActions& actions);  // cmd_detect_classical.cpp: rx, mf, ace, cem, sam
 
 }  // namespace cubekit::cli

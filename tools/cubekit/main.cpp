@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
     add(cubekit::cli::add_pca);
     add(cubekit::cli::add_zernike);
     add(cubekit::cli::add_zernike_reconstruct);
+    add(cubekit::cli::add_detect);
+    add(cubekit::cli::add_detect_score);
+    add(cubekit::cli::add_train);
+    add(cubekit::cli::add_synth);
     add(cubekit::cli::add_demo);
 
     if (argc > 1 && argv[1][0] != '-') {
@@ -57,7 +61,13 @@ int main(int argc, char** argv) {
     }
     CLI::App* running = nullptr;
     try {
-        for (CLI::App* sub : app.get_subcommands()) actions.at(running = sub)();
+        for (CLI::App* sub : app.get_subcommands()) {
+            running = sub;
+            // A nested subcommand (`detect rx`) owns the flags that messages name.
+            for (CLI::App* inner = sub; inner; inner = inner->get_subcommands().empty() ? nullptr : inner->get_subcommands()[0])
+                running = inner;
+            actions.at(sub)();
+        }
         return 0;
     } catch (const cubekit::InvalidInput& e) {
         // Library messages name option fields (max_iter); say them as this subcommand's flags (--max-iter).

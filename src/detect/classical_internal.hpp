@@ -1,0 +1,75 @@
+#pragma once
+// Pieces the classical detectors' backends share (detect_classical.hpp): band screening sums, the
+// prepared f64 BSQ cube of the kept bands, the scoring plan, SPy's window geometry, and the
+// backend entry points (classical_cpu.cpp; classical_cuda.cu, stubs in CPU-only builds).
+#include <cstdint>
+#include <vector>
+
+#include "cubekit/detect_classical.hpp"
+
+#if defined(__CUDACC__)
+#define CK_HD __host__ __device__ __forceinline__
+#else
+#define CK_HD inline
+#endif
+
+namespace cubekit::detail {
+
+/// Per band: samples that are not finite, and min/max over the finite ones.
+struct BandSummary {
+    std::vector<std::int64_t> nonfinite;
+    std::vector<double> min, max;
+};
+
+/// What the scoring kernel computes per pixel from y = x − μ (μ = 0 when not centred):
+/// Quadratic q = Σ_i (W_i·y)² (RX); Linear l = a·y (MF, CEM); Ace clip(l²/q) with NaN → 0;
+/// Cosine l / sqrt(y·y) (SAM, 0 when y = 0). A pixel with a non-finite sample scores NaN.
+enum class ScoreMode { Quadratic, Linear, Ace, Cosine };
+
+struct ScorePlan {
+    ScoreMode mode = ScoreMode::Quadratic;
+    int bands = 0;               ///< K, bands of the prepared cube
+    int rows = 0;                ///< r, rows of W (Quadratic, Ace)
+    std::vector<double> mean;    ///< K (zeros when not centred)
+    std::vector<double> W;       ///< r×K row-major
+    std::vector<double> a;       ///< K (Linear, Ace, Cosine)
+    bool f32 = false;            ///< f32 whitening
+};
+
+/// SPy 0.22.4's inner_outer_window_mask_creator: a window of size n for the pixel at i in an axis of
+/// length len starts at i − n/2, shifted to stay inside [0, len).
+CK_HD int window_start(int i, int n, int len) {
+    int s = i - n / 2;
+    if (s < 0) s = 0;
+    else if (s + n > len) s = len - n;
+    return s;
+}
+
+struct LocalWindows {
+    int inner = 0, outer = 0;
+    int samples() const { return outer * outer - inner * inner; }
+};
+
+/// A W×H×1 mask (any element type, host or device) as W·H bytes, 1 where nonzero (NaN counts as 0).
+/// Throws InvalidInput naming `what` when its size is not W×H×1.
+std::vector<std::uint8_t> mask_bytes(const Context& ctx, const CubeView& mask, int width, int height, const char* what);
+
+// ---- CPU (classical_cpu.cpp): host views ---------------------------------------------------------------
+BandSummary band_summary_cpu(const Context& ctx, const CubeView& cube);
+/// Dense BSQ f64 copy of the `kept` bands; pixels with mask[p] == 0 become NaN (mask: W·H or empty).
+Cube gather_f64_cpu(const Context& ctx, const CubeView& cube, const std::vector<int>& kept,
+                    const std::vector<std::uint8_t>& mask);
+/// `x`: dense BSQ f64 host cube; `out`: W×H×1 host view of f32 or f64.
+void score_cpu(const Context& ctx, const CubeView& x, const ScorePlan& plan, const MutableCubeView& out);
+std::int64_t local_rx_cpu(const Context& ctx, const CubeView& x, LocalWindows win, int ddof,
+                          const MutableCubeView& out);
+
+// ---- CUDA (classical_cuda.cu): device views on ctx's device ----------------------------------------------
+BandSummary band_summary_device(const Context& ctx, const CubeView& cube);
+DeviceCube gather_f64_device(const Context& ctx, const CubeView& cube, const std::vector<int>& kept,
+                             const std::vector<std::uint8_t>& mask);
+void score_device(const Context& ctx, const CubeView& x, const ScorePlan& plan, const MutableCubeView& out);
+std::int64_t local_rx_device(const Context& ctx, const CubeView& x, LocalWindows win, int ddof,
+                             const MutableCubeView& out);
+
+}  // namespace cubekit::detail

@@ -1,0 +1,108 @@
+// Multi-resolution detection front door (spec detect.md §B): validate, choose the backend.
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "cubekit/error.hpp"
+#include "detect/detect_internal.hpp"
+
+namespace cubekit {
+
+namespace {
+
+bool is_power_of_two(int v) { return v >= 1 && (v & (v - 1)) == 0; }
+
+void check_cube(const CubeView& cube, const char* who) {
+    if (cube.width() <= 0 || cube.height() <= 0 || cube.bands() <= 0)
+        throw InvalidInput(std::string(who) + ": the cube is " + cube.describe() + "; width, height and bands must be at least 1");
+}
+
+}  // namespace
+
+int multires_top_level(int width, int height, int block) {
+    const std::int64_t bx = (std::int64_t(width) + block - 1) / block, by = (std::int64_t(height) + block - 1) / block;
+    int top = 0;
+    while ((std::int64_t(1) << top) < std::max(bx, by)) ++top;
+    return top;
+}
+
+std::string_view multires_implementation(const Context& ctx) { return ctx.is_cuda() ? "cuda" : "cpu"; }
+
+namespace detail {
+
+TreeGeometry tree_geometry(const CubeView& cube, int block) {
+    TreeGeometry g;
+    g.width = cube.width();
+    g.height = cube.height();
+    g.bands = cube.bands();
+    g.block = block;
+    g.top = multires_top_level(g.width, g.height, block);
+    return g;
+}
+
+void sort_windows(MultiresResult& r) {
+    std::sort(r.detections.begin(), r.detections.end(),
+              [](const Window& a, const Window& b) { return a.y0 != b.y0 ? a.y0 < b.y0 : a.x0 < b.x0; });
+    std::sort(r.trace.begin(), r.trace.end(), [](const Window& a, const Window& b) {
+        if (a.level != b.level) return a.level > b.level;
+        return a.y0 != b.y0 ? a.y0 < b.y0 : a.x0 < b.x0;
+    });
+}
+
+}  // namespace detail
+
+MultiresResult detect_multires(const Context& ctx, const CubeView& cube, const MultiresModel& model,
+                               const MultiresOptions& options) {
+    check_fields(options, "detect_multires");
+    validate(model, "model");
+    check_cube(cube, "detect_multires");
+    if (model.ann1.inputs != cube.bands())
+        throw InvalidInput("model: ann1.inputs = " + std::to_string(model.ann1.inputs) + " but the cube has " +
+                           std::to_string(cube.bands()) + " bands");
+    const detail::TreeGeometry g = detail::tree_geometry(cube, model.block);
+    ctx.log("detect multires: " + std::string(multires_implementation(ctx)) + ", " + cube.describe() + ", " +
+            std::to_string(g.top + 1) + " levels");
+    if (ctx.is_cuda()) {
+        const bool in_place = cube.on_device() && cube.device() == ctx.device() && detail::multires_cuda_accepts(cube);
+        std::optional<CubeInLayout> converted;
+        if (!in_place) converted.emplace(ctx, cube, cube.nearest_layout() == Layout::BSQ ? Layout::BSQ : Layout::BIP, Memory::Device);
+        return detail::detect_multires_cuda(ctx, in_place ? cube : converted->view(), g, model, options);
+    }
+    std::optional<CubeInLayout> host;
+    if (cube.on_device()) host.emplace(ctx, cube, Layout::BIP, Memory::Host);
+    std::int64_t skipped = 0;
+    const auto pyramid = detail::build_pyramid_cpu(ctx, host ? host->view() : cube, g, skipped);
+    MultiresResult r = detail::descend_cpu(pyramid, g, model, options);
+    r.skipped_samples = skipped;
+    return r;
+}
+
+std::vector<double> window_features(const Context& ctx, const CubeView& cube, int block, int level,
+                                    std::vector<std::int64_t>* counts) {
+    check_cube(cube, "window_features");
+    if (!is_power_of_two(block)) throw InvalidInput("window_features: block = " + std::to_string(block) + "; expected a power of two");
+    const detail::TreeGeometry g = detail::tree_geometry(cube, block);
+    if (level < 0 || level > g.top)
+        throw InvalidInput("window_features: level = " + std::to_string(level) + "; expected 0.." + std::to_string(g.top));
+    if (ctx.is_cuda()) {
+        const bool in_place = cube.on_device() && cube.device() == ctx.device() && detail::multires_cuda_accepts(cube);
+        std::optional<CubeInLayout> converted;
+        if (!in_place) converted.emplace(ctx, cube, cube.nearest_layout() == Layout::BSQ ? Layout::BSQ : Layout::BIP, Memory::Device);
+        return detail::window_features_cuda(ctx, in_place ? cube : converted->view(), g, level, counts);
+    }
+    std::optional<CubeInLayout> host;
+    if (cube.on_device()) host.emplace(ctx, cube, Layout::BIP, Memory::Host);
+    std::int64_t skipped = 0;
+    detail::TreeGeometry upto = g;
+    upto.top = level;
+    const auto pyramid = detail::build_pyramid_cpu(ctx, host ? host->view() : cube, upto, skipped);
+    const detail::PyramidLevel& L = pyramid[std::size_t(level)];
+    const std::int64_t nodes = std::int64_t(L.gx) * L.gy;
+    std::vector<double> features(std::size_t(nodes) * std::size_t(g.bands), std::numeric_limits<double>::quiet_NaN());
+    for (std::int64_t node = 0; node < nodes; ++node)
+        detail::node_feature(L, node, g.bands, features.data() + std::size_t(node) * std::size_t(g.bands));
+    if (counts) counts->assign(L.n.begin(), L.n.end());
+    return features;
+}
+
+}  // namespace cubekit

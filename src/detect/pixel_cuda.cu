@@ -1,0 +1,327 @@
+// RBF network scores, CUDA backend (spec detect.md §A.5).
+//
+// fused    one thread per pixel, all k distance accumulators of a pass in registers (passes of up
+//          to 32 neurons; k ≤ 32 reads the cube once). BSQ-like input (x stride 1): lane p reads
+//          band b of pixel p, coalesced. BIP-like input (band stride 1): a block stages 128 pixels
+//          × 32 bands into shared memory, one warp reading 32 consecutive bands of one pixel (one
+//          128-byte line for f32), stored transposed with a stride of 129 so both the stores and
+//          the thread-per-pixel reads are free of bank conflicts. Never a layout-conversion pass.
+// neuron   the seed's mapping: one thread per (pixel, neuron), the pixel's spectrum re-read k times.
+// synapse  the seed's mapping: T = min(256, next_pow2(m)) threads per pixel, each covering bands
+//          b ≡ t (mod T); a shared-memory tree (sequential addressing) per neuron.
+// The network parameters are read from global memory with every lane of a warp at the same
+// address (a broadcast through L1), which also lifts the seed's constant-memory cap.
+//
+// Arithmetic (detect_internal.hpp RbfnGroup): f32, bands in order, products added in neuron order
+// from 0, then the bias; expf. fused and neuron give bit-identical scores (same operations in the
+// same order); synapse sums the bands in a tree (within the spec's tolerance of the others).
+// The cube moves once: N·m·sizeof(T) bytes, + 4 bytes per pixel and model written.
+#include <cuda_runtime.h>
+#include <math_constants.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "cubekit/buffer.hpp"
+#include "detect/detect_internal.hpp"
+
+namespace cubekit::detail {
+namespace {
+
+constexpr int kPassNeurons = 32;  // accumulators per thread and pass
+constexpr int kTilePixels = 128;  // fused BIP: pixels per block
+constexpr int kTileBands = 32;    // fused BIP: bands staged per step
+constexpr int kMappingThreads = 256;
+
+struct DeviceGroup {
+    const float* centres;  // neurons × bands
+    const float* gamma;
+    const float* weight;
+    const float* offset;   // bands (transform only)
+    const float* gain;
+    const float* bias;     // per model
+    const int* first;      // models + 1
+    float* const* out;     // per model: W×H dense score map
+    int bands, neurons, models;
+    bool transform;
+};
+
+struct Pixels {
+    std::int64_t begin, end;  // flattened pixel range of this launch
+    int width;
+};
+
+template <typename T>
+__device__ __forceinline__ float load_sample(const T* p, bool& bad) {
+    const float v = float(*p);
+    if constexpr (std::is_floating_point_v<T>) bad |= !isfinite(v);
+    return v;
+}
+
+__device__ __forceinline__ float transformed(const DeviceGroup& g, float v, int b) {
+    return g.transform ? __fmul_rn(g.gain[b], __fsub_rn(v, g.offset[b])) : v;
+}
+
+// The scores of the models whose neurons meet [k0, k0 + kn), from this pass's distances d. A model
+// continued from the previous pass resumes from the partial sum stored in its output.
+template <int K>
+__device__ __forceinline__ void finish_pass(const DeviceGroup& g, const float (&d)[K], int k0, int kn, std::int64_t p, bool bad) {
+    for (int j = 0; j < g.models; ++j) {
+        const int lo = g.first[j], hi = g.first[j + 1];
+        if (hi <= k0 || lo >= k0 + kn) continue;
+        float acc = lo >= k0 ? 0.0f : g.out[j][p];
+#pragma unroll
+        for (int i = 0; i < K; ++i) {
+            const int n = k0 + i;
+            if (i < kn && n >= lo && n < hi) acc = __fadd_rn(acc, __fmul_rn(g.weight[n], expf(-__fmul_rn(d[i], g.gamma[n]))));
+        }
+        g.out[j][p] = hi <= k0 + kn ? (bad ? CUDART_NAN_F : __fadd_rn(acc, g.bias[j])) : acc;
+    }
+}
+
+template <int K>
+__device__ __forceinline__ void accumulate(const DeviceGroup& g, float (&d)[K], float x, int b, int k0, int kn) {
+#pragma unroll
+    for (int i = 0; i < K; ++i)
+        if (i < kn) {
+            const float diff = __fsub_rn(x, g.centres[std::int64_t(k0 + i) * g.bands + b]);
+            d[i] = __fadd_rn(d[i], __fmul_rn(diff, diff));
+        }
+}
+
+// BSQ-like (x stride 1): thread per pixel, bands in the outer loop.
+template <typename T, int K>
+__global__ void __launch_bounds__(256) fused_rows_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int k0, int kn) {
+    const std::int64_t p = px.begin + std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (p >= px.end) return;
+    const int x = int(p % px.width), y = int(p / px.width);
+    const T* src = v.data + v.offset(x, y, 0);
+    float d[K];
+#pragma unroll
+    for (int i = 0; i < K; ++i) d[i] = 0.0f;
+    bool bad = false;
+    for (int b = 0; b < g.bands; ++b) accumulate(g, d, transformed(g, load_sample(src + std::int64_t(b) * v.strides.b, bad), b), b, k0, kn);
+    finish_pass(g, d, k0, kn, p, bad);
+}
+
+// BIP-like (band stride 1): 128 pixels × 32 bands staged through shared memory per step.
+template <typename T, int K>
+__global__ void __launch_bounds__(kTilePixels) fused_pixels_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int k0, int kn) {
+    __shared__ float tile[kTileBands][kTilePixels + 1];
+    __shared__ std::int64_t base[kTilePixels];
+    __shared__ int tile_bad[kTilePixels];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const std::int64_t first = px.begin + std::int64_t(blockIdx.x) * kTilePixels;
+    const std::int64_t p = first + t;
+    if (p < px.end) base[t] = v.offset(int(p % px.width), int(p / px.width), 0);
+    tile_bad[t] = 0;
+    const int in_tile = px.end - first < kTilePixels ? int(px.end - first) : kTilePixels;
+    float d[K];
+#pragma unroll
+    for (int i = 0; i < K; ++i) d[i] = 0.0f;
+    for (int b0 = 0; b0 < g.bands; b0 += kTileBands) {
+        const int nb = min(kTileBands, g.bands - b0);
+        __syncthreads();
+        for (int q = warp; q < in_tile; q += kTilePixels / 32)
+            if (lane < nb) {
+                bool bad = false;
+                tile[lane][q] = transformed(g, load_sample(v.data + base[q] + b0 + lane, bad), b0 + lane);
+                if (bad) tile_bad[q] = 1;
+            }
+        __syncthreads();
+        if (p < px.end)
+            for (int bb = 0; bb < nb; ++bb) accumulate(g, d, tile[bb][t], b0 + bb, k0, kn);
+    }
+    __syncthreads();
+    if (p < px.end) finish_pass(g, d, k0, kn, p, tile_bad[t] != 0);
+}
+
+// The seed's neuron mapping: T = min(k, 256) threads per pixel, thread t owning neurons t, t+T, ...
+template <typename T>
+__global__ void __launch_bounds__(kMappingThreads) neuron_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int per_pixel) {
+    extern __shared__ float prod[];  // slots × neurons
+    const int t = threadIdx.x % per_pixel, q = threadIdx.x / per_pixel, slots = kMappingThreads / per_pixel;
+    const std::int64_t p = px.begin + std::int64_t(blockIdx.x) * slots + q;
+    const bool live = q < slots && p < px.end;
+    bool bad = false;
+    if (live) {
+        const T* src = v.data + v.offset(int(p % px.width), int(p / px.width), 0);
+        for (int n = t; n < g.neurons; n += per_pixel) {
+            float dist = 0.0f;
+            for (int b = 0; b < g.bands; ++b) {
+                const float diff = __fsub_rn(transformed(g, load_sample(src + std::int64_t(b) * v.strides.b, bad), b),
+                                             g.centres[std::int64_t(n) * g.bands + b]);
+                dist = __fadd_rn(dist, __fmul_rn(diff, diff));
+            }
+            prod[q * g.neurons + n] = __fmul_rn(g.weight[n], expf(-__fmul_rn(dist, g.gamma[n])));
+        }
+    }
+    __syncthreads();
+    if (!live || t != 0) return;
+    for (int j = 0; j < g.models; ++j) {
+        float acc = 0.0f;
+        for (int n = g.first[j]; n < g.first[j + 1]; ++n) acc = __fadd_rn(acc, prod[q * g.neurons + n]);
+        g.out[j][p] = bad ? CUDART_NAN_F : __fadd_rn(acc, g.bias[j]);
+    }
+}
+
+// The seed's synapse mapping: T threads per pixel (a power of two), a tree reduction per neuron.
+template <typename T>
+__global__ void __launch_bounds__(kMappingThreads) synapse_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int per_pixel) {
+    extern __shared__ float shared[];
+    const int slots = kMappingThreads / per_pixel;
+    float* xs = shared;                                // slots × bands
+    float* red = xs + slots * g.bands;                 // slots × per_pixel
+    float* h = red + slots * per_pixel;                // slots × neurons
+    int* bad = reinterpret_cast<int*>(h + slots * g.neurons);  // slots
+    const int t = threadIdx.x % per_pixel, q = threadIdx.x / per_pixel;
+    const std::int64_t p = px.begin + std::int64_t(blockIdx.x) * slots + q;
+    const bool live = p < px.end;
+    if (t == 0) bad[q] = 0;
+    __syncthreads();
+    if (live) {
+        const T* src = v.data + v.offset(int(p % px.width), int(p / px.width), 0);
+        bool b_bad = false;
+        for (int b = t; b < g.bands; b += per_pixel) xs[q * g.bands + b] = transformed(g, load_sample(src + std::int64_t(b) * v.strides.b, b_bad), b);
+        if (b_bad) bad[q] = 1;
+    }
+    for (int n = 0; n < g.neurons; ++n) {
+        float part = 0.0f;
+        if (live)
+            for (int b = t; b < g.bands; b += per_pixel) {
+                const float diff = __fsub_rn(xs[q * g.bands + b], g.centres[std::int64_t(n) * g.bands + b]);
+                part = __fadd_rn(part, __fmul_rn(diff, diff));
+            }
+        red[q * per_pixel + t] = part;
+        __syncthreads();
+        for (int s = per_pixel / 2; s > 0; s >>= 1) {
+            if (t < s) red[q * per_pixel + t] = __fadd_rn(red[q * per_pixel + t], red[q * per_pixel + t + s]);
+            __syncthreads();
+        }
+        if (t == 0) h[q * g.neurons + n] = __fmul_rn(g.weight[n], expf(-__fmul_rn(red[q * per_pixel], g.gamma[n])));
+        __syncthreads();
+    }
+    if (!live || t != 0) return;
+    for (int j = 0; j < g.models; ++j) {
+        float acc = 0.0f;
+        for (int n = g.first[j]; n < g.first[j + 1]; ++n) acc = __fadd_rn(acc, h[q * g.neurons + n]);
+        g.out[j][p] = bad[q] ? CUDART_NAN_F : __fadd_rn(acc, g.bias[j]);
+    }
+}
+
+// The group's parameters in one device buffer.
+struct Uploaded {
+    DeviceBuffer buffer;
+    DeviceGroup group{};
+};
+
+Uploaded upload_group(const Context& ctx, const RbfnGroup& g, std::span<float* const> scores) {
+    std::vector<std::byte> host;
+    auto put = [&host](const void* data, std::size_t bytes) {
+        const std::size_t at = (host.size() + 15) / 16 * 16;
+        host.resize(at + bytes);
+        if (bytes) std::memcpy(host.data() + at, data, bytes);
+        return at;
+    };
+    const std::size_t centres = put(g.centres.data(), g.centres.size() * 4), gamma = put(g.gamma.data(), g.gamma.size() * 4),
+                      weight = put(g.weight.data(), g.weight.size() * 4), offset = put(g.offset.data(), g.offset.size() * 4),
+                      gain = put(g.gain.data(), g.gain.size() * 4), bias = put(g.bias.data(), g.bias.size() * 4),
+                      first = put(g.first.data(), g.first.size() * 4), out = put(scores.data(), scores.size() * sizeof(float*));
+    Uploaded u{DeviceBuffer(ctx, host.size()), {}};
+    u.buffer.upload(ctx, host.data(), host.size());
+    const std::byte* d = static_cast<const std::byte*>(u.buffer.data());
+    u.group = {reinterpret_cast<const float*>(d + centres), reinterpret_cast<const float*>(d + gamma),
+               reinterpret_cast<const float*>(d + weight),  reinterpret_cast<const float*>(d + offset),
+               reinterpret_cast<const float*>(d + gain),    reinterpret_cast<const float*>(d + bias),
+               reinterpret_cast<const int*>(d + first),     reinterpret_cast<float* const*>(d + out),
+               g.bands, g.neurons(), g.models(), g.transform};
+    return u;
+}
+
+template <typename T, int K>
+void launch_fused(const Context& ctx, const StridedView<const T>& v, const DeviceGroup& g, Pixels px, int k0, int kn, bool bip) {
+    const cudaStream_t stream = stream_of(ctx);
+    const std::int64_t n = px.end - px.begin;
+    if (bip) {
+        const dim3 grid(unsigned((n + kTilePixels - 1) / kTilePixels)), block(kTilePixels);
+        fused_pixels_kernel<T, K><<<grid, block, 0, stream>>>(v, g, px, k0, kn);
+        CUBEKIT_CHECK_LAUNCH(ctx, "fused_pixels_kernel", grid, block);
+    } else {
+        const dim3 grid(unsigned((n + 255) / 256)), block(256);
+        fused_rows_kernel<T, K><<<grid, block, 0, stream>>>(v, g, px, k0, kn);
+        CUBEKIT_CHECK_LAUNCH(ctx, "fused_rows_kernel", grid, block);
+    }
+}
+
+template <typename T>
+void run_fused(const Context& ctx, const StridedView<const T>& v, const DeviceGroup& g, Pixels px, bool bip) {
+    for (int k0 = 0; k0 < g.neurons; k0 += kPassNeurons) {
+        const int kn = std::min(kPassNeurons, g.neurons - k0);
+        if (kn <= 4) launch_fused<T, 4>(ctx, v, g, px, k0, kn, bip);
+        else if (kn <= 8) launch_fused<T, 8>(ctx, v, g, px, k0, kn, bip);
+        else if (kn <= 16) launch_fused<T, 16>(ctx, v, g, px, k0, kn, bip);
+        else launch_fused<T, 32>(ctx, v, g, px, k0, kn, bip);
+    }
+}
+
+int next_pow2(int v) {
+    int p = 1;
+    while (p < v) p <<= 1;
+    return p;
+}
+
+template <typename T>
+void run_mapping(const Context& ctx, const StridedView<const T>& v, const DeviceGroup& g, Pixels px, RbfnMapping mapping) {
+    const cudaStream_t stream = stream_of(ctx);
+    const std::int64_t n = px.end - px.begin;
+    const int per_pixel = mapping == RbfnMapping::Neuron ? std::min(g.neurons, kMappingThreads)
+                                                         : std::min(kMappingThreads, next_pow2(g.bands));
+    const int slots = kMappingThreads / per_pixel;
+    const dim3 grid(unsigned((n + slots - 1) / slots)), block(kMappingThreads);
+    if (mapping == RbfnMapping::Neuron) {
+        const std::size_t smem = std::size_t(slots) * g.neurons * sizeof(float);
+        if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(neuron_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        neuron_kernel<T><<<grid, block, smem, stream>>>(v, g, px, per_pixel);
+        CUBEKIT_CHECK_LAUNCH(ctx, "neuron_kernel", grid, block);
+    } else {
+        const std::size_t smem = (std::size_t(slots) * (g.bands + per_pixel + g.neurons) + slots) * sizeof(float);
+        if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(synapse_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        synapse_kernel<T><<<grid, block, smem, stream>>>(v, g, px, per_pixel);
+        CUBEKIT_CHECK_LAUNCH(ctx, "synapse_kernel", grid, block);
+    }
+}
+
+}  // namespace
+
+bool rbfn_cuda_accepts(const CubeView& cube) {
+    const Strides& s = cube.strides();
+    const bool bsq_like = (s.x == 1 || cube.width() == 1) && s.y >= 0 && s.b >= 0;
+    const bool bip_like = (s.b == 1 || cube.bands() == 1) && s.x >= 0 && s.y >= 0;
+    return bsq_like || bip_like;
+}
+
+void rbfn_scores_cuda(const Context& ctx, const CubeView& cube, const RbfnGroup& group, std::span<float* const> scores,
+                      const PixelOptions& options) {
+    const Uploaded params = upload_group(ctx, group, scores);
+    const std::int64_t pixels = std::int64_t(cube.width()) * cube.height();
+    const std::int64_t chunk = options.chunk_pixels > 0 ? options.chunk_pixels : pixels;
+    // BIP-like input goes through the staged kernel unless it is also BSQ-like (one band).
+    const bool bip = cube.strides().b == 1 && cube.bands() > 1;
+    visit_dtype(cube.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const StridedView<const T> v = cube.typed<T>();
+        for (std::int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+            const Pixels px{p0, std::min(pixels, p0 + chunk), cube.width()};
+            if (options.mapping == RbfnMapping::Fused) run_fused(ctx, v, params.group, px, bip);
+            else run_mapping(ctx, v, params.group, px, options.mapping);
+        }
+    });
+    // The parameter buffer is freed stream-ordered (cudaFreeAsync) after the launches.
+}
+
+}  // namespace cubekit::detail
