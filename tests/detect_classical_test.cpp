@@ -148,6 +148,20 @@ TEST(ClassicalDetectors, MatchIndependentReference) {
         for (int ddof : {0, 1}) expect_matches_reference(cube, d, ddof);
 }
 
+template <class F>
+void expect_invalid(F&& f, const std::string& names);
+
+TEST(ClassicalDetectors, AwkwardSizes) {
+    expect_matches_reference(correlated_cube(7, 5, 1, 12), Detector::Rx, 0);     // one band
+    expect_matches_reference(correlated_cube(1, 17, 3, 13), Detector::Ace, 0);   // one column
+    expect_matches_reference(correlated_cube(31, 29, 300, 14), Detector::Rx, 1);  // 300 bands, primes
+    // One pixel: every band is constant, so screening leaves none (an error naming keep_all_bands);
+    // with all bands kept Σ = 0, the pseudo-inverse is 0 and RX scores 0.
+    expect_invalid([] { detect_classical(cpu_context(), correlated_cube(1, 1, 4, 15)); }, "keep_all_bands");
+    const ClassicalResult r = detect_classical(cpu_context(), correlated_cube(1, 1, 4, 15), {.keep_all_bands = true});
+    EXPECT_EQ(r.score.value(0, 0, 0), 0.0);
+}
+
 TEST(ClassicalDetectors, ClosedForms) {
     const Cube cube = correlated_cube(31, 29, 9, 5);
     const std::vector<LD> t = pixel(cube, 7, 4);

@@ -29,6 +29,11 @@ from ._edges import (BaselineResult, EdgeScore, EdgesResult, baseline_edges, can
 from ._labels import COMPONENT_DTYPE, Components, label, label_components, remove_small_objects
 # -- Zernike moments (_zernike.py) --
 from ._zernike import ZernikeResult, zernike_moments, zernike_reconstruct, zernike_reconstruction_error
+# -- target detection: networks, models, training, synthetic scenes, classical detectors (_detect.py) --
+from ._detect import (OBJECT_DTYPE, ace, background_stats, cem, detect_multires, detect_rbfn, detect_score,
+                      matched_filter, rbfn_scores, read_background_stats, read_model, read_target_spectrum, roc_auc, rx,
+                      sam, synth_castaways, synth_leaves, train_multires, train_rbfn, window_features,
+                      write_background_stats, write_model)
 
 __all__ = [
     "DeviceError", "__version__", "built_with_cuda", "cuda_device_count", "gdal_available",
@@ -43,4 +48,9 @@ __all__ = [
     "COMPONENT_DTYPE", "Components", "label", "label_components", "remove_small_objects",
     # -- Zernike moments --
     "ZernikeResult", "zernike_moments", "zernike_reconstruct", "zernike_reconstruction_error",
+    # -- target detection --
+    "OBJECT_DTYPE", "detect_rbfn", "rbfn_scores", "detect_multires", "window_features", "read_model", "write_model",
+    "train_rbfn", "train_multires", "synth_castaways", "synth_leaves",
+    "rx", "matched_filter", "ace", "cem", "sam", "background_stats", "read_background_stats", "write_background_stats",
+    "read_target_spectrum", "detect_score", "roc_auc",
 ]

@@ -53,5 +53,8 @@ void bind_edges(py::module_& m);
 void bind_labels(py::module_& m);
 void bind_pca(py::module_& m);
 void bind_zernike(py::module_& m);
+void bind_detect(py::module_& m);
+void bind_detect_classical(py::module_& m);
+void bind_detect_train(py::module_& m);
 
 }  // namespace cubekit::python

@@ -86,4 +86,7 @@ PYBIND11_MODULE(_cubekit, m) {
     bind_labels(m);
     bind_pca(m);
     bind_zernike(m);
+    bind_detect(m);
+    bind_detect_classical(m);
+    bind_detect_train(m);
 }

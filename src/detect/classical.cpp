@@ -52,14 +52,22 @@ Eigen eigen_descending(int n, std::vector<double> a) {
     return e;
 }
 
-// A + loading·(tr A / n)·I, then W (r × n): rows v_i / sqrt(λ_i) for λ_i > cutoff·λ_max.
-std::vector<double> whitening(int n, std::vector<double> A, const ClassicalOptions& o, int& rows) {
+// A + loading·(tr A / n)·I, then its eigendecomposition (`cached` when given and no loading).
+Eigen loaded_eigen(int n, std::vector<double> A, const ClassicalOptions& o, const Eigen* cached) {
     if (o.loading > 0 && n > 0) {
         double trace = 0;
         for (int i = 0; i < n; ++i) trace += A[std::size_t(i) * std::size_t(n) + std::size_t(i)];
         for (int i = 0; i < n; ++i) A[std::size_t(i) * std::size_t(n) + std::size_t(i)] += o.loading * trace / n;
+    } else if (cached) {
+        return *cached;
     }
-    const Eigen e = eigen_descending(n, std::move(A));
+    return eigen_descending(n, std::move(A));
+}
+
+// W (r × n): rows v_i / sqrt(λ_i) for λ_i > cutoff·λ_max.
+std::vector<double> whitening(int n, std::vector<double> A, const ClassicalOptions& o, int& rows,
+                              const Eigen* cached = nullptr) {
+    const Eigen e = loaded_eigen(n, std::move(A), o, cached);
     const double rcond = o.rcond > 0 ? o.rcond : n * std::ldexp(1.0, -52);
     const double cutoff = n > 0 ? rcond * e.values[0] : 0;
     std::vector<double> W;
@@ -125,7 +133,7 @@ void check_stats(const BackgroundStats& s, int cube_bands, Detector d) {
     for (std::size_t i = 0; i < K; ++i)
         if (s.kept[i] < 0 || s.kept[i] >= s.bands || (i > 0 && s.kept[i] <= s.kept[i - 1]))
             throw InvalidInput("detect: stats: kept_bands must be ascending band indices below " + std::to_string(s.bands));
-    if (K == 0) throw InvalidInput("detect: no band left after screening (--keep-all-bands keeps them)");
+    if (K == 0) throw InvalidInput("detect: no band left after screening (keep_all_bands, --keep-all-bands, keeps them)");
     if (d == Detector::Sam) return;
     if (s.mean.size() != K || s.covariance.size() != K * K)
         throw InvalidInput("detect: stats: mean needs " + std::to_string(K) + " values and covariance " +
@@ -189,7 +197,10 @@ ScorePlan make_plan(const BackgroundStats& s, const ClassicalOptions& o, const s
         return plan;
     }
     plan.mean = s.mean;
-    plan.W = whitening(K, s.covariance, o, plan.rows);
+    const std::size_t k2 = std::size_t(K) * std::size_t(K);
+    const bool cached = s.eigenvalues.size() == std::size_t(K) && s.eigenvectors.size() == k2;
+    const Eigen e{K, s.eigenvalues, s.eigenvectors};
+    plan.W = whitening(K, s.covariance, o, plan.rows, cached ? &e : nullptr);
     if (o.detector == Detector::Rx) return plan;
     std::vector<double> d(static_cast<std::size_t>(K));
     for (int b = 0; b < K; ++b) d[std::size_t(b)] = t[std::size_t(b)] - s.mean[std::size_t(b)];
@@ -262,7 +273,7 @@ BackgroundStats fit_background(const Context& ctx, const CubeView& cube, const C
                                const CubeView* mask) {
     check_options(options);
     BackgroundStats s = screen_bands(ctx, cube, options.keep_all_bands);
-    if (s.kept.empty()) throw InvalidInput("detect: every band was dropped by screening (--keep-all-bands keeps them)");
+    if (s.kept.empty()) throw InvalidInput("detect: every band was dropped by screening (keep_all_bands, --keep-all-bands, keeps them)");
     std::vector<std::uint8_t> bytes;
     if (mask) bytes = detail::mask_bytes(ctx, *mask, cube.width(), cube.height(), "mask");
     const Prepared p = prepare(ctx, cube, s.kept, bytes);
@@ -276,6 +287,9 @@ BackgroundStats fit_background(const Context& ctx, const CubeView& cube, const C
     s.covariance = m.covariance;
     if (scale != 1.0)
         for (double& c : s.covariance) c *= scale;
+    Eigen e = eigen_descending(int(s.kept.size()), s.covariance);
+    s.eigenvalues = std::move(e.values);
+    s.eigenvectors = std::move(e.vectors);
     return s;
 }
 
@@ -308,7 +322,7 @@ void local_rx_into(const Context& ctx, const CubeView& cube, const ClassicalOpti
                            std::to_string(cube.width()) + "x" + std::to_string(cube.height()) + ")");
     const BackgroundStats s = screen_bands(ctx, cube, options.keep_all_bands);
     const int K = int(s.kept.size());
-    if (K == 0) throw InvalidInput("detect: every band was dropped by screening (--keep-all-bands keeps them)");
+    if (K == 0) throw InvalidInput("detect: every band was dropped by screening (keep_all_bands, --keep-all-bands, keeps them)");
     if (win.samples() - options.ddof <= K)
         throw InvalidInput("detect rx: window = " + value_text(options.window) + " gives " + std::to_string(win.samples()) +
                            " background pixels, too few for " + std::to_string(K) +

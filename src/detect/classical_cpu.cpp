@@ -1,6 +1,7 @@
 // Classical detectors, CPU backend (detect_classical.hpp). The arithmetic and its order are the
 // CUDA kernels' (classical_cuda.cu): built without contraction, both give the same scores for the
-// same prepared cube (global: z_i = Σ_b W_ib·y_b in band order, q = Σ_i z_i² in row order; local:
+// same prepared cube (global: z_i = Σ_b W_ib·y_b in band order by fused multiply-adds, q = Σ_i z_i² in
+// row order; local:
 // the same window sums, the same right-looking Cholesky and column-oriented forward solve).
 #include <algorithm>
 #include <cmath>
@@ -34,7 +35,7 @@ double score_pixel(const double* x, std::int64_t plane, const ScorePlan& plan, s
         for (int i = 0; i < plan.rows; ++i) {
             const double* w = plan.W.data() + std::size_t(i) * std::size_t(K);
             T z = 0;
-            for (int b = 0; b < K; ++b) z = z + T(w[b]) * y[std::size_t(b)];
+            for (int b = 0; b < K; ++b) z = std::fma(T(w[b]), y[std::size_t(b)], z);  // as the CUDA GEMM
             q = q + z * z;
         }
     if (plan.mode != ScoreMode::Quadratic)
@@ -100,7 +101,7 @@ void window_stats(const double* x, std::int64_t plane, int K, int ddof, LocalScr
             for (std::int64_t p : s.pixels) {
                 const double di = x[std::int64_t(i) * plane + p] - s.mean[std::size_t(i)];
                 const double dj = x[std::int64_t(j) * plane + p] - s.mean[std::size_t(j)];
-                c = c + di * dj;
+                c = std::fma(di, dj, c);  // fused, as the CUDA kernel
             }
             s.A[std::size_t(i) * std::size_t(K) + std::size_t(j)] = c / div;
         }
@@ -120,14 +121,14 @@ double cholesky_score(int K, std::vector<double>& A, std::vector<double>& y) {
             const double lik = A[std::size_t(i) * k2 + std::size_t(k)];
             for (int j = k + 1; j <= i; ++j)
                 A[std::size_t(i) * k2 + std::size_t(j)] =
-                    A[std::size_t(i) * k2 + std::size_t(j)] - lik * A[std::size_t(j) * k2 + std::size_t(k)];
+                    std::fma(-lik, A[std::size_t(j) * k2 + std::size_t(k)], A[std::size_t(i) * k2 + std::size_t(j)]);
         }
     }
     double q = 0;
     for (int k = 0; k < K; ++k) {
         const double z = y[std::size_t(k)] / A[std::size_t(k) * k2 + std::size_t(k)];
         q = q + z * z;
-        for (int i = k + 1; i < K; ++i) y[std::size_t(i)] = y[std::size_t(i)] - A[std::size_t(i) * k2 + std::size_t(k)] * z;
+        for (int i = k + 1; i < K; ++i) y[std::size_t(i)] = std::fma(-A[std::size_t(i) * k2 + std::size_t(k)], z, y[std::size_t(i)]);
     }
     return q;
 }

@@ -1,17 +1,24 @@
 // Classical detectors, CUDA backend (detect_classical.hpp). Same arithmetic, same order as the CPU
-// (classical_cpu.cpp), compiled with --fmad=false: scores match the CPU's to rounding (global RX:
-// bit for bit where the GEMM adds bands in order, as here).
+// (classical_cpu.cpp), compiled with --fmad=false and explicit fma() where the CPU uses std::fma:
+// the scores are the CPU's bits (measured on H100 and H200 for every detector and both precisions).
 //
 // Global scoring: Z = W·Y over pixel chunks by a shared-memory tiled GEMM (64 rows × 64 pixels per
 // block, 4×4 outputs per thread, bands in chunks of 16 added in order), then one thread per pixel:
 // q = Σ_i z_i², l = a·y, the detector's formula. Cost: 2·N·r·K flops (N = 1024², r = K = 200:
-// 8.4e10, ≈ 1.25 ms at the H100's 67 TFLOP/s of f64 tensor cores or f32 FMA). This GEMM runs on the
-// f64 FMA pipes without contraction (a separate multiply and add), so ≈ 4× that floor; cuBLAS
-// (cublasDgemm/cublasSgemm, needs CUDA::cublas linked) is the path to the floor — see the report.
+// 8.4e10; floor ≈ 1.25 ms at the H100's 67 TFLOP/s of f64 tensor cores or f32 FMA; 2.5 ms on the
+// f64 FMA pipes this kernel uses). Measured 2026-11-26: apply 12.6 ms f64, 8.9 ms f32 (H200), of
+// which gather + finish ≈ 1.3 ms: this GEMM is ~5× off its pipe floor; cuBLAS (cublasDgemm with
+// tensor cores / cublasSgemm; needs CUDA::cublas linked) is the path to the target (≤ 2 ms), at
+// the price of CPU = GPU bit identity (then within ~1e-12).
 // Local RX: one block per pixel: window mean, centred covariance with 4×4 register tiles over the
-// lower triangle (pixels staged in shared memory, row-major order), right-looking Cholesky in a
-// global workspace and a column-oriented forward solve. Cost per pixel n·K²/2 + K³/6 multiply-adds
-// (n = 416, K = 205: 8.7e6 + 1.4e6; 1e4 pixels ≈ 1e11 mul+add ≈ 6 ms at f64 FMA-pipe peak).
+// lower triangle (window positions staged in shared memory in row-major order), right-looking
+// Cholesky and a column-oriented forward solve — all in shared memory (packed triangle) when
+// K(K+1)/2 + 9K doubles fit (K ≤ ~230 on Hopper), else in a global workspace. Cost per pixel
+// n·K²/2 + K³/6 multiply-adds (n = 416, K = 205: 8.7e6 + 1.4e6; 1e4 pixels ≈ 1e11 ≈ 6 ms at the
+// f64 FMA-pipe peak). Measured 171 ms (H200) for 100×100×205, (5, 21): one 184 KB block per SM,
+// latency-bound. The path to ≤ 10 ms is to share work between neighbouring windows (box sums of
+// the K(K+1)/2 products by integral images or sliding columns, O(K²) per pixel instead of O(n·K²)),
+// then a batched Cholesky; see the report.
 #include <cuda_runtime.h>
 #include <math_constants.h>
 
@@ -52,13 +59,13 @@ __global__ void band_summary_kernel(StridedView<const T> v, long long* nonfinite
     const int b = blockIdx.x;
     long long bad = 0;
     double mn = CUDART_INF, mx = -CUDART_INF;
-    const long long n = (long long)v.width * v.height;
-    for (long long p = threadIdx.x; p < n; p += blockDim.x) {
-        const double d = double(v(int(p % v.width), int(p / v.width), b));
-        if (!isfinite(d)) { ++bad; continue; }
-        mn = fmin(mn, d);
-        mx = fmax(mx, d);
-    }
+    for (int y = 0; y < v.height; ++y)
+        for (int x = threadIdx.x; x < v.width; x += blockDim.x) {
+            const double d = double(v(x, y, b));
+            if (!isfinite(d)) { ++bad; continue; }
+            mn = fmin(mn, d);
+            mx = fmax(mx, d);
+        }
     s_bad[threadIdx.x] = bad, s_lo[threadIdx.x] = mn, s_hi[threadIdx.x] = mx;
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s /= 2) {
@@ -74,22 +81,24 @@ __global__ void band_summary_kernel(StridedView<const T> v, long long* nonfinite
 
 // ---- gather the kept bands as dense BSQ f64 ------------------------------------------------------------
 
+// Grid: x along a row, y over rows (strided), z = kept band (no 64-bit division per sample).
 template <typename T>
-__global__ void gather_kernel(StridedView<const T> v, const int* kept, int K, const unsigned char* mask, double* out) {
-    const long long n = (long long)v.width * v.height;
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * K) return;
-    const int k = int(i / n);
-    const long long p = i % n;
-    const bool use = mask == nullptr || mask[p] != 0;
-    out[i] = use ? double(v(int(p % v.width), int(p / v.width), kept[k])) : CUDART_NAN;
+__global__ void gather_kernel(StridedView<const T> v, const int* kept, const unsigned char* mask, double* out) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.z;
+    if (x >= v.width) return;
+    for (int y = blockIdx.y; y < v.height; y += gridDim.y) {
+        const long long p = (long long)y * v.width + x;
+        const bool use = mask == nullptr || mask[p] != 0;
+        out[(long long)k * v.width * v.height + p] = use ? double(v(x, y, kept[k])) : CUDART_NAN;
+    }
 }
 
 // ---- global scoring -----------------------------------------------------------------------------------------
 
 constexpr int kTile = 64, kChunk = 16;
 
-// Z[r][p] = Σ_b T(W[r][b])·T(x[b][p0+p] − mean[b]) for a chunk of `np` pixels, bands in order.
+// Z[r][p] = Σ_b T(W[r][b])·T(x[b][p0+p] − mean[b]) for a chunk of `np` pixels, bands in order, each
+// step one fused multiply-add (fma(w, y, z), as the CPU's std::fma: one rounding, the same bits).
 template <typename T>
 __global__ void whiten_gemm(const double* x, long long plane, long long p0, int np, int K, const double* mean,
                             const double* W, int rows, T* Z) {
@@ -110,7 +119,7 @@ __global__ void whiten_gemm(const double* x, long long plane, long long p0, int 
             T w[4], y[4];
             for (int i = 0; i < 4; ++i) w[i] = Ws[k][ty + 16 * i], y[i] = Ys[k][tx + 16 * i];
             for (int i = 0; i < 4; ++i)
-                for (int j = 0; j < 4; ++j) acc[i][j] = acc[i][j] + w[i] * y[j];
+                for (int j = 0; j < 4; ++j) acc[i][j] = fma(w[i], y[j], acc[i][j]);  // explicit: the CPU's std::fma
         }
         __syncthreads();
     }
@@ -199,111 +208,129 @@ void score_typed(const Context& ctx, const CubeView& x, const ScorePlan& plan, c
 // ---- local RX ------------------------------------------------------------------------------------------------
 
 constexpr int kStage = 8;  // window positions staged per round
+constexpr int kLocalThreads = 256, kTilesPerThread = 3;
 
 struct LocalGeom {
     int W, H, K, inner, outer;
     long long plane;
 };
 
-// Mean (ws_mean[pix·K + b]) and lower-triangle covariance (ws_A[pix·K² + i·K + j], i ≥ j) of the
-// window of pixel p0 + blockIdx.x, positions in row-major order, the inner window skipped.
-__global__ void local_stats_kernel(const double* x, LocalGeom g, long long p0, int ddof, double* ws_mean, double* ws_A) {
-    extern __shared__ double smem[];
-    double* mean = smem;             // K
-    double* Ys = smem + g.K;         // kStage × K
-    __shared__ int s_pos[kStage];
-    const long long p = p0 + blockIdx.x;
+// Where the K×K lower triangle lives: packed in shared memory (the fused kernel) or as a full
+// row-major matrix in a global workspace (bands too many for shared memory). Same arithmetic.
+struct PackedTriangle {
+    double* t;
+    __device__ double& operator()(int i, int j) const { return t[i * (i + 1) / 2 + j]; }
+};
+struct GlobalMatrix {
+    double* a;
+    int K;
+    __device__ double& operator()(int i, int j) const { return a[(long long)i * K + j]; }
+};
+
+// BSQ (b·P + p) → BIP (p·K + b), so that a window position's spectrum is one coalesced read.
+__global__ void to_bip_kernel(const double* x, long long plane, int K, double* out) {
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < plane) out[p * K + blockIdx.y] = x[(long long)blockIdx.y * plane + p];
+}
+
+// Mean (shared `mean`) and lower-triangle covariance A(i, j), i ≥ j, of pixel p's window, positions
+// in row-major order, the inner window skipped; `xb`: BIP. Each thread holds kTilesPerThread 4×4
+// tiles of the triangle; window positions are staged in `Ys` kStage at a time, centred (x − mean).
+template <class Acc>
+__device__ void window_covariance(const double* xb, const LocalGeom& g, long long p, int ddof, double* mean, double* Ys,
+                                  int* s_pos, Acc A) {
     const int px = int(p % g.W), py = int(p / g.W);
     const int ox = window_start(px, g.outer, g.W), oy = window_start(py, g.outer, g.H);
     const int ix = window_start(px, g.inner, g.W), iy = window_start(py, g.inner, g.H);
     const int npos = g.outer * g.outer, n = npos - g.inner * g.inner;
-    const auto position = [&](int t) -> int {  // plane offset of window position t, or −1 inside the inner window
+    const auto position = [&](int t) -> int {  // pixel index of window position t, or −1 inside the inner window
         const int yy = oy + t / g.outer, xx = ox + t % g.outer;
         const bool in = xx >= ix && xx < ix + g.inner && yy >= iy && yy < iy + g.inner;
         return in ? -1 : yy * g.W + xx;
     };
     for (int b = threadIdx.x; b < g.K; b += blockDim.x) {
-        double s = 0;
+        double sum = 0;
         for (int t = 0; t < npos; ++t) {
             const int o = position(t);
-            if (o >= 0) s = s + x[(long long)b * g.plane + o];
+            if (o >= 0) sum = sum + xb[(long long)o * g.K + b];
         }
-        mean[b] = s / double(n);
-        ws_mean[(long long)blockIdx.x * g.K + b] = mean[b];
+        mean[b] = sum / double(n);
     }
     __syncthreads();
     const int nt = (g.K + 3) / 4, ntiles = nt * (nt + 1) / 2;
     const double div = double(n - ddof);
-    double* A = ws_A + (long long)blockIdx.x * g.K * g.K;
-    for (int round = 0; round * (int)blockDim.x < ntiles; ++round) {
-        const int tile = round * blockDim.x + threadIdx.x;
-        const int ti = triangle_row(tile);  // tile → (ti, tj), tj ≤ ti
-        const int tj = tile - ti * (ti + 1) / 2;
-        double acc[4][4] = {};
+    const int per_round = kTilesPerThread * blockDim.x;
+    for (int round = 0; round * per_round < ntiles; ++round) {
+        int ti[kTilesPerThread], tj[kTilesPerThread];
+        bool live[kTilesPerThread];
+        for (int q = 0; q < kTilesPerThread; ++q) {
+            const int tile = round * per_round + q * blockDim.x + threadIdx.x;
+            live[q] = tile < ntiles;
+            ti[q] = triangle_row(tile);  // tile → (ti, tj), tj ≤ ti
+            tj[q] = tile - ti[q] * (ti[q] + 1) / 2;
+        }
+        double acc[kTilesPerThread][4][4] = {};
         for (int t0 = 0; t0 < npos; t0 += kStage) {
             __syncthreads();
             if (threadIdx.x < kStage) s_pos[threadIdx.x] = t0 + int(threadIdx.x) < npos ? position(t0 + threadIdx.x) : -1;
             __syncthreads();
             for (int e = threadIdx.x; e < kStage * g.K; e += blockDim.x) {
-                const int s = e / g.K, b = e % g.K;
-                Ys[e] = s_pos[s] >= 0 ? x[(long long)b * g.plane + s_pos[s]] - mean[b] : 0.0;
+                const int st = e / g.K, b = e % g.K;
+                Ys[e] = s_pos[st] >= 0 ? xb[(long long)s_pos[st] * g.K + b] - mean[b] : 0.0;
             }
             __syncthreads();
-            if (tile < ntiles)
-                for (int s = 0; s < kStage; ++s) {
-                    if (s_pos[s] < 0) continue;
-                    const double* y = Ys + s * g.K;
+            for (int st = 0; st < kStage; ++st) {
+                if (s_pos[st] < 0) continue;
+                const double* y = Ys + st * g.K;
+                for (int q = 0; q < kTilesPerThread; ++q) {
+                    if (!live[q]) continue;
                     for (int i = 0; i < 4; ++i) {
-                        const int bi = ti * 4 + i;
+                        const int bi = ti[q] * 4 + i;
                         if (bi >= g.K) break;
+                        const double yi = y[bi];
                         for (int j = 0; j < 4; ++j) {
-                            const int bj = tj * 4 + j;
-                            if (bj < g.K && bj <= bi) acc[i][j] = acc[i][j] + y[bi] * y[bj];
+                            const int bj = tj[q] * 4 + j;
+                            if (bj < g.K && bj <= bi) acc[q][i][j] = fma(yi, y[bj], acc[q][i][j]);
                         }
                     }
                 }
+            }
         }
-        if (tile < ntiles)
-            for (int i = 0; i < 4; ++i)
-                for (int j = 0; j < 4; ++j) {
-                    const int bi = ti * 4 + i, bj = tj * 4 + j;
-                    if (bi < g.K && bj <= bi) A[(long long)bi * g.K + bj] = acc[i][j] / div;
-                }
+        for (int q = 0; q < kTilesPerThread; ++q)
+            if (live[q])
+                for (int i = 0; i < 4; ++i)
+                    for (int j = 0; j < 4; ++j) {
+                        const int bi = ti[q] * 4 + i, bj = tj[q] * 4 + j;
+                        if (bi < g.K && bj <= bi) A(bi, bj) = acc[q][i][j] / div;
+                    }
     }
+    __syncthreads();
 }
 
-// Right-looking Cholesky of the pixel's A, forward solve of L z = x − mean by columns, score Σ z².
-__global__ void local_solve_kernel(const double* x, LocalGeom g, long long p0, double* ws_mean, double* ws_A,
-                                   OutView out, unsigned long long* singular) {
-    extern __shared__ double y[];  // K
-    __shared__ int s_state;        // 0 ok, 1 pixel not finite, 2 not positive definite
+// Right-looking Cholesky of A in place, forward solve of L z = y by columns (y: shared, K, the
+// pixel minus the mean, overwritten), score Σ z². `colk`: shared, K. Returns through `out`.
+template <class Acc>
+__device__ void cholesky_score(Acc A, int K, double* y, double* colk, bool finite, long long p, OutView out,
+                               unsigned long long* singular) {
+    __shared__ int s_state;  // 0 ok, 1 pixel not finite, 2 not positive definite
     __shared__ double s_d;
-    const long long p = p0 + blockIdx.x;
-    const int K = g.K;
-    double* A = ws_A + (long long)blockIdx.x * K * K;
-    if (threadIdx.x == 0) s_state = 0;
-    __syncthreads();
-    for (int b = threadIdx.x; b < K; b += blockDim.x) {
-        const double v = x[(long long)b * g.plane + p];
-        if (!isfinite(v)) s_state = 1;
-        y[b] = v - ws_mean[(long long)blockIdx.x * K + b];
-    }
+    if (threadIdx.x == 0) s_state = finite ? 0 : 1;
     __syncthreads();
     for (int k = 0; k < K && s_state == 0; ++k) {
         if (threadIdx.x == 0) {
-            const double pivot = A[(long long)k * K + k];
+            const double pivot = A(k, k);
             if (!(pivot > 0) || !isfinite(pivot)) s_state = 2;
-            else s_d = sqrt(pivot), A[(long long)k * K + k] = s_d;
+            else s_d = sqrt(pivot), A(k, k) = s_d;
         }
         __syncthreads();
         if (s_state != 0) break;
-        for (int i = k + 1 + threadIdx.x; i < K; i += blockDim.x) A[(long long)i * K + k] = A[(long long)i * K + k] / s_d;
+        for (int i = k + 1 + threadIdx.x; i < K; i += blockDim.x) colk[i] = A(i, k) = A(i, k) / s_d;
         __syncthreads();
-        const int m = K - k - 1;
-        for (int e = threadIdx.x; e < m * (m + 1) / 2; e += blockDim.x) {
-            const int r = triangle_row(e);
-            const int i = k + 1 + r, j = k + 1 + (e - r * (r + 1) / 2);
-            A[(long long)i * K + j] = A[(long long)i * K + j] - A[(long long)i * K + k] * A[(long long)j * K + k];
+        // Trailing update of the lower triangle: a warp per row, lanes along the row.
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+        for (int i = k + 1 + warp; i < K; i += warps) {
+            const double lik = colk[i];
+            for (int j = k + 1 + lane; j <= i; j += 32) A(i, j) = fma(-lik, colk[j], A(i, j));
         }
         __syncthreads();
     }
@@ -316,13 +343,57 @@ __global__ void local_solve_kernel(const double* x, LocalGeom g, long long p0, d
     }
     double q = 0;
     for (int k = 0; k < K; ++k) {
-        const double z = y[k] / A[(long long)k * K + k];
+        const double z = y[k] / A(k, k);
         q = q + z * z;
         __syncthreads();
-        for (int i = k + 1 + threadIdx.x; i < K; i += blockDim.x) y[i] = y[i] - A[(long long)i * K + k] * z;
+        for (int i = k + 1 + threadIdx.x; i < K; i += blockDim.x) y[i] = fma(-A(i, k), z, y[i]);
         __syncthreads();
     }
     if (threadIdx.x == 0) out.put(p, q);
+}
+
+// y = x_p − mean into shared `y`; returns whether the pixel is finite (block-uniform).
+__device__ bool centred_pixel(const double* xb, int K, long long p, const double* mean, double* y) {
+    __shared__ int s_bad;
+    if (threadIdx.x == 0) s_bad = 0;
+    __syncthreads();
+    for (int b = threadIdx.x; b < K; b += blockDim.x) {
+        const double v = xb[p * K + b];
+        if (!isfinite(v)) s_bad = 1;
+        y[b] = v - mean[b];
+    }
+    __syncthreads();
+    return s_bad == 0;
+}
+
+// One block per pixel, everything in shared memory: the packed triangle (K(K+1)/2), the mean (K)
+// and the staging area (kStage·K ≥ 2K, reused for y and L's column).
+__global__ void __launch_bounds__(kLocalThreads) local_fused_kernel(const double* xb, LocalGeom g, int ddof,
+                                                                    OutView out, unsigned long long* singular) {
+    extern __shared__ double smem[];
+    __shared__ int s_pos[kStage];
+    const long long tri = (long long)g.K * (g.K + 1) / 2;
+    const PackedTriangle A{smem};
+    double* mean = smem + tri;
+    double* Ys = mean + g.K;
+    const long long p = blockIdx.x;
+    window_covariance(xb, g, p, ddof, mean, Ys, s_pos, A);
+    const bool finite = centred_pixel(xb, g.K, p, mean, Ys);
+    cholesky_score(A, g.K, Ys, Ys + g.K, finite, p, out, singular);
+}
+
+// The same for bands too many for shared memory: the matrix in a global workspace per block.
+__global__ void __launch_bounds__(kLocalThreads) local_global_kernel(const double* xb, LocalGeom g, long long p0, int ddof,
+                                                                     double* ws_A, OutView out, unsigned long long* singular) {
+    extern __shared__ double smem[];
+    __shared__ int s_pos[kStage];
+    const GlobalMatrix A{ws_A + (long long)blockIdx.x * g.K * g.K, g.K};
+    double* mean = smem;
+    double* Ys = smem + g.K;
+    const long long p = p0 + blockIdx.x;
+    window_covariance(xb, g, p, ddof, mean, Ys, s_pos, A);
+    const bool finite = centred_pixel(xb, g.K, p, mean, Ys);
+    cholesky_score(A, g.K, Ys, Ys + g.K, finite, p, out, singular);
 }
 
 OutView out_view(const MutableCubeView& out) {
@@ -353,14 +424,17 @@ BandSummary band_summary_device(const Context& ctx, const CubeView& cube) {
 DeviceCube gather_f64_device(const Context& ctx, const CubeView& cube, const std::vector<int>& kept,
                              const std::vector<std::uint8_t>& mask) {
     const int K = int(kept.size());
-    DeviceCube out(ctx, CubeShape{cube.width(), cube.height(), K, DType::F64, Layout::BSQ});
+    const CubeShape shape{cube.width(), cube.height(), K, DType::F64, Layout::BSQ};
+    keep_pool_memory(ctx, shape.num_bytes() + (256u << 20));  // the prepared cube and the GEMM chunk, call after call
+    DeviceCube out(ctx, shape);
     const DeviceBuffer d_kept = upload_vector(ctx, kept), d_mask = upload_vector(ctx, mask);
-    const long long total = (long long)cube.num_pixels() * K;
-    const dim3 grid(unsigned((total + kThreads - 1) / kThreads));
+    if (K == 0 || cube.num_pixels() == 0) return out;
+    if (K > 65535) throw InvalidInput("detect: the CUDA backend takes at most 65535 bands");
+    const dim3 grid(unsigned((cube.width() + kThreads - 1) / kThreads), unsigned(std::min(cube.height(), 65535)), unsigned(K));
     visit_dtype(cube.dtype(), [&](auto tag) {
         using T = decltype(tag);
         gather_kernel<T><<<grid, kThreads, 0, stream_of(ctx)>>>(
-            cube.typed<T>(), static_cast<const int*>(d_kept.data()), K,
+            cube.typed<T>(), static_cast<const int*>(d_kept.data()),
             mask.empty() ? nullptr : static_cast<const unsigned char*>(d_mask.data()), static_cast<double*>(out.data()));
         CUBEKIT_CHECK_LAUNCH(ctx, "gather_kernel", grid, dim3(kThreads));
     });
@@ -378,24 +452,36 @@ std::int64_t local_rx_device(const Context& ctx, const CubeView& x, LocalWindows
                              const MutableCubeView& out) {
     const LocalGeom g{x.width(), x.height(), x.bands(), win.inner, win.outer, (long long)x.num_pixels()};
     const long long P = g.plane, KK = (long long)g.K * g.K;
-    const long long batch = std::min<long long>(P, std::max<long long>(1, (512ll << 20) / (KK * 8)));
-    const std::size_t stats_smem = std::size_t(g.K) * (1 + kStage) * sizeof(double);
-    if (stats_smem > 48 * 1024) {
-        CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(local_stats_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(stats_smem)));
-    }
-    DeviceBuffer d_A(ctx, std::size_t(batch * KK) * 8), d_mean(ctx, std::size_t(batch * g.K) * 8), d_count(ctx, 8);
+    DeviceBuffer d_count(ctx, 8), d_bip(ctx, std::size_t(P * g.K) * sizeof(double));
     CUBEKIT_CUDA_CHECK(cudaMemsetAsync(d_count.data(), 0, 8, stream_of(ctx)));
     const OutView o = out_view(out);
-    const double* xd = reinterpret_cast<const double*>(x.data());
-    for (long long p0 = 0; p0 < P; p0 += batch) {
-        const dim3 grid(unsigned(std::min(batch, P - p0)));
-        local_stats_kernel<<<grid, kThreads, stats_smem, stream_of(ctx)>>>(xd, g, p0, ddof, static_cast<double*>(d_mean.data()),
-                                                                           static_cast<double*>(d_A.data()));
-        CUBEKIT_CHECK_LAUNCH(ctx, "local_stats_kernel", grid, dim3(kThreads));
-        local_solve_kernel<<<grid, kThreads, std::size_t(g.K) * sizeof(double), stream_of(ctx)>>>(
-            xd, g, p0, static_cast<double*>(d_mean.data()), static_cast<double*>(d_A.data()), o,
-            static_cast<unsigned long long*>(d_count.data()));
-        CUBEKIT_CHECK_LAUNCH(ctx, "local_solve_kernel", grid, dim3(kThreads));
+    const dim3 tgrid(unsigned((P + kThreads - 1) / kThreads), unsigned(g.K));
+    to_bip_kernel<<<tgrid, kThreads, 0, stream_of(ctx)>>>(reinterpret_cast<const double*>(x.data()), P, g.K,
+                                                          static_cast<double*>(d_bip.data()));
+    CUBEKIT_CHECK_LAUNCH(ctx, "to_bip_kernel", tgrid, dim3(kThreads));
+    const double* xb = static_cast<const double*>(d_bip.data());
+    unsigned long long* count = static_cast<unsigned long long*>(d_count.data());
+    int device = 0, optin = 0;
+    CUBEKIT_CUDA_CHECK(cudaGetDevice(&device));
+    CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const std::size_t staging = std::size_t(g.K) * (1 + kStage) * sizeof(double);
+    const std::size_t fused = std::size_t(g.K) * std::size_t(g.K + 1) / 2 * sizeof(double) + staging;
+    if (fused + 1024 <= std::size_t(optin)) {
+        CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(local_fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(fused)));
+        const dim3 grid{unsigned(P)};
+        local_fused_kernel<<<grid, kLocalThreads, fused, stream_of(ctx)>>>(xb, g, ddof, o, count);
+        CUBEKIT_CHECK_LAUNCH(ctx, "local_fused_kernel", grid, dim3(kLocalThreads));
+    } else {
+        if (staging > 48 * 1024)
+            CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(local_global_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(staging)));
+        const long long batch = std::min<long long>(P, std::max<long long>(1, (512ll << 20) / (KK * 8)));
+        DeviceBuffer d_A(ctx, std::size_t(batch * KK) * 8);
+        for (long long p0 = 0; p0 < P; p0 += batch) {
+            const dim3 grid(unsigned(std::min(batch, P - p0)));
+            local_global_kernel<<<grid, kLocalThreads, staging, stream_of(ctx)>>>(xb, g, p0, ddof,
+                                                                                static_cast<double*>(d_A.data()), o, count);
+            CUBEKIT_CHECK_LAUNCH(ctx, "local_global_kernel", grid, dim3(kLocalThreads));
+        }
     }
     unsigned long long singular = 0;
     d_count.download(ctx, &singular, 8);

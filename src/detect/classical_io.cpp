@@ -157,7 +157,7 @@ std::string npy_bytes(const std::string& descr, const std::vector<std::size_t>& 
     std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
     while ((10 + header.size() + 1) % 64 != 0) header += ' ';
     header += '\n';
-    std::string out = "\x93NUMPY\x01\x00";
+    std::string out("\x93NUMPY\x01\x00", 8);
     out += char(header.size() & 0xFF);
     out += char(header.size() >> 8);
     out += header;
@@ -180,7 +180,7 @@ std::string zip_stored(const std::vector<std::pair<std::string, std::string>>& m
         put32(common, crc), put32(common, data.size()), put32(common, data.size());
         put16(common, unsigned(name.size())), put16(common, 0);
         out += "PK\x03\x04" + common + name + data;
-        central += std::string("PK\x01\x02") + "\x14\x00" + common;
+        central += std::string("PK\x01\x02\x14\x00", 6) + common;
         put16(central, 0), put16(central, 0), put16(central, 0), put32(central, 0), put32(central, offset);
         central += name;
     }
@@ -320,6 +320,9 @@ void write_background_stats(const BackgroundStats& s, const std::filesystem::pat
             {"bands.npy", npy_bytes("<i8", {}, &scalars[0], 8)},
             {"samples.npy", npy_bytes("<i8", {}, &scalars[1], 8)},
             {"ddof.npy", npy_bytes("<i8", {}, &scalars[2], 8)},
+            {"eigenvalues.npy", npy_bytes("<f8", {s.eigenvalues.size()}, s.eigenvalues.data(), s.eigenvalues.size() * 8)},
+            {"eigenvectors.npy", npy_bytes("<f8", {s.eigenvalues.size(), s.eigenvalues.size()}, s.eigenvectors.data(),
+                                           s.eigenvectors.size() * 8)},
         });
         write_text_file(path, z);
         return;
@@ -333,6 +336,8 @@ void write_background_stats(const BackgroundStats& s, const std::filesystem::pat
     j["ddof"] = s.ddof;
     j["mean"] = s.mean;
     j["covariance"] = s.covariance;
+    j["eigenvalues"] = s.eigenvalues;
+    j["eigenvectors"] = s.eigenvectors;
     write_text_file(path, j.dump() + "\n");
 }
 
@@ -351,6 +356,8 @@ BackgroundStats read_background_stats(const std::filesystem::path& path) {
         for (double v : npz_numbers(path, z, "kept_bands")) s.kept.push_back(int(v));
         s.mean = npz_numbers(path, z, "mean");
         s.covariance = npz_numbers(path, z, "covariance");
+        if (z.count("eigenvalues") && z.count("eigenvectors"))
+            s.eigenvalues = npz_numbers(path, z, "eigenvalues"), s.eigenvectors = npz_numbers(path, z, "eigenvectors");
     } else {
         try {
             const json j = json::parse(slurp(path, "stats"));
@@ -360,6 +367,8 @@ BackgroundStats read_background_stats(const std::filesystem::path& path) {
             s.ddof = j.value("ddof", 0);
             s.mean = j.at("mean").get<std::vector<double>>();
             s.covariance = j.at("covariance").get<std::vector<double>>();
+            s.eigenvalues = j.value("eigenvalues", std::vector<double>{});
+            s.eigenvectors = j.value("eigenvectors", std::vector<double>{});
             if (j.contains("dropped"))
                 for (const json& d : j["dropped"]) s.dropped.push_back({d.at("band").get<int>(), d.at("reason").get<std::string>()});
         } catch (const json::exception& e) {
@@ -371,6 +380,8 @@ BackgroundStats read_background_stats(const std::filesystem::path& path) {
         bad_file(path, "mean must have one value per kept band and covariance KxK");
     for (double v : s.covariance)
         if (!std::isfinite(v)) bad_file(path, "covariance is not finite");
+    if (s.eigenvalues.size() != K || s.eigenvectors.size() != K * K)  // absent or inconsistent: recomputed
+        s.eigenvalues.clear(), s.eigenvectors.clear();
     return s;
 }
 

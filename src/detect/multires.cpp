@@ -106,3 +106,17 @@ std::vector<double> window_features(const Context& ctx, const CubeView& cube, in
 }
 
 }  // namespace cubekit
+
+#ifndef CUBEKIT_HAVE_CUDA
+namespace cubekit::detail {
+// CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
+bool multires_cuda_accepts(const CubeView&) { return false; }
+MultiresResult detect_multires_cuda(const Context&, const CubeView&, const TreeGeometry&, const MultiresModel&,
+                                    const MultiresOptions&) {
+    throw DeviceError("detect multires: this cubekit was built without CUDA");
+}
+std::vector<double> window_features_cuda(const Context&, const CubeView&, const TreeGeometry&, int, std::vector<std::int64_t>*) {
+    throw DeviceError("window_features: this cubekit was built without CUDA");
+}
+}  // namespace cubekit::detail
+#endif

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -218,10 +219,12 @@ class Arena {
 public:
     void add(std::size_t bytes) { total_ += (bytes + 255) / 256 * 256; }
     void allocate(const Context& ctx) { buffer_ = DeviceBuffer(ctx, std::max<std::size_t>(total_, 256)); }
+    /// The next piece; every take must match one add of the same size (checked).
     template <typename T>
     T* take(std::size_t count) {
         T* p = reinterpret_cast<T*>(static_cast<std::byte*>(buffer_.data()) + used_);
         used_ += (count * sizeof(T) + 255) / 256 * 256;
+        if (used_ > total_) throw std::logic_error("detect multires: device arena overrun (an add() is missing)");
         return p;
     }
 
@@ -282,7 +285,10 @@ UploadedNets upload_nets(const Context& ctx, const MultiresModel& model) {
             host.insert(host.end(), v->begin(), v->end());
         }
     UploadedNets u{DeviceBuffer(ctx, host.size() * sizeof(double)), {}, {}};
-    u.buffer.upload(ctx, host.data(), host.size() * sizeof(double));
+    // Pageable → device without waiting: the runtime stages the source before returning (the CUDA
+    // API's documented behaviour for small asynchronous copies from pageable memory).
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(u.buffer.data(), host.data(), host.size() * sizeof(double), cudaMemcpyHostToDevice,
+                                       stream_of(ctx)));
     const double* d = static_cast<const double*>(u.buffer.data());
     auto make = [&](const MlpModel& m, int k) {
         return DeviceMlp{d + at[k], d + at[k + 1], d + at[k + 2], d + at[k + 3], d + at[k + 4], m.b2, m.norm_ymin,
@@ -322,8 +328,10 @@ MultiresResult detect_multires_cuda(const Context& ctx, const CubeView& cube, co
     Arena arena;
     add_pyramid(arena, g, g.top);
     for (int l = 0; l <= g.top; ++l) arena.add(std::size_t(g.grid_x(l)) * g.grid_y(l) * sizeof(int2));
-    arena.add(sizeof(int) * (levels + 2) + sizeof(unsigned long long) * (4 * levels + 1));
-    arena.add(total_nodes * sizeof(DeviceWindow) * (options.trace ? 2 : 1));
+    arena.add(sizeof(int) * (levels + 2));                            // counts (taken separately below)
+    arena.add(sizeof(unsigned long long) * (4 * levels + 1));         // stats and the skipped count
+    arena.add(total_nodes * sizeof(DeviceWindow));                   // detections
+    if (options.trace) arena.add(total_nodes * sizeof(DeviceWindow));  // trace
     arena.allocate(ctx);
     // Small counters first, so one memset clears them and one download reads them.
     int* counts = arena.take<int>(std::size_t(levels) + 2);  // per level, then detections, trace

@@ -135,3 +135,13 @@ PixelResult detect_pixels(const Context& ctx, const CubeView& cube, const RbfnMo
 }
 
 }  // namespace cubekit
+
+#ifndef CUBEKIT_HAVE_CUDA
+namespace cubekit::detail {
+// CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
+bool rbfn_cuda_accepts(const CubeView&) { return false; }
+void rbfn_scores_cuda(const Context&, const CubeView&, const RbfnGroup&, std::span<float* const>, const PixelOptions&) {
+    throw DeviceError("detect rbfn: this cubekit was built without CUDA");
+}
+}  // namespace cubekit::detail
+#endif

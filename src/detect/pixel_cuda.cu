@@ -28,6 +28,7 @@
 
 #include "core/cuda_check.hpp"
 #include "cubekit/buffer.hpp"
+#include "cubekit/error.hpp"
 #include "detect/detect_internal.hpp"
 
 namespace cubekit::detail {
@@ -40,6 +41,8 @@ constexpr int kMappingThreads = 256;
 
 struct DeviceGroup {
     const float* centres;  // neurons × bands
+    const float* centres_t;  // bands × padded: the fused kernels load 4 neurons' centres at once
+    int padded;              // neurons rounded up to a multiple of 4 (the extra centres are 0)
     const float* gamma;
     const float* weight;
     const float* offset;   // bands (transform only)
@@ -84,19 +87,40 @@ __device__ __forceinline__ void finish_pass(const DeviceGroup& g, const float (&
     }
 }
 
+// c points at band b's centres of this pass (K floats, 16-byte aligned): shared memory when the
+// pass's centres fit there, else global memory.
 template <int K>
-__device__ __forceinline__ void accumulate(const DeviceGroup& g, float (&d)[K], float x, int b, int k0, int kn) {
+__device__ __forceinline__ void accumulate(float (&d)[K], float x, const float* c) {
 #pragma unroll
-    for (int i = 0; i < K; ++i)
-        if (i < kn) {
-            const float diff = __fsub_rn(x, g.centres[std::int64_t(k0 + i) * g.bands + b]);
-            d[i] = __fadd_rn(d[i], __fmul_rn(diff, diff));
-        }
+    for (int i = 0; i < K; i += 4) {
+        // Neurons past the pass or the model are zero-padded: computed, never used (finish_pass).
+        const float4 u = *reinterpret_cast<const float4*>(c + i);
+        const float e0 = __fsub_rn(x, u.x), e1 = __fsub_rn(x, u.y), e2 = __fsub_rn(x, u.z), e3 = __fsub_rn(x, u.w);
+        d[i] = __fadd_rn(d[i], __fmul_rn(e0, e0));
+        d[i + 1] = __fadd_rn(d[i + 1], __fmul_rn(e1, e1));
+        d[i + 2] = __fadd_rn(d[i + 2], __fmul_rn(e2, e2));
+        d[i + 3] = __fadd_rn(d[i + 3], __fmul_rn(e3, e3));
+    }
 }
 
-// BSQ-like (x stride 1): thread per pixel, bands in the outer loop.
+// The pass's centres, band-major with K per band (zeros past the neurons), into shared memory.
+template <int K>
+__device__ __forceinline__ void stage_centres(const DeviceGroup& g, int k0, float* cs) {
+    for (int e = threadIdx.x; e < g.bands * K; e += blockDim.x) {
+        const int b = e / K, i = e % K;
+        cs[e] = k0 + i < g.padded ? g.centres_t[std::int64_t(b) * g.padded + k0 + i] : 0.0f;
+    }
+    __syncthreads();
+}
+
+constexpr int kBandBatch = 8;  // samples a thread loads before using them: loads in flight per thread
+
+// BSQ-like (x stride 1): thread per pixel, bands in the outer loop; the pass's centres in shared memory.
 template <typename T, int K>
-__global__ void __launch_bounds__(256) fused_rows_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int k0, int kn) {
+__global__ void __launch_bounds__(256, 6) fused_rows_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int k0, int kn) {
+    extern __shared__ float4 centres_shared[];
+    float* cs = reinterpret_cast<float*>(centres_shared);
+    stage_centres<K>(g, k0, cs);
     const std::int64_t p = px.begin + std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (p >= px.end) return;
     const int x = int(p % px.width), y = int(p / px.width);
@@ -105,16 +129,27 @@ __global__ void __launch_bounds__(256) fused_rows_kernel(StridedView<const T> v,
 #pragma unroll
     for (int i = 0; i < K; ++i) d[i] = 0.0f;
     bool bad = false;
-    for (int b = 0; b < g.bands; ++b) accumulate(g, d, transformed(g, load_sample(src + std::int64_t(b) * v.strides.b, bad), b), b, k0, kn);
+    for (int b0 = 0; b0 < g.bands; b0 += kBandBatch) {
+        float xs[kBandBatch];
+#pragma unroll
+        for (int j = 0; j < kBandBatch; ++j)
+            xs[j] = b0 + j < g.bands ? load_sample(src + std::int64_t(b0 + j) * v.strides.b, bad) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < kBandBatch; ++j)
+            if (b0 + j < g.bands) accumulate(d, transformed(g, xs[j], b0 + j), cs + (b0 + j) * K);
+    }
     finish_pass(g, d, k0, kn, p, bad);
 }
 
 // BIP-like (band stride 1): 128 pixels × 32 bands staged through shared memory per step.
 template <typename T, int K>
-__global__ void __launch_bounds__(kTilePixels) fused_pixels_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int k0, int kn) {
+__global__ void __launch_bounds__(kTilePixels, 12) fused_pixels_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int k0, int kn) {
     __shared__ float tile[kTileBands][kTilePixels + 1];
     __shared__ std::int64_t base[kTilePixels];
     __shared__ int tile_bad[kTilePixels];
+    extern __shared__ float4 centres_shared[];
+    float* cs = reinterpret_cast<float*>(centres_shared);
+    stage_centres<K>(g, k0, cs);
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const std::int64_t first = px.begin + std::int64_t(blockIdx.x) * kTilePixels;
     const std::int64_t p = first + t;
@@ -127,15 +162,33 @@ __global__ void __launch_bounds__(kTilePixels) fused_pixels_kernel(StridedView<c
     for (int b0 = 0; b0 < g.bands; b0 += kTileBands) {
         const int nb = min(kTileBands, g.bands - b0);
         __syncthreads();
-        for (int q = warp; q < in_tile; q += kTilePixels / 32)
-            if (lane < nb) {
+        // Every load of the step is issued before any store: v.data is a generic pointer the compiler
+        // cannot tell apart from `tile`, so interleaved loads and stores would run one at a time.
+        // In batches of 8 (8 lines in flight per warp, few registers).
+        constexpr int kWarps = kTilePixels / 32, kLoads = kTilePixels / kWarps, kBatch = 8;  // 32 pixels per warp
+#pragma unroll
+        for (int j0 = 0; j0 < kLoads; j0 += kBatch) {
+            float x[kBatch];
+            unsigned bad_bits = 0;
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j) {
+                const int q = warp + (j0 + j) * kWarps;
                 bool bad = false;
-                tile[lane][q] = transformed(g, load_sample(v.data + base[q] + b0 + lane, bad), b0 + lane);
-                if (bad) tile_bad[q] = 1;
+                x[j] = lane < nb && q < in_tile ? load_sample(v.data + base[q] + b0 + lane, bad) : 0.0f;
+                bad_bits |= unsigned(bad) << j;
             }
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j) {
+                const int q = warp + (j0 + j) * kWarps;
+                if (lane < nb && q < in_tile) {
+                    tile[lane][q] = transformed(g, x[j], b0 + lane);
+                    if (bad_bits >> j & 1u) tile_bad[q] = 1;
+                }
+            }
+        }
         __syncthreads();
         if (p < px.end)
-            for (int bb = 0; bb < nb; ++bb) accumulate(g, d, tile[bb][t], b0 + bb, k0, kn);
+            for (int bb = 0; bb < nb; ++bb) accumulate(d, tile[bb][t], cs + (b0 + bb) * K);
     }
     __syncthreads();
     if (p < px.end) finish_pass(g, d, k0, kn, p, tile_bad[t] != 0);
@@ -228,14 +281,23 @@ Uploaded upload_group(const Context& ctx, const RbfnGroup& g, std::span<float* c
         if (bytes) std::memcpy(host.data() + at, data, bytes);
         return at;
     };
+    const int padded = (g.neurons() + 3) / 4 * 4;
+    std::vector<float> transposed(std::size_t(padded) * g.bands, 0.0f);
+    for (int n = 0; n < g.neurons(); ++n)
+        for (int b = 0; b < g.bands; ++b) transposed[std::size_t(b) * padded + n] = g.centres[std::size_t(n) * g.bands + b];
+    const std::size_t centres_t = put(transposed.data(), transposed.size() * 4);
     const std::size_t centres = put(g.centres.data(), g.centres.size() * 4), gamma = put(g.gamma.data(), g.gamma.size() * 4),
                       weight = put(g.weight.data(), g.weight.size() * 4), offset = put(g.offset.data(), g.offset.size() * 4),
                       gain = put(g.gain.data(), g.gain.size() * 4), bias = put(g.bias.data(), g.bias.size() * 4),
                       first = put(g.first.data(), g.first.size() * 4), out = put(scores.data(), scores.size() * sizeof(float*));
     Uploaded u{DeviceBuffer(ctx, host.size()), {}};
-    u.buffer.upload(ctx, host.data(), host.size());
+    // Pageable → device without waiting: the runtime stages the source before returning (the CUDA
+    // API's documented behaviour for asynchronous copies from pageable memory), so the launches
+    // follow at once instead of after a host round trip.
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(u.buffer.data(), host.data(), host.size(), cudaMemcpyHostToDevice, stream_of(ctx)));
     const std::byte* d = static_cast<const std::byte*>(u.buffer.data());
-    u.group = {reinterpret_cast<const float*>(d + centres), reinterpret_cast<const float*>(d + gamma),
+    u.group = {reinterpret_cast<const float*>(d + centres), reinterpret_cast<const float*>(d + centres_t), padded,
+               reinterpret_cast<const float*>(d + gamma),
                reinterpret_cast<const float*>(d + weight),  reinterpret_cast<const float*>(d + offset),
                reinterpret_cast<const float*>(d + gain),    reinterpret_cast<const float*>(d + bias),
                reinterpret_cast<const int*>(d + first),     reinterpret_cast<float* const*>(d + out),
@@ -247,21 +309,29 @@ template <typename T, int K>
 void launch_fused(const Context& ctx, const StridedView<const T>& v, const DeviceGroup& g, Pixels px, int k0, int kn, bool bip) {
     const cudaStream_t stream = stream_of(ctx);
     const std::int64_t n = px.end - px.begin;
+    const std::size_t smem = std::size_t(g.bands) * K * sizeof(float);  // the pass's centres
     if (bip) {
         const dim3 grid(unsigned((n + kTilePixels - 1) / kTilePixels)), block(kTilePixels);
-        fused_pixels_kernel<T, K><<<grid, block, 0, stream>>>(v, g, px, k0, kn);
+        if (smem > 32 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_pixels_kernel<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        fused_pixels_kernel<T, K><<<grid, block, smem, stream>>>(v, g, px, k0, kn);
         CUBEKIT_CHECK_LAUNCH(ctx, "fused_pixels_kernel", grid, block);
     } else {
         const dim3 grid(unsigned((n + 255) / 256)), block(256);
-        fused_rows_kernel<T, K><<<grid, block, 0, stream>>>(v, g, px, k0, kn);
+        if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_rows_kernel<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        fused_rows_kernel<T, K><<<grid, block, smem, stream>>>(v, g, px, k0, kn);
         CUBEKIT_CHECK_LAUNCH(ctx, "fused_rows_kernel", grid, block);
     }
 }
 
 template <typename T>
 void run_fused(const Context& ctx, const StridedView<const T>& v, const DeviceGroup& g, Pixels px, bool bip) {
-    for (int k0 = 0; k0 < g.neurons; k0 += kPassNeurons) {
-        const int kn = std::min(kPassNeurons, g.neurons - k0);
+    // A pass's centres (bands × pass floats) live in shared memory: at most 96 KB of them.
+    int pass = kPassNeurons;
+    while (pass > 4 && std::size_t(g.bands) * pass * sizeof(float) > 96 * 1024) pass /= 2;
+    if (std::size_t(g.bands) * pass * sizeof(float) > 96 * 1024)
+        throw InvalidInput("detect rbfn: " + std::to_string(g.bands) + " bands; the CUDA backend takes at most 6144");
+    for (int k0 = 0; k0 < g.neurons; k0 += pass) {
+        const int kn = std::min(pass, g.neurons - k0);
         if (kn <= 4) launch_fused<T, 4>(ctx, v, g, px, k0, kn, bip);
         else if (kn <= 8) launch_fused<T, 8>(ctx, v, g, px, k0, kn, bip);
         else if (kn <= 16) launch_fused<T, 16>(ctx, v, g, px, k0, kn, bip);

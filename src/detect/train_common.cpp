@@ -16,7 +16,7 @@ namespace detail {
 std::vector<std::int64_t> random_permutation(std::int64_t n, SplitMix64& rng) {
     std::vector<std::int64_t> p(std::size_t(std::max<std::int64_t>(n, 0)));
     std::iota(p.begin(), p.end(), std::int64_t(0));
-    for (std::int64_t i = n - 1; i > 0; --i) std::swap(p[std::size_t(i)], p[std::size_t(rng.below(i + 1))]);
+    for (std::int64_t i = n - 1; i > 0; --i) std::swap(p[std::size_t(i)], p[std::size_t(below(rng, i + 1))]);
     return p;
 }
 
@@ -25,7 +25,7 @@ std::vector<std::int64_t> sample_without_replacement(std::int64_t n, std::int64_
     std::iota(p.begin(), p.end(), std::int64_t(0));
     if (count >= n) return p;
     // The first `count` steps of Fisher–Yates from the front: a uniform subset.
-    for (std::int64_t i = 0; i < count; ++i) std::swap(p[std::size_t(i)], p[std::size_t(i + rng.below(n - i))]);
+    for (std::int64_t i = 0; i < count; ++i) std::swap(p[std::size_t(i)], p[std::size_t(i + below(rng, n - i))]);
     p.resize(std::size_t(count));
     std::sort(p.begin(), p.end());
     return p;

@@ -15,6 +15,7 @@
 
 #include "core/parallel.hpp"
 #include "cubekit/detect_train.hpp"
+#include "cubekit/synth.hpp"
 
 namespace cubekit::detail {
 
@@ -34,22 +35,14 @@ std::vector<Partial> chunk_partials(const Context& ctx, std::int64_t n, std::str
     return partials;
 }
 
-/// splitmix64 (spec §C.3): portable across compilers. uniform() = (z >> 11)·2^-53 ∈ [0, 1).
-struct SplitMix64 {
-    std::uint64_t state = 0;
-    std::uint64_t next() {
-        std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return double(next() >> 11) * 0x1.0p-53; }
-    /// An integer uniform on [0, n), n ≥ 1.
-    std::int64_t below(std::int64_t n) {
-        const auto i = std::int64_t(uniform() * double(n));
-        return i < n ? i : n - 1;
-    }
-};
+/// splitmix64 of spec §C.3 (cubekit/synth.hpp): uniform() = (z >> 11)·2^-53 ∈ [0, 1).
+using SplitMix64 = cubekit::SplitMix64;
+
+/// An integer uniform on [0, n), n ≥ 1: ⌊uniform()·n⌋.
+inline std::int64_t below(SplitMix64& rng, std::int64_t n) {
+    const auto i = std::int64_t(rng.uniform() * double(n));
+    return i < n ? i : n - 1;
+}
 
 /// A random permutation of 0..n−1 (Fisher–Yates).
 std::vector<std::int64_t> random_permutation(std::int64_t n, SplitMix64& rng);

@@ -172,7 +172,7 @@ std::vector<double> class_weights(const std::vector<std::uint8_t>& truth) {
     for (std::uint8_t t : truth) pos += t;
     const auto n = std::int64_t(truth.size());
     std::vector<double> c(truth.size());
-    for (std::size_t i = 0; i < truth.size(); ++i) c[i] = double(n) / (2.0 * double(truth[i] ? pos : n - pos));
+    for (std::size_t i = 0; i < truth.size(); ++i) c[i] = pos == 0 || pos == n ? 1.0 : double(n) / (2.0 * double(truth[i] ? pos : n - pos));
     return c;
 }
 
@@ -191,9 +191,29 @@ SplitReport split_of(std::string name, const MlpModel& model, const std::vector<
     return detail::split_report(std::move(name), y, truth, model.threshold, den > 0 ? num / den : std::nan(""));
 }
 
+/// ANN-2 when its windows hold one class only (targets too small to fill rho of any window, or
+/// always large): a network that gives that class everywhere (all weights 0, y' = tanh(±1)), so
+/// detection emits targets at the minimum window (at_min_scale) or at the first positive window.
+MlpModel constant_network(const std::vector<TrainWindow>& windows, const NetworkData& d, int m, const MultiresTrainOptions& o,
+                          NetworkReport& report) {
+    MlpModel model = normalisation(windows, d, m, o);
+    model.W1.assign(std::size_t(o.hidden) * std::size_t(m), 0.0);
+    model.b1.assign(std::size_t(o.hidden), 0.0);
+    model.w2.assign(std::size_t(o.hidden), 0.0);
+    model.b2 = d.available_targets > 0 ? 1.0 : -1.0;
+    report = NetworkReport{.name = "ann2", .available_targets = d.available_targets, .available_background = d.available_background,
+                           .threshold = model.threshold, .stop_reason = "one_class", .solver = "constant"};
+    std::vector<std::int64_t> all(d.windows.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = std::int64_t(i);
+    report.splits.push_back(split_of("train", model, windows, d, all, class_weights(d.truth)));
+    return model;
+}
+
 /// Trains one network on its windows; fills its report.
 MlpModel train_network(const Context& ctx, const std::string& name, const std::vector<TrainWindow>& windows, const NetworkData& d,
                        int m, const MultiresTrainOptions& o, std::uint64_t stream, NetworkReport& report) {
+    if (name == "ann2" && d.available_targets + d.available_background > 0 && (d.available_targets == 0 || d.available_background == 0))
+        return constant_network(windows, d, m, o, report);
     if (d.available_targets == 0 || d.available_background == 0)
         throw InvalidInput(std::string(kFunction) + ": " + name + " has " + std::to_string(d.available_targets) + " positive and " +
                            std::to_string(d.available_background) + " negative windows; it needs both (check the labels, " +

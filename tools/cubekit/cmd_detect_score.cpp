@@ -49,9 +49,15 @@ nlohmann::ordered_json result_json(const DetectionScore& r) {
     j["background_pixels"] = r.background;
     j["nan_scores"] = r.nan_scores;
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const BlobDetection& b : r.blobs)
-        list.push_back({{"label", b.label}, {"area", b.area}, {"box", {b.x0, b.y0, b.x1, b.y1}},
-                        {"peak", b.peak}, {"found", b.found}});
+    for (const BlobDetection& b : r.blobs) {
+        nlohmann::ordered_json e;
+        e["label"] = b.label;
+        e["area"] = b.area;
+        e["box"] = std::vector<int>{b.x0, b.y0, b.x1, b.y1};
+        e["peak"] = b.peak;
+        e["found"] = b.found;
+        list.push_back(std::move(e));
+    }
     j["blob_list"] = list;
     return j;
 }
@@ -78,7 +84,8 @@ void score_command(const ScoreArgs& a) {
         return;
     }
     nlohmann::json j = summary("detect-score", ctx);
-    for (const auto& [k, v] : result_json(r).items()) j[k] = v;
+    const nlohmann::ordered_json result = result_json(r);
+    for (const auto& item : result.items()) j[item.key()] = item.value();
     j["input"] = {{"scores", a.scores}, {"mask", a.mask}};
     if (!a.roc_out.empty()) j["outputs"] = {{{"role", "roc"}, {"path", a.roc_out}, {"format", "csv"}}};
     emit_json(common, j, timings);

@@ -1,6 +1,7 @@
 // cubekit train rbfn|multires: trains a detection model from labelled cubes (spec detect.md §A.4,
 // §B.4) and writes its JSON model file atomically.
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -32,7 +33,12 @@ std::pair<std::string, std::string> split_variable(const std::string& spec) {
 /// A one-band label image of `cube`'s size as u8 (values 0, 1, 255 only).
 Cube read_labels(const std::string& spec, const Cube& cube) {
     const auto [path, var] = split_variable(spec);
-    const Cube raw = read_cube(path, {.var = var});
+    Cube raw;
+    try {
+        raw = read_cube(path, {.var = var});
+    } catch (const InvalidInput& e) {
+        throw InvalidInput("--labels " + spec + ": " + e.what());
+    }
     if (raw.bands() != 1 || raw.width() != cube.width() || raw.height() != cube.height())
         throw InvalidInput("--labels " + spec + " is " + raw.shape().describe() + "; expected " + std::to_string(cube.width()) + "x" +
                            std::to_string(cube.height()) + "x1, the size of its input");
@@ -46,6 +52,12 @@ Cube read_labels(const std::string& spec, const Cube& cube) {
             out.at<std::uint8_t>(x, y, 0) = std::uint8_t(v);
         }
     return out;
+}
+
+std::string fixed4(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+    return buf;
 }
 
 /// Adds IN..., --labels, -o and the common flags to a `train` subcommand.
@@ -105,7 +117,7 @@ void run_training(const std::string& kind, const TrainArgs& args, const Options&
         const SplitReport& last = n.splits.back();
         say(args.common, command + ": " + n.name + " trained on " + std::to_string(n.splits[0].targets) + " target and " +
                              std::to_string(n.splits[0].background) + " background samples; " + last.name +
-                             " AUC " + (std::isfinite(last.auc) ? number_text(last.auc) : std::string("n/a")) + ", threshold " +
+                             " AUC " + (std::isfinite(last.auc) ? fixed4(last.auc) : std::string("n/a")) + ", threshold " +
                              number_text(n.threshold));
     }
     say(args.common, "  wrote " + args.output);

@@ -1,0 +1,229 @@
+// The classical detectors (cubekit/detect_classical.hpp): RX (global and two-window local),
+// matched filter, ACE, CEM and SAM, the background statistics they share (fitted, given as a dict,
+// saved and read), and the evaluation of a score map (ROC, AUC, per-blob detection). Statistics
+// cross the boundary as a dict with the statistics file's names (bands, kept_bands, dropped,
+// samples, ddof, mean, covariance, eigenvalues, eigenvectors).
+#include <pybind11/numpy.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "cubekit/detect_classical.hpp"
+#include "cubekit/error.hpp"
+
+namespace cubekit::python {
+
+namespace {
+
+template <class T>
+py::array_t<T> array_of(const std::vector<T>& v, std::vector<py::ssize_t> shape) {
+    py::array_t<T> a(shape);
+    std::copy(v.begin(), v.end(), a.mutable_data());
+    return a;
+}
+
+template <class T>
+std::vector<T> numbers(py::handle a, const std::string& what) {
+    const auto arr = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+    if (!arr) throw InvalidInput(what + " is not an array of numbers");
+    return std::vector<T>(arr.data(), arr.data() + arr.size());
+}
+
+py::dict stats_dict(const BackgroundStats& s) {
+    const auto K = py::ssize_t(s.kept.size());
+    py::dict d;
+    d["bands"] = s.bands;
+    d["kept_bands"] = array_of(std::vector<std::int64_t>(s.kept.begin(), s.kept.end()), {K});
+    py::list dropped;
+    for (const DroppedBand& b : s.dropped) {
+        py::dict e;
+        e["band"] = b.band;
+        e["reason"] = b.reason;
+        dropped.append(e);
+    }
+    d["dropped"] = dropped;
+    d["samples"] = s.samples;
+    d["ddof"] = s.ddof;
+    d["mean"] = array_of(s.mean, {py::ssize_t(s.mean.size())});
+    d["covariance"] = array_of(s.covariance, s.covariance.size() == std::size_t(K * K) ? std::vector<py::ssize_t>{K, K}
+                                                                                      : std::vector<py::ssize_t>{0, 0});
+    const auto E = py::ssize_t(s.eigenvalues.size());
+    d["eigenvalues"] = array_of(s.eigenvalues, {E});
+    d["eigenvectors"] = array_of(s.eigenvectors, s.eigenvectors.size() == std::size_t(E * E)
+                                                     ? std::vector<py::ssize_t>{E, E}
+                                                     : std::vector<py::ssize_t>{py::ssize_t(s.eigenvectors.size())});
+    return d;
+}
+
+/// A statistics dict (the names above; eigenvalues/eigenvectors and dropped optional) as the
+/// library's struct; the library checks it against the cube when it is applied.
+BackgroundStats stats_from(const py::dict& d, const char* function) {
+    const std::string who = std::string(function) + ": background";
+    const auto need = [&](const char* key) -> py::object {
+        if (!d.contains(key)) throw InvalidInput(who + " has no '" + key + "'; expected the dict of background_stats()");
+        return d[key];
+    };
+    BackgroundStats s;
+    try {
+        s.bands = need("bands").cast<int>();
+        s.samples = need("samples").cast<std::int64_t>();
+        s.ddof = d.contains("ddof") ? d["ddof"].cast<int>() : 0;
+    } catch (const py::cast_error&) {
+        throw InvalidInput(who + ": bands, samples and ddof must be integers");
+    }
+    for (std::int64_t b : numbers<std::int64_t>(need("kept_bands"), who + ": kept_bands")) s.kept.push_back(int(b));
+    s.mean = numbers<double>(need("mean"), who + ": mean");
+    s.covariance = numbers<double>(need("covariance"), who + ": covariance");
+    const std::size_t K = s.kept.size();
+    if (s.mean.size() != K || s.covariance.size() != K * K)
+        throw InvalidInput(who + ": " + std::to_string(K) + " kept_bands, " + std::to_string(s.mean.size()) +
+                           " mean values and " + std::to_string(s.covariance.size()) +
+                           " covariance values; expected K and K*K");
+    if (d.contains("eigenvalues") && d.contains("eigenvectors") && !d["eigenvalues"].is_none()) {
+        s.eigenvalues = numbers<double>(d["eigenvalues"], who + ": eigenvalues");
+        s.eigenvectors = numbers<double>(d["eigenvectors"], who + ": eigenvectors");
+        if (s.eigenvalues.size() != K || s.eigenvectors.size() != K * K) s.eigenvalues.clear(), s.eigenvectors.clear();
+    }
+    if (d.contains("dropped") && !d["dropped"].is_none())
+        for (py::handle e : d["dropped"]) {
+            const py::dict row = py::reinterpret_borrow<py::dict>(e);
+            s.dropped.push_back({row["band"].cast<int>(), row["reason"].cast<std::string>()});
+        }
+    return s;
+}
+
+/// classical(ctx, cube, out, detector, target or None, target_mask or None, background dict or
+/// None, keywords, progress) -> (scores, info). The score map is `out` when given (of the input's
+/// kind; filled in place where it lives on the context's side), else a new NumPy array. info: the
+/// statistics used (global) or the singular-window count (local RX).
+py::tuple classical_binding(PyContext& c, py::handle cube, py::object out, const std::string& detector,
+                            py::object target, py::object target_mask, py::object background, const py::dict& keywords,
+                            py::object progress) {
+    const std::string function = detector == "mf" ? "matched_filter" : detector;
+    ClassicalOptions o = options_from<ClassicalOptions>(keywords, function.c_str());
+    o.detector = parse_enum<Detector>(detector, "detector");
+    const bool local = o.window[1] != 0;
+    if (local && !background.is_none())
+        throw InvalidInput(function + ": background: local RX (window) fits its own windows; give one or the other");
+    const ArrayView in = array_view(cube, function.c_str(), "cube");
+    std::optional<ArrayView> mask;
+    if (!target_mask.is_none()) mask = array_view(target_mask, function.c_str(), "target_mask");
+    std::vector<double> t;
+    if (!target.is_none()) t = numbers<double>(target, function + ": target");
+    if (o.detector != Detector::Rx && target.is_none() && !mask)
+        throw InvalidInput(function + ": target: give a spectrum (one value per band) or target_mask=");
+    const bool given = !background.is_none();
+    BackgroundStats stats;
+    if (given) stats = stats_from(py::reinterpret_borrow<py::dict>(background), function.c_str());
+    std::optional<MutableArrayView> ov;
+    if (!out.is_none()) {
+        ov = mutable_array_view(out, function.c_str(), "out");
+        check_out(function.c_str(), *ov, in.view.width(), in.view.height(), 1, o.out_type);
+    }
+    LocalRxReport report;
+    Cube host = c.run(std::move(progress), [&](const Context& ctx) {
+        if (mask) t = target_from_mask(ctx, in.view, mask->view);
+        const bool into = ov && in_context_memory(ctx, ov->view);
+        if (local) {
+            if (into) {
+                local_rx_into(ctx, in.view, o, ov->view, &report);
+                return Cube();
+            }
+            return local_rx(ctx, in.view, o, &report);
+        }
+        if (!given)
+            stats = o.detector == Detector::Sam ? screen_bands(ctx, in.view, o.keep_all_bands) : fit_background(ctx, in.view, o);
+        if (into) {
+            apply_detector_into(ctx, in.view, stats, o, t, ov->view);
+            return Cube();
+        }
+        return apply_detector(ctx, in.view, stats, o, t);
+    });
+    py::object scores;
+    if (!ov) {
+        scores = to_numpy(std::move(host));
+    } else {
+        if (!host.empty()) {
+            c.run(py::none(), [&](const Context& ctx) {
+                copy_cube(ctx, host, ov->view);
+                ctx.synchronize();
+            });
+        }
+        scores = out;
+    }
+    py::dict info;
+    if (local) info["singular"] = report.singular;
+    else info["stats"] = stats_dict(stats);
+    if (!t.empty()) info["target"] = array_of(t, {py::ssize_t(t.size())});
+    return py::make_tuple(scores, info);
+}
+
+/// background_stats(ctx, cube, mask or None, keywords, progress) -> dict.
+py::dict background_binding(PyContext& c, py::handle cube, py::object mask, const py::dict& keywords,
+                            py::object progress) {
+    const ClassicalOptions o = options_from<ClassicalOptions>(keywords, "background_stats");
+    const ArrayView in = array_view(cube, "background_stats", "cube");
+    std::optional<ArrayView> m;
+    if (!mask.is_none()) m = array_view(mask, "background_stats", "mask");
+    const BackgroundStats s = c.run(std::move(progress), [&](const Context& ctx) {
+        return fit_background(ctx, in.view, o, m ? &m->view : nullptr);
+    });
+    return stats_dict(s);
+}
+
+py::dict score_dict(const DetectionScore& r) {
+    py::dict d;
+    d["auc"] = r.auc;
+    d["blobs"] = r.blobs.size();
+    d["blobs_found"] = r.blobs_found;
+    d["far"] = r.far;
+    d["far_requested"] = r.far_requested;
+    d["threshold"] = r.threshold;
+    d["pd"] = r.pd;
+    d["target_pixels"] = r.targets;
+    d["background_pixels"] = r.background;
+    d["nan_scores"] = r.nan_scores;
+    py::list blobs;
+    for (const BlobDetection& b : r.blobs) {
+        py::dict e;
+        e["label"] = b.label;
+        e["area"] = b.area;
+        e["box"] = py::make_tuple(b.x0, b.y0, b.x1, b.y1);
+        e["peak"] = b.peak;
+        e["found"] = b.found;
+        blobs.append(e);
+    }
+    d["blob_list"] = blobs;
+    std::vector<double> roc;
+    for (const RocPoint& p : r.roc) roc.insert(roc.end(), {p.threshold, p.far, p.pd});
+    d["roc"] = array_of(roc, {py::ssize_t(r.roc.size()), 3});
+    return d;
+}
+
+}  // namespace
+
+void bind_detect_classical(py::module_& m) {
+    m.def("classical_declarations", &declarations<ClassicalOptions>);
+    m.def("classical", &classical_binding);
+    m.def("background_stats", &background_binding);
+    m.def("write_background_stats", [](const py::dict& stats, const std::string& path) {
+        write_background_stats(stats_from(stats, "write_background_stats"), path);
+    });
+    m.def("read_background_stats", [](const std::string& path) { return stats_dict(read_background_stats(path)); });
+    m.def("read_target_spectrum", [](const std::string& path, const std::vector<double>& wavelengths, int bands) {
+        const std::vector<double> t = read_target_spectrum(path, wavelengths, bands);
+        return array_of(t, {py::ssize_t(t.size())});
+    });
+    m.def("detect_score", [](PyContext& c, py::handle scores, py::handle mask, double far) {
+        const ArrayView s = array_view(scores, "detect_score", "scores");
+        const ArrayView k = array_view(mask, "detect_score", "mask");
+        const DetectionScore r = c.run(py::none(), [&](const Context& ctx) { return score_detection(ctx, s.view, k.view, far); });
+        return score_dict(r);
+    });
+}
+
+}  // namespace cubekit::python
