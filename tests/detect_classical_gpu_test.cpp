@@ -2,10 +2,13 @@
 // f64 reference within 1e-6 relative for f64 statistics). Every test skips, saying so, where no
 // CUDA device exists; scripts/gpu-check runs them on the H100.
 //
-// Exactness: the statistics come from the PCA family's exact integer sums (identical on both
-// backends) and one host eigensolve, and the kernels add in the CPU's order without contraction,
-// so f64 scores are expected bit-identical; the test allows 1e-6 relative to the score scale (the
-// contract) and reports the worst difference. f32 whitening: 1e-5 of the scale.
+// Tolerances (detect_classical.hpp, "Precision"): the CPU's statistics are the PCA family's exact
+// integer sums, the GPU's two-pass f64 sums on the tensor cores (classical_mma.cu): they differ by
+// ~1e-16..1e-14 of ‖Σ‖, checked here at 1e-12 (mean) and 1e-11 (covariance) of the largest entry.
+// Scores then differ by ~κ(Σ)·1e-16 relative (the eigensolve amplifies the statistics' rounding by
+// the condition number); the contract is 1e-6 of the score scale (the largest |score|) for f64,
+// 1e-5 for f32 whitening (the CPU accumulates in f32, the GPU in f64 on f32-rounded operands).
+// With the same statistics on both sides the scoring kernels alone must agree to 1e-8 (f64).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -58,32 +61,88 @@ Cube gpu_apply(const Context& gpu, const Cube& cube, const BackgroundStats& s, c
     return d_out.download(gpu);
 }
 
+double max_abs(const std::vector<double>& v) {
+    double m = 0;
+    for (double x : v) m = std::max(m, std::fabs(x));
+    return m;
+}
+double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
+    double m = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
+}
+
+void compare_stats(const BackgroundStats& cs, const BackgroundStats& gs, const std::string& what) {
+    ASSERT_EQ(cs.kept, gs.kept) << what;
+    ASSERT_EQ(cs.samples, gs.samples) << what;
+    ASSERT_EQ(cs.mean.size(), gs.mean.size()) << what;
+    ASSERT_EQ(cs.covariance.size(), gs.covariance.size()) << what;
+    const double em = max_diff(cs.mean, gs.mean) / std::max(1e-300, max_abs(cs.mean));
+    const double ec = max_diff(cs.covariance, gs.covariance) / std::max(1e-300, max_abs(cs.covariance));
+    std::cout << what << ": statistics: mean " << em << ", covariance " << ec << " of the largest entry\n";
+    EXPECT_LE(em, 1e-12) << what << ": mean";
+    EXPECT_LE(ec, 1e-11) << what << ": covariance";
+}
+
 void compare_all(const Context& gpu, const Cube& cube, const std::string& what) {
     std::vector<double> t(std::size_t(cube.bands()));
     for (int b = 0; b < cube.bands(); ++b) t[std::size_t(b)] = cube.value(cube.width() / 2, cube.height() / 3, b);
     const BackgroundStats cs = fit_background(cpu_context(), cube), gs = fit_background(gpu, cube);
-    ASSERT_EQ(cs.kept, gs.kept) << what;
-    ASSERT_EQ(cs.mean, gs.mean) << what << ": the exact sums differ";
-    ASSERT_EQ(cs.covariance, gs.covariance) << what << ": the exact sums differ";
+    compare_stats(cs, gs, what);
+    if (::testing::Test::HasFatalFailure()) return;
     for (Detector d : {Detector::Rx, Detector::Mf, Detector::Ace, Detector::Cem, Detector::Sam})
         for (Precision p : {Precision::F64, Precision::F32}) {
             const ClassicalOptions o{.detector = d, .precision = p};
             const Cube want = apply_detector(cpu_context(), cube, cs, o, t);
             const double err = scaled_error(want, gpu_apply(gpu, cube, gs, o, t));
-            std::cout << what << " " << enum_name(d) << " " << enum_name(p) << ": max error " << err << " of the scale\n";
+            const double same = scaled_error(want, gpu_apply(gpu, cube, cs, o, t));  // the scoring kernels alone
+            std::cout << what << " " << enum_name(d) << " " << enum_name(p) << ": max error " << err
+                      << " of the scale (same statistics: " << same << ")\n";
             EXPECT_LE(err, p == Precision::F64 ? 1e-6 : 1e-5) << what << " " << enum_name(d);
+            EXPECT_LE(same, p == Precision::F64 ? 1e-8 : 1e-5) << what << " " << enum_name(d) << " (same statistics)";
         }
 }
 
 TEST(ClassicalGpu, GlobalDetectorsMatchCpuOnRandomData) {
     REQUIRE_GPU();
-    const struct { int w, h, b; DType t; } shapes[] = {
-        {1, 1, 1, DType::F32}, {7, 5, 3, DType::U16}, {61, 37, 17, DType::F32}, {130, 65, 64, DType::I16},
-        {97, 101, 200, DType::F32}};
+    // Band counts 1, 3, 64, 200, 300 (the row padding to 64, the band step of 16, K past one 64-band
+    // covariance tile); pixel counts not a multiple of the 128-pixel tile; every layout.
+    const struct { int w, h, b; DType t; Layout l; } shapes[] = {
+        {40, 30, 1, DType::F32, Layout::BSQ},   {7, 5, 3, DType::U16, Layout::BIP},   {61, 37, 17, DType::F32, Layout::BIL},
+        {130, 65, 64, DType::I16, Layout::BSQ}, {97, 101, 200, DType::F32, Layout::BIP}, {129, 3, 3, DType::F64, Layout::BSQ},
+        {50, 60, 300, DType::F32, Layout::BSQ}, {33, 35, 65, DType::U32, Layout::BIP}};
     for (const auto& s : shapes) {
-        Cube c = correlated(s.w, s.h, s.b, 7 + s.b, s.t);
-        if (s.w * s.h == 1) continue;  // one pixel: no covariance to invert (checked on the CPU side)
-        compare_all(gpu, c, std::to_string(s.w) + "x" + std::to_string(s.h) + "x" + std::to_string(s.b));
+        const Cube c = correlated(s.w, s.h, s.b, 7 + s.b, s.t).to_layout(s.l);
+        compare_all(gpu, c, std::to_string(s.w) + "x" + std::to_string(s.h) + "x" + std::to_string(s.b) + " " +
+                                std::string(dtype_name(s.t)) + " " + std::string(enum_name(s.l)));
+    }
+}
+
+TEST(ClassicalGpu, MasksNonFinitePixelsAndKeptNullBands) {
+    REQUIRE_GPU();
+    Cube c = correlated(70, 45, 12, 5, DType::F32);
+    c.at<float>(3, 4, 2) = NAN;   // this pixel leaves the statistics and scores NaN
+    c.at<float>(60, 40, 7) = INFINITY;
+    Cube mask(70, 45, 1, DType::U8);
+    for (int y = 0; y < 45; ++y)
+        for (int x = 0; x < 70; ++x) mask.at<std::uint8_t>(x, y, 0) = (x + 2 * y) % 5 != 0;
+    const CubeView mv = mask;
+    compare_stats(fit_background(cpu_context(), c, {}, &mv), fit_background(gpu, c, {}, &mv), "masked");
+    // keep_all_bands with a constant band: the pseudo-inverse drops its null direction.
+    Cube k = correlated(66, 41, 9, 6, DType::F32);
+    for (int y = 0; y < 41; ++y)
+        for (int x = 0; x < 66; ++x) k.at<float>(x, y, 4) = 7;
+    for (const Cube* cube : {&c, &k}) {
+        const ClassicalOptions o{.keep_all_bands = cube == &k};
+        const BackgroundStats cs = fit_background(cpu_context(), *cube, o), gs = fit_background(gpu, *cube, o);
+        for (Detector d : {Detector::Rx, Detector::Ace}) {
+            ClassicalOptions od = o;
+            od.detector = d;
+            std::vector<double> t(std::size_t(cube->bands()), 600.0);
+            const double err = scaled_error(apply_detector(cpu_context(), *cube, cs, od, t), gpu_apply(gpu, *cube, gs, od, t));
+            std::cout << (cube == &k ? "keep_all " : "non-finite ") << enum_name(d) << ": max error " << err << "\n";
+            EXPECT_LE(err, 1e-6);
+        }
     }
 }
 
@@ -97,7 +156,7 @@ TEST(ClassicalGpu, ScreeningOnDeviceViews) {
     const BackgroundStats g = screen_bands(gpu, d), h = screen_bands(cpu_context(), c);
     EXPECT_EQ(g.kept, h.kept);
     EXPECT_EQ(g.kept, (std::vector<int>{0, 1, 3, 4, 7}));
-    EXPECT_EQ(scaled_error(detect_classical(cpu_context(), c).score, detect_classical(gpu, d).score), 0.0);
+    EXPECT_LE(scaled_error(detect_classical(cpu_context(), c).score, detect_classical(gpu, d).score), 1e-6);
 }
 
 TEST(ClassicalGpu, LocalRxMatchesCpu) {

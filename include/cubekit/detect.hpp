@@ -15,7 +15,9 @@
 /// f32 (γ computed in f64, then rounded), bands added in increasing order, neurons in order, then
 /// the bias. The CPU reference uses libm expf; CUDA may differ by the spec's tolerance
 /// 1e-5·(1 + m/64)·(|bias| + Σ|w_i|) (summation order in the mappings, exp rounding).
-/// A pixel with a non-finite band scores NaN and is never detected.
+/// A pixel with a non-finite band scores NaN and is never detected (so does one whose distance to a
+/// centre overflows f32, beyond ~1.8e19 in the sensor's units: the rule is "a non-finite d_i").
+/// On the GPU the check costs nothing per sample: d_i is non-finite iff a band is or d_i overflowed.
 ///
 /// B. Multi-resolution (quad-tree): per 8×8-block f64 sums of x and x² per band (row-major pixel
 ///    order inside a block), merged into a pyramid (children TL, TR, BL, BR), per-window σ_c =
@@ -93,7 +95,7 @@ struct PixelResult {
     Cube labels;  ///< W×H×1 i32, 0 = none (empty without objects)
     std::vector<DetectedObject> objects;
     double threshold = 0;            ///< θ used
-    std::int64_t non_finite = 0;     ///< pixels with a non-finite band (score NaN)
+    std::int64_t non_finite = 0;     ///< pixels scored NaN (a non-finite band or distance)
     std::int64_t detected = 0;       ///< pixels in the final mask
 };
 

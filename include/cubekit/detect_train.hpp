@@ -143,7 +143,14 @@ struct MultiresTrainOptions {
     bool shifted_grids = true;
     /// Per network, at most this many windows (stratified by class).
     std::int64_t max_windows = 50000;
+    /// Per-level balancing (cubekit decision, see train_multires): the subsampling keeps each
+    /// class's scarce upper-level windows and thins the abundant small ones, and each level gets an
+    /// equal share of its class's weight. Off: the spec's plain class weights c_n = n/(2·n_class).
+    bool level_balance = true;
     MlpOptimizer optimizer = MlpOptimizer::Lm;
+    /// Trainings of each network from different Nguyen–Widrow draws; the lowest validation loss
+    /// wins (cubekit decision, see train_multires: one LM run can stall in a saturated start).
+    int restarts = 4;
     /// Epochs at most; 0 = the optimiser's default (lm 1000, sgd and adam 500).
     int epochs = 0;
     /// Early stopping: validation-loss failures in a row; 0 = the optimiser's default (lm, sgd 6; adam 20).
@@ -179,7 +186,11 @@ void visit_fields(O& o, V&& visit) {
     visit(o.shifted_grids, Field{.name = "shifted_grids", .doc = "",
                                  .negation = "no half-window shifted grids (tree nodes only)"});
     visit(o.max_windows, Field{.name = "max_windows", .doc = "per network, at most this many windows (stratified by class)", .min = 2});
+    visit(o.level_balance, Field{.name = "level_balance", .doc = "",
+                                 .negation = "plain class weights and class-stratified subsampling (no per-level balancing)"});
     visit(o.optimizer, Field{.name = "optimizer", .doc = "lm (Levenberg-Marquardt, MATLAB trainlm), sgd (momentum) or adam"});
+    visit(o.restarts, Field{.name = "restarts", .doc = "trainings of each network from different initial weights; the best validation loss wins",
+                            .min = 1});
     visit(o.epochs, Field{.name = "epochs", .doc = "epochs at most (lm 1000, sgd and adam 500)", .min = 1, .automatic = 0});
     visit(o.max_fail, Field{.name = "max_fail", .doc = "early stopping: validation failures in a row (lm, sgd 6; adam 20)", .min = 1,
                             .automatic = 0});

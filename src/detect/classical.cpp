@@ -1,6 +1,7 @@
 // Classical detectors (detect_classical.hpp): the front door shared by both backends — band
-// screening, the prepared f64 BSQ cube of the kept bands, statistics from the PCA family's exact
-// sums (identical on CPU and CUDA), the host eigensolve and pseudo-inverse, the scoring plans.
+// screening, the prepared f64 BSQ cube of the kept bands (CPU, local RX), the statistics (CPU: the
+// PCA family's exact integer sums; CUDA: two-pass f64 moments on the tensor cores, classical_mma.cu),
+// the host eigensolve and pseudo-inverse, the scoring plans.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -229,11 +230,6 @@ void check_out(const Context& ctx, const CubeView& cube, const MutableCubeView& 
                            " memory for this context");
 }
 
-void score_on(const Context& ctx, const CubeView& x, const ScorePlan& plan, const MutableCubeView& out) {
-    if (ctx.is_cuda()) detail::score_device(ctx, x, plan, out);
-    else detail::score_cpu(ctx, x, plan, out);
-}
-
 Cube host_output(const Context& ctx, const CubeView& cube, const ClassicalOptions& o,
                  const std::function<void(const MutableCubeView&)>& run) {
     if (!ctx.is_cuda()) {
@@ -276,17 +272,31 @@ BackgroundStats fit_background(const Context& ctx, const CubeView& cube, const C
     if (s.kept.empty()) throw InvalidInput("detect: every band was dropped by screening (keep_all_bands, --keep-all-bands, keeps them)");
     std::vector<std::uint8_t> bytes;
     if (mask) bytes = detail::mask_bytes(ctx, *mask, cube.width(), cube.height(), "mask");
-    const Prepared p = prepare(ctx, cube, s.kept, bytes);
-    const PcaModel m = pca_fit(ctx, p.view, {.components = 1});  // exact sums: the same on both backends
-    const std::int64_t N = m.samples;
-    if (N - options.ddof < 1) throw InvalidInput("detect: ddof: " + std::to_string(N) + " pixel(s) used; too few");
-    s.samples = N;
+    const auto check_samples = [&](std::int64_t N) {
+        if (N - options.ddof < 1) throw InvalidInput("detect: ddof: " + std::to_string(N) + " pixel(s) used; too few");
+    };
+    if (ctx.is_cuda()) {
+        // Two-pass f64 moments on the device straight from the cube (classical_mma.cu).
+        const CubeInLayout in(ctx, cube, Layout::BSQ, Memory::Device);
+        detail::DeviceMoments m = detail::moments_device(ctx, in.view(), s.kept, bytes);
+        check_samples(m.samples);
+        s.samples = m.samples;
+        s.mean = std::move(m.mean);
+        s.covariance = std::move(m.scatter);
+        const double div = double(m.samples - options.ddof);
+        for (double& c : s.covariance) c /= div;
+    } else {
+        const Prepared p = prepare(ctx, cube, s.kept, bytes);
+        const PcaModel m = pca_fit(ctx, p.view, {.components = 1});  // exact integer sums
+        check_samples(m.samples);
+        s.samples = m.samples;
+        s.mean = m.mean;
+        const double scale = double(m.samples - 1) / double(m.samples - options.ddof);  // PCA's divisor N − 1 → N − ddof
+        s.covariance = m.covariance;
+        if (scale != 1.0)
+            for (double& c : s.covariance) c *= scale;
+    }
     s.ddof = options.ddof;
-    s.mean = m.mean;
-    const double scale = double(N - 1) / double(N - options.ddof);  // PCA's divisor N − 1 → N − ddof
-    s.covariance = m.covariance;
-    if (scale != 1.0)
-        for (double& c : s.covariance) c *= scale;
     Eigen e = eigen_descending(int(s.kept.size()), s.covariance);
     s.eigenvalues = std::move(e.values);
     s.eigenvectors = std::move(e.vectors);
@@ -301,8 +311,13 @@ void apply_detector_into(const Context& ctx, const CubeView& cube, const Backgro
     check_stats(stats, cube.bands(), options.detector);
     check_out(ctx, cube, out, options);
     const ScorePlan plan = make_plan(stats, options, kept_target(stats, target, options.detector));
+    if (ctx.is_cuda()) {  // straight from the cube (classical_mma.cu): no f64 copy
+        const CubeInLayout in(ctx, cube, Layout::BSQ, Memory::Device);
+        detail::score_direct_device(ctx, in.view(), stats.kept, plan, out);
+        return;
+    }
     const Prepared p = prepare(ctx, cube, stats.kept, {});
-    score_on(ctx, p.view, plan, out);
+    detail::score_cpu(ctx, p.view, plan, out);
 }
 
 Cube apply_detector(const Context& ctx, const CubeView& cube, const BackgroundStats& stats,
@@ -363,7 +378,13 @@ BandSummary band_summary_device(const Context&, const CubeView&) { no_cuda(); }
 DeviceCube gather_f64_device(const Context&, const CubeView&, const std::vector<int>&, const std::vector<std::uint8_t>&) {
     no_cuda();
 }
-void score_device(const Context&, const CubeView&, const ScorePlan&, const MutableCubeView&) { no_cuda(); }
+DeviceMoments moments_device(const Context&, const CubeView&, const std::vector<int>&, const std::vector<std::uint8_t>&) {
+    no_cuda();
+}
+void score_direct_device(const Context&, const CubeView&, const std::vector<int>&, const ScorePlan&,
+                         const MutableCubeView&) {
+    no_cuda();
+}
 std::int64_t local_rx_device(const Context&, const CubeView&, LocalWindows, int, const MutableCubeView&) { no_cuda(); }
 }  // namespace cubekit::detail
 #endif

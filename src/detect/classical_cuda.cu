@@ -1,15 +1,6 @@
-// Classical detectors, CUDA backend (detect_classical.hpp). Same arithmetic, same order as the CPU
-// (classical_cpu.cpp), compiled with --fmad=false and explicit fma() where the CPU uses std::fma:
-// the scores are the CPU's bits (measured on H100 and H200 for every detector and both precisions).
-//
-// Global scoring: Z = W·Y over pixel chunks by a shared-memory tiled GEMM (64 rows × 64 pixels per
-// block, 4×4 outputs per thread, bands in chunks of 16 added in order), then one thread per pixel:
-// q = Σ_i z_i², l = a·y, the detector's formula. Cost: 2·N·r·K flops (N = 1024², r = K = 200:
-// 8.4e10; floor ≈ 1.25 ms at the H100's 67 TFLOP/s of f64 tensor cores or f32 FMA; 2.5 ms on the
-// f64 FMA pipes this kernel uses). Measured 2026-11-26: apply 12.6 ms f64, 8.9 ms f32 (H200), of
-// which gather + finish ≈ 1.3 ms: this GEMM is ~5× off its pipe floor; cuBLAS (cublasDgemm with
-// tensor cores / cublasSgemm; needs CUDA::cublas linked) is the path to the target (≤ 2 ms), at
-// the price of CPU = GPU bit identity (then within ~1e-12).
+// Classical detectors, CUDA backend (detect_classical.hpp): band screening, the f64 gather of the
+// kept bands (local RX) and local RX. The global statistics and scoring are in classical_mma.cu.
+// Local RX here keeps the CPU's arithmetic and order (--fmad=false, explicit fma()).
 // Local RX: one block per pixel: window mean, centred covariance with 4×4 register tiles over the
 // lower triangle (window positions staged in shared memory in row-major order), right-looking
 // Cholesky and a column-oriented forward solve — all in shared memory (packed triangle) when
@@ -56,10 +47,10 @@ template <typename T>
 __global__ void band_summary_kernel(StridedView<const T> v, long long* nonfinite, double* lo, double* hi) {
     __shared__ long long s_bad[kThreads];
     __shared__ double s_lo[kThreads], s_hi[kThreads];
-    const int b = blockIdx.x;
+    const int b = blockIdx.x;  // rows blockIdx.y, + gridDim.y, ...: one slice's partial per block
     long long bad = 0;
     double mn = CUDART_INF, mx = -CUDART_INF;
-    for (int y = 0; y < v.height; ++y)
+    for (int y = blockIdx.y; y < v.height; y += gridDim.y)
         for (int x = threadIdx.x; x < v.width; x += blockDim.x) {
             const double d = double(v(x, y, b));
             if (!isfinite(d)) { ++bad; continue; }
@@ -76,7 +67,8 @@ __global__ void band_summary_kernel(StridedView<const T> v, long long* nonfinite
         }
         __syncthreads();
     }
-    if (threadIdx.x == 0) nonfinite[b] = s_bad[0], lo[b] = s_lo[0], hi[b] = s_hi[0];
+    const long long o = (long long)b * gridDim.y + blockIdx.y;
+    if (threadIdx.x == 0) nonfinite[o] = s_bad[0], lo[o] = s_lo[0], hi[o] = s_hi[0];
 }
 
 // ---- gather the kept bands as dense BSQ f64 ------------------------------------------------------------
@@ -93,42 +85,7 @@ __global__ void gather_kernel(StridedView<const T> v, const int* kept, const uns
     }
 }
 
-// ---- global scoring -----------------------------------------------------------------------------------------
-
-constexpr int kTile = 64, kChunk = 16;
-
-// Z[r][p] = Σ_b T(W[r][b])·T(x[b][p0+p] − mean[b]) for a chunk of `np` pixels, bands in order, each
-// step one fused multiply-add (fma(w, y, z), as the CPU's std::fma: one rounding, the same bits).
-template <typename T>
-__global__ void whiten_gemm(const double* x, long long plane, long long p0, int np, int K, const double* mean,
-                            const double* W, int rows, T* Z) {
-    __shared__ T Ys[kChunk][kTile];
-    __shared__ T Ws[kChunk][kTile];
-    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-    const int pbase = blockIdx.x * kTile, rbase = blockIdx.y * kTile;
-    T acc[4][4] = {};
-    for (int b0 = 0; b0 < K; b0 += kChunk) {
-        for (int e = threadIdx.x; e < kChunk * kTile; e += kThreads) {
-            const int k = e / kTile, pl = e % kTile, b = b0 + k, p = pbase + pl;
-            Ys[k][pl] = (b < K && p < np) ? T(x[(long long)b * plane + p0 + p] - mean[b]) : T(0);
-            const int rl = e / kChunk, kk = e % kChunk, r = rbase + rl, bb = b0 + kk;
-            Ws[kk][rl] = (bb < K && r < rows) ? T(W[(long long)r * K + bb]) : T(0);
-        }
-        __syncthreads();
-        for (int k = 0; k < kChunk; ++k) {
-            T w[4], y[4];
-            for (int i = 0; i < 4; ++i) w[i] = Ws[k][ty + 16 * i], y[i] = Ys[k][tx + 16 * i];
-            for (int i = 0; i < 4; ++i)
-                for (int j = 0; j < 4; ++j) acc[i][j] = fma(w[i], y[j], acc[i][j]);  // explicit: the CPU's std::fma
-        }
-        __syncthreads();
-    }
-    for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) {
-            const int r = rbase + ty + 16 * i, p = pbase + tx + 16 * j;
-            if (r < rows && p < np) Z[(long long)r * np + p] = acc[i][j];
-        }
-}
+// ---- output -----------------------------------------------------------------------------------------------
 
 struct OutView {
     void* data;
@@ -141,69 +98,6 @@ struct OutView {
         else static_cast<float*>(data)[o] = float(v);
     }
 };
-
-template <typename T>
-__global__ void finish_kernel(const double* x, long long plane, long long p0, int np, int K, const double* mean,
-                              const double* a, const T* Z, int rows, int mode, OutView out) {
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= np) return;
-    T l = 0, n = 0, q = 0;
-    bool finite = true;
-    for (int b = 0; b < K; ++b) {
-        const double v = x[(long long)b * plane + p0 + p];
-        finite = finite && isfinite(v);
-        const T y = T(v - mean[b]);
-        if (mode != int(ScoreMode::Quadratic)) l = l + T(a[b]) * y;
-        if (mode == int(ScoreMode::Cosine)) n = n + y * y;
-    }
-    if (mode == int(ScoreMode::Quadratic) || mode == int(ScoreMode::Ace))
-        for (int i = 0; i < rows; ++i) {
-            const T z = Z[(long long)i * np + p];
-            q = q + z * z;
-        }
-    double s = CUDART_NAN;
-    if (finite) {
-        if (mode == int(ScoreMode::Quadratic)) s = double(q);
-        else if (mode == int(ScoreMode::Linear)) s = double(l);
-        else if (mode == int(ScoreMode::Ace)) {
-            const double v = double(l) * double(l) / double(q);
-            s = isnan(v) ? 0.0 : fmin(fmax(v, 0.0), 1.0);
-        } else s = n > 0 ? double(l) / sqrt(double(n)) : 0.0;
-    }
-    out.put(p0 + p, s);
-}
-
-template <typename T>
-void score_typed(const Context& ctx, const CubeView& x, const ScorePlan& plan, const OutView& out) {
-    const cudaStream_t stream = stream_of(ctx);
-    const long long P = (long long)x.num_pixels();
-    const int K = plan.bands;
-    const DeviceBuffer d_mean = upload_vector(ctx, plan.mean), d_W = upload_vector(ctx, plan.W),
-                       d_a = upload_vector(ctx, plan.a);
-    const bool gemm = plan.mode == ScoreMode::Quadratic || plan.mode == ScoreMode::Ace;
-    const int rows = gemm ? plan.rows : 0;
-    const long long budget = 256ll << 20;
-    long long chunk = rows > 0 ? std::max<long long>(kTile, budget / ((long long)rows * sizeof(T)) / kTile * kTile) : P;
-    chunk = std::min(chunk, P);
-    DeviceBuffer d_Z(ctx, std::max<std::size_t>(1, std::size_t(rows) * std::size_t(chunk) * sizeof(T)));
-    const double* xd = reinterpret_cast<const double*>(x.data());
-    for (long long p0 = 0; p0 < P; p0 += chunk) {
-        const int np = int(std::min(chunk, P - p0));
-        if (rows > 0) {
-            const dim3 grid((np + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
-            whiten_gemm<T><<<grid, kThreads, 0, stream>>>(xd, P, p0, np, K, static_cast<const double*>(d_mean.data()),
-                                                          static_cast<const double*>(d_W.data()), rows,
-                                                          static_cast<T*>(d_Z.data()));
-            CUBEKIT_CHECK_LAUNCH(ctx, "whiten_gemm", grid, dim3(kThreads));
-        }
-        const dim3 grid((np + kThreads - 1) / kThreads);
-        finish_kernel<T><<<grid, kThreads, 0, stream>>>(xd, P, p0, np, K, static_cast<const double*>(d_mean.data()),
-                                                        static_cast<const double*>(d_a.data()),
-                                                        static_cast<const T*>(d_Z.data()), rows, int(plan.mode), out);
-        CUBEKIT_CHECK_LAUNCH(ctx, "finish_kernel", grid, dim3(kThreads));
-    }
-    ctx.synchronize();  // the plan's buffers are freed on return
-}
 
 // ---- local RX ------------------------------------------------------------------------------------------------
 
@@ -405,19 +299,32 @@ OutView out_view(const MutableCubeView& out) {
 
 BandSummary band_summary_device(const Context& ctx, const CubeView& cube) {
     const int B = cube.bands();
-    DeviceBuffer d_bad(ctx, B * sizeof(long long)), d_lo(ctx, B * sizeof(double)), d_hi(ctx, B * sizeof(double));
+    // Row slices per band: enough blocks to fill the GPU (B = 200: 8 slices, 1600 blocks); the
+    // partials (counts, min, max: order-free) are combined on the host.
+    const int S = std::max(1, std::min({cube.height(), 64, (132 * 16 + B - 1) / std::max(1, B)}));
+    const std::size_t n = std::size_t(B) * std::size_t(S);
+    DeviceBuffer d_bad(ctx, n * sizeof(long long)), d_lo(ctx, n * sizeof(double)), d_hi(ctx, n * sizeof(double));
+    const dim3 grid{unsigned(B), unsigned(S)};
     visit_dtype(cube.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        band_summary_kernel<T><<<B, kThreads, 0, stream_of(ctx)>>>(cube.typed<T>(), static_cast<long long*>(d_bad.data()),
-                                                                  static_cast<double*>(d_lo.data()),
-                                                                  static_cast<double*>(d_hi.data()));
-        CUBEKIT_CHECK_LAUNCH(ctx, "band_summary_kernel", dim3(B), dim3(kThreads));
+        band_summary_kernel<T><<<grid, kThreads, 0, stream_of(ctx)>>>(cube.typed<T>(), static_cast<long long*>(d_bad.data()),
+                                                                     static_cast<double*>(d_lo.data()),
+                                                                     static_cast<double*>(d_hi.data()));
+        CUBEKIT_CHECK_LAUNCH(ctx, "band_summary_kernel", grid, dim3(kThreads));
     });
-    BandSummary s{std::vector<std::int64_t>(std::size_t(B)), std::vector<double>(std::size_t(B)),
-                  std::vector<double>(std::size_t(B))};
-    d_bad.download(ctx, s.nonfinite.data(), B * sizeof(long long));
-    d_lo.download(ctx, s.min.data(), B * sizeof(double));
-    d_hi.download(ctx, s.max.data(), B * sizeof(double));
+    std::vector<long long> bad(n);
+    std::vector<double> lo(n), hi(n);
+    d_bad.download(ctx, bad.data(), n * sizeof(long long));
+    d_lo.download(ctx, lo.data(), n * sizeof(double));
+    d_hi.download(ctx, hi.data(), n * sizeof(double));
+    BandSummary s{std::vector<std::int64_t>(std::size_t(B), 0), std::vector<double>(std::size_t(B), INFINITY),
+                  std::vector<double>(std::size_t(B), -INFINITY)};
+    for (std::size_t b = 0; b < std::size_t(B); ++b)
+        for (std::size_t i = 0; i < std::size_t(S); ++i) {
+            s.nonfinite[b] += bad[b * std::size_t(S) + i];
+            s.min[b] = std::min(s.min[b], lo[b * std::size_t(S) + i]);
+            s.max[b] = std::max(s.max[b], hi[b * std::size_t(S) + i]);
+        }
     return s;
 }
 
@@ -440,12 +347,6 @@ DeviceCube gather_f64_device(const Context& ctx, const CubeView& cube, const std
     });
     ctx.synchronize();
     return out;
-}
-
-void score_device(const Context& ctx, const CubeView& x, const ScorePlan& plan, const MutableCubeView& out) {
-    if (x.num_pixels() == 0) return;
-    if (plan.f32) score_typed<float>(ctx, x, plan, out_view(out));
-    else score_typed<double>(ctx, x, plan, out_view(out));
 }
 
 std::int64_t local_rx_device(const Context& ctx, const CubeView& x, LocalWindows win, int ddof,

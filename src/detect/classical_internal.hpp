@@ -68,8 +68,20 @@ std::int64_t local_rx_cpu(const Context& ctx, const CubeView& x, LocalWindows wi
 BandSummary band_summary_device(const Context& ctx, const CubeView& cube);
 DeviceCube gather_f64_device(const Context& ctx, const CubeView& cube, const std::vector<int>& kept,
                              const std::vector<std::uint8_t>& mask);
-void score_device(const Context& ctx, const CubeView& x, const ScorePlan& plan, const MutableCubeView& out);
 std::int64_t local_rx_device(const Context& ctx, const CubeView& x, LocalWindows win, int ddof,
                              const MutableCubeView& out);
+
+// ---- CUDA fast path (classical_mma.cu): straight from the caller's BSQ device cube, any type ------------
+/// Global moments of the `kept` bands over the pixels with mask ≠ 0 (mask: W·H or empty) whose kept
+/// bands are all finite: N, the f64 mean and the centred scatter matrix Σ (x − μ)(x − μ)ᵀ (K×K).
+struct DeviceMoments {
+    std::int64_t samples = 0;
+    std::vector<double> mean, scatter;
+};
+DeviceMoments moments_device(const Context& ctx, const CubeView& cube, const std::vector<int>& kept,
+                             const std::vector<std::uint8_t>& mask);
+/// Global scoring of the `kept` bands of `cube` (plan.bands = kept.size()) into `out` (device).
+void score_direct_device(const Context& ctx, const CubeView& cube, const std::vector<int>& kept, const ScorePlan& plan,
+                         const MutableCubeView& out);
 
 }  // namespace cubekit::detail

@@ -16,7 +16,8 @@ namespace cubekit::detail {
 /// (spec detect.md §A.3): neurons of all models back to back, model j owning neurons
 /// [first[j], first[j+1]). y_j = (Σ_{i of j} w_i·expf(−d_i·γ_i)) + bias_j, the products added in
 /// neuron order starting from 0, d_i = Σ_b (x'_b − u_ib)² in band order, x'_b = gain_b·(x_b − offset_b)
-/// (only when `transform`), every operation rounded to f32 (no contraction).
+/// (only when `transform`), every operation rounded to f32 (no contraction). A neuron whose d_i is not
+/// finite (a NaN or Inf band, or a distance beyond f32) contributes NaN, so the score is NaN.
 struct RbfnGroup {
     int bands = 0;
     bool transform = false;

@@ -30,15 +30,12 @@ void add_model(RbfnGroup& g, const RbfnModel& m, int index) {
 
 template <typename T>
 void score_row(const StridedView<const T>& v, int y, const RbfnGroup& g, std::vector<float>& d, std::vector<float>& xt,
-               std::vector<unsigned char>& bad, std::span<const MutableCubeView> scores) {
+               std::span<const MutableCubeView> scores) {
     const int W = v.width, m = g.bands, K = g.neurons();
     std::fill(d.begin(), d.end(), 0.0f);
-    std::fill(bad.begin(), bad.end(), 0);
     for (int b = 0; b < m; ++b) {
         for (int x = 0; x < W; ++x) {
             float s = float(v(x, y, b));
-            if constexpr (std::is_floating_point_v<T>)
-                if (!std::isfinite(s)) bad[x] = 1;
             if (g.transform) s = g.gain[b] * (s - g.offset[b]);
             xt[x] = s;
         }
@@ -56,9 +53,12 @@ void score_row(const StridedView<const T>& v, int y, const RbfnGroup& g, std::ve
         const std::int64_t sx = scores[j].strides().x;
         for (int x = 0; x < W; ++x) {
             float acc = 0.0f;
-            for (int i = g.first[j]; i < g.first[j + 1]; ++i)
-                acc = acc + g.weight[i] * std::exp(-(d[std::size_t(i) * W + x] * g.gamma[i]));
-            out[x * sx] = bad[x] ? std::numeric_limits<float>::quiet_NaN() : acc + g.bias[j];
+            for (int i = g.first[j]; i < g.first[j + 1]; ++i) {
+                // A non-finite distance (a NaN or Inf band, or beyond f32) makes the score NaN.
+                const float di = d[std::size_t(i) * W + x];
+                acc = acc + (std::isfinite(di) ? g.weight[i] * std::exp(-(di * g.gamma[i])) : std::numeric_limits<float>::quiet_NaN());
+            }
+            out[x * sx] = acc + g.bias[j];
         }
     }
 }
@@ -96,13 +96,11 @@ void rbfn_scores_cpu(const Context& ctx, const CubeView& cube, const RbfnGroup& 
         const StridedView<const T> v = cube.typed<T>();
         struct Scratch {
             std::vector<float> d, xt;
-            std::vector<unsigned char> bad;
         };
         parallel_for(
             ctx, cube.height(), {.where = "detect rbfn", .progress = true},
-            [&] { return Scratch{std::vector<float>(std::size_t(g.neurons()) * W), std::vector<float>(W),
-                                 std::vector<unsigned char>(W)}; },
-            [&](std::int64_t y, Scratch& s) { score_row(v, int(y), g, s.d, s.xt, s.bad, scores); });
+            [&] { return Scratch{std::vector<float>(std::size_t(g.neurons()) * W), std::vector<float>(W)}; },
+            [&](std::int64_t y, Scratch& s) { score_row(v, int(y), g, s.d, s.xt, scores); });
     });
 }
 

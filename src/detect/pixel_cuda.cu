@@ -59,21 +59,26 @@ struct Pixels {
     int width;
 };
 
-template <typename T>
-__device__ __forceinline__ float load_sample(const T* p, bool& bad) {
-    const float v = float(*p);
-    if constexpr (std::is_floating_point_v<T>) bad |= !isfinite(v);
-    return v;
+// One neuron's term of the output: w·expf(−d·γ), or NaN when d is not finite (a NaN or Inf band,
+// or a distance beyond f32): the pixel then scores NaN (detect_internal.hpp, the CPU's rule).
+__device__ __forceinline__ float neuron_term(const DeviceGroup& g, int n, float d) {
+    return isfinite(d) ? __fmul_rn(g.weight[n], expf(-__fmul_rn(d, g.gamma[n]))) : CUDART_NAN_F;
 }
 
-__device__ __forceinline__ float transformed(const DeviceGroup& g, float v, int b) {
+__device__ __forceinline__ float transformed_any(const DeviceGroup& g, float v, int b) {
     return g.transform ? __fmul_rn(g.gain[b], __fsub_rn(v, g.offset[b])) : v;
+}
+
+template <bool Transform>
+__device__ __forceinline__ float transformed(const DeviceGroup& g, float v, int b) {
+    if constexpr (Transform) return __fmul_rn(g.gain[b], __fsub_rn(v, g.offset[b]));
+    else return v;
 }
 
 // The scores of the models whose neurons meet [k0, k0 + kn), from this pass's distances d. A model
 // continued from the previous pass resumes from the partial sum stored in its output.
 template <int K>
-__device__ __forceinline__ void finish_pass(const DeviceGroup& g, const float (&d)[K], int k0, int kn, std::int64_t p, bool bad) {
+__device__ __forceinline__ void finish_pass(const DeviceGroup& g, const float (&d)[K], int k0, int kn, std::int64_t p) {
     for (int j = 0; j < g.models; ++j) {
         const int lo = g.first[j], hi = g.first[j + 1];
         if (hi <= k0 || lo >= k0 + kn) continue;
@@ -81,14 +86,13 @@ __device__ __forceinline__ void finish_pass(const DeviceGroup& g, const float (&
 #pragma unroll
         for (int i = 0; i < K; ++i) {
             const int n = k0 + i;
-            if (i < kn && n >= lo && n < hi) acc = __fadd_rn(acc, __fmul_rn(g.weight[n], expf(-__fmul_rn(d[i], g.gamma[n]))));
+            if (i < kn && n >= lo && n < hi) acc = __fadd_rn(acc, neuron_term(g, n, d[i]));
         }
-        g.out[j][p] = hi <= k0 + kn ? (bad ? CUDART_NAN_F : __fadd_rn(acc, g.bias[j])) : acc;
+        g.out[j][p] = hi <= k0 + kn ? __fadd_rn(acc, g.bias[j]) : acc;
     }
 }
 
-// c points at band b's centres of this pass (K floats, 16-byte aligned): shared memory when the
-// pass's centres fit there, else global memory.
+// c points at band b's centres of this pass (K floats, 16-byte aligned, in shared memory).
 template <int K>
 __device__ __forceinline__ void accumulate(float (&d)[K], float x, const float* c) {
 #pragma unroll
@@ -115,8 +119,9 @@ __device__ __forceinline__ void stage_centres(const DeviceGroup& g, int k0, floa
 
 constexpr int kBandBatch = 8;  // samples a thread loads before using them: loads in flight per thread
 
-// BSQ-like (x stride 1): thread per pixel, bands in the outer loop; the pass's centres in shared memory.
-template <typename T, int K>
+// BSQ-like (x stride 1): thread per pixel, bands in the outer loop; the pass's centres in shared
+// memory. Full batches of 8 bands run unguarded, the tail after them.
+template <typename T, int K, bool Transform>
 __global__ void __launch_bounds__(256, 6) fused_rows_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int k0, int kn) {
     extern __shared__ float4 centres_shared[];
     float* cs = reinterpret_cast<float*>(centres_shared);
@@ -125,28 +130,28 @@ __global__ void __launch_bounds__(256, 6) fused_rows_kernel(StridedView<const T>
     if (p >= px.end) return;
     const int x = int(p % px.width), y = int(p / px.width);
     const T* src = v.data + v.offset(x, y, 0);
+    const std::int64_t sb = v.strides.b;
     float d[K];
 #pragma unroll
     for (int i = 0; i < K; ++i) d[i] = 0.0f;
-    bool bad = false;
-    for (int b0 = 0; b0 < g.bands; b0 += kBandBatch) {
+    const int full = g.bands / kBandBatch * kBandBatch;
+    int b0 = 0;
+    for (; b0 < full; b0 += kBandBatch) {
         float xs[kBandBatch];
 #pragma unroll
-        for (int j = 0; j < kBandBatch; ++j)
-            xs[j] = b0 + j < g.bands ? load_sample(src + std::int64_t(b0 + j) * v.strides.b, bad) : 0.0f;
+        for (int j = 0; j < kBandBatch; ++j) xs[j] = float(src[(b0 + j) * sb]);
 #pragma unroll
-        for (int j = 0; j < kBandBatch; ++j)
-            if (b0 + j < g.bands) accumulate(d, transformed(g, xs[j], b0 + j), cs + (b0 + j) * K);
+        for (int j = 0; j < kBandBatch; ++j) accumulate(d, transformed<Transform>(g, xs[j], b0 + j), cs + (b0 + j) * K);
     }
-    finish_pass(g, d, k0, kn, p, bad);
+    for (; b0 < g.bands; ++b0) accumulate(d, transformed<Transform>(g, float(src[b0 * sb]), b0), cs + b0 * K);
+    finish_pass(g, d, k0, kn, p);
 }
 
 // BIP-like (band stride 1): 128 pixels × 32 bands staged through shared memory per step.
-template <typename T, int K>
+template <typename T, int K, bool Transform>
 __global__ void __launch_bounds__(kTilePixels, 12) fused_pixels_kernel(StridedView<const T> v, DeviceGroup g, Pixels px, int k0, int kn) {
     __shared__ float tile[kTileBands][kTilePixels + 1];
     __shared__ std::int64_t base[kTilePixels];
-    __shared__ int tile_bad[kTilePixels];
     extern __shared__ float4 centres_shared[];
     float* cs = reinterpret_cast<float*>(centres_shared);
     stage_centres<K>(g, k0, cs);
@@ -154,7 +159,6 @@ __global__ void __launch_bounds__(kTilePixels, 12) fused_pixels_kernel(StridedVi
     const std::int64_t first = px.begin + std::int64_t(blockIdx.x) * kTilePixels;
     const std::int64_t p = first + t;
     if (p < px.end) base[t] = v.offset(int(p % px.width), int(p / px.width), 0);
-    tile_bad[t] = 0;
     const int in_tile = px.end - first < kTilePixels ? int(px.end - first) : kTilePixels;
     float d[K];
 #pragma unroll
@@ -162,36 +166,63 @@ __global__ void __launch_bounds__(kTilePixels, 12) fused_pixels_kernel(StridedVi
     for (int b0 = 0; b0 < g.bands; b0 += kTileBands) {
         const int nb = min(kTileBands, g.bands - b0);
         __syncthreads();
-        // Every load of the step is issued before any store: v.data is a generic pointer the compiler
+        // Every load of a batch is issued before its stores: v.data is a generic pointer the compiler
         // cannot tell apart from `tile`, so interleaved loads and stores would run one at a time.
-        // In batches of 8 (8 lines in flight per warp, few registers).
+        // Batches of 8 (8 lines in flight per warp, few registers).
         constexpr int kWarps = kTilePixels / 32, kLoads = kTilePixels / kWarps, kBatch = 8;  // 32 pixels per warp
 #pragma unroll
         for (int j0 = 0; j0 < kLoads; j0 += kBatch) {
             float x[kBatch];
-            unsigned bad_bits = 0;
 #pragma unroll
             for (int j = 0; j < kBatch; ++j) {
                 const int q = warp + (j0 + j) * kWarps;
-                bool bad = false;
-                x[j] = lane < nb && q < in_tile ? load_sample(v.data + base[q] + b0 + lane, bad) : 0.0f;
-                bad_bits |= unsigned(bad) << j;
+                x[j] = lane < nb && q < in_tile ? float(v.data[base[q] + b0 + lane]) : 0.0f;
             }
 #pragma unroll
             for (int j = 0; j < kBatch; ++j) {
                 const int q = warp + (j0 + j) * kWarps;
-                if (lane < nb && q < in_tile) {
-                    tile[lane][q] = transformed(g, x[j], b0 + lane);
-                    if (bad_bits >> j & 1u) tile_bad[q] = 1;
-                }
+                if (lane < nb && q < in_tile) tile[lane][q] = transformed<Transform>(g, x[j], b0 + lane);
             }
         }
         __syncthreads();
         if (p < px.end)
             for (int bb = 0; bb < nb; ++bb) accumulate(d, tile[bb][t], cs + (b0 + bb) * K);
     }
-    __syncthreads();
-    if (p < px.end) finish_pass(g, d, k0, kn, p, tile_bad[t] != 0);
+    if (p < px.end) finish_pass(g, d, k0, kn, p);
+}
+
+// BIP f32 with 16-byte aligned spectra (bands a multiple of 4): thread per pixel reading its own
+// spectrum as float4, 8 at a time. A warp's 32 spectra are 32 separate 16-byte pieces per load, but
+// the next load of the batch reads the rest of the same 32-byte sectors straight away, so L1 serves
+// it and DRAM moves every byte once; no staging, no barrier (about half the instructions of the
+// staged kernel).
+template <int K, bool Transform>
+__global__ void __launch_bounds__(256, 4) fused_quads_kernel(StridedView<const float> v, DeviceGroup g, Pixels px, int k0, int kn) {
+    extern __shared__ float4 centres_shared[];
+    float* cs = reinterpret_cast<float*>(centres_shared);
+    stage_centres<K>(g, k0, cs);
+    const std::int64_t p = px.begin + std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (p >= px.end) return;
+    const float4* src = reinterpret_cast<const float4*>(v.data + v.offset(int(p % px.width), int(p / px.width), 0));
+    float d[K];
+#pragma unroll
+    for (int i = 0; i < K; ++i) d[i] = 0.0f;
+    const int quads = g.bands / 4;
+    for (int q0 = 0; q0 < quads; q0 += kBandBatch) {
+        float4 xs[kBandBatch];
+#pragma unroll
+        for (int j = 0; j < kBandBatch; ++j) xs[j] = q0 + j < quads ? __ldg(src + q0 + j) : make_float4(0, 0, 0, 0);
+#pragma unroll
+        for (int j = 0; j < kBandBatch; ++j) {
+            if (q0 + j >= quads) break;
+            const int b = 4 * (q0 + j);
+            accumulate(d, transformed<Transform>(g, xs[j].x, b), cs + b * K);
+            accumulate(d, transformed<Transform>(g, xs[j].y, b + 1), cs + (b + 1) * K);
+            accumulate(d, transformed<Transform>(g, xs[j].z, b + 2), cs + (b + 2) * K);
+            accumulate(d, transformed<Transform>(g, xs[j].w, b + 3), cs + (b + 3) * K);
+        }
+    }
+    finish_pass(g, d, k0, kn, p);
 }
 
 // The seed's neuron mapping: T = min(k, 256) threads per pixel, thread t owning neurons t, t+T, ...
@@ -201,17 +232,16 @@ __global__ void __launch_bounds__(kMappingThreads) neuron_kernel(StridedView<con
     const int t = threadIdx.x % per_pixel, q = threadIdx.x / per_pixel, slots = kMappingThreads / per_pixel;
     const std::int64_t p = px.begin + std::int64_t(blockIdx.x) * slots + q;
     const bool live = q < slots && p < px.end;
-    bool bad = false;
     if (live) {
         const T* src = v.data + v.offset(int(p % px.width), int(p / px.width), 0);
         for (int n = t; n < g.neurons; n += per_pixel) {
             float dist = 0.0f;
             for (int b = 0; b < g.bands; ++b) {
-                const float diff = __fsub_rn(transformed(g, load_sample(src + std::int64_t(b) * v.strides.b, bad), b),
+                const float diff = __fsub_rn(transformed_any(g, float(src[std::int64_t(b) * v.strides.b]), b),
                                              g.centres[std::int64_t(n) * g.bands + b]);
                 dist = __fadd_rn(dist, __fmul_rn(diff, diff));
             }
-            prod[q * g.neurons + n] = __fmul_rn(g.weight[n], expf(-__fmul_rn(dist, g.gamma[n])));
+            prod[q * g.neurons + n] = neuron_term(g, n, dist);
         }
     }
     __syncthreads();
@@ -219,7 +249,7 @@ __global__ void __launch_bounds__(kMappingThreads) neuron_kernel(StridedView<con
     for (int j = 0; j < g.models; ++j) {
         float acc = 0.0f;
         for (int n = g.first[j]; n < g.first[j + 1]; ++n) acc = __fadd_rn(acc, prod[q * g.neurons + n]);
-        g.out[j][p] = bad ? CUDART_NAN_F : __fadd_rn(acc, g.bias[j]);
+        g.out[j][p] = __fadd_rn(acc, g.bias[j]);
     }
 }
 
@@ -231,17 +261,12 @@ __global__ void __launch_bounds__(kMappingThreads) synapse_kernel(StridedView<co
     float* xs = shared;                                // slots × bands
     float* red = xs + slots * g.bands;                 // slots × per_pixel
     float* h = red + slots * per_pixel;                // slots × neurons
-    int* bad = reinterpret_cast<int*>(h + slots * g.neurons);  // slots
     const int t = threadIdx.x % per_pixel, q = threadIdx.x / per_pixel;
     const std::int64_t p = px.begin + std::int64_t(blockIdx.x) * slots + q;
     const bool live = p < px.end;
-    if (t == 0) bad[q] = 0;
-    __syncthreads();
     if (live) {
         const T* src = v.data + v.offset(int(p % px.width), int(p / px.width), 0);
-        bool b_bad = false;
-        for (int b = t; b < g.bands; b += per_pixel) xs[q * g.bands + b] = transformed(g, load_sample(src + std::int64_t(b) * v.strides.b, b_bad), b);
-        if (b_bad) bad[q] = 1;
+        for (int b = t; b < g.bands; b += per_pixel) xs[q * g.bands + b] = transformed_any(g, float(src[std::int64_t(b) * v.strides.b]), b);
     }
     for (int n = 0; n < g.neurons; ++n) {
         float part = 0.0f;
@@ -256,14 +281,14 @@ __global__ void __launch_bounds__(kMappingThreads) synapse_kernel(StridedView<co
             if (t < s) red[q * per_pixel + t] = __fadd_rn(red[q * per_pixel + t], red[q * per_pixel + t + s]);
             __syncthreads();
         }
-        if (t == 0) h[q * g.neurons + n] = __fmul_rn(g.weight[n], expf(-__fmul_rn(red[q * per_pixel], g.gamma[n])));
+        if (t == 0) h[q * g.neurons + n] = neuron_term(g, n, red[q * per_pixel]);
         __syncthreads();
     }
     if (!live || t != 0) return;
     for (int j = 0; j < g.models; ++j) {
         float acc = 0.0f;
         for (int n = g.first[j]; n < g.first[j + 1]; ++n) acc = __fadd_rn(acc, h[q * g.neurons + n]);
-        g.out[j][p] = bad[q] ? CUDART_NAN_F : __fadd_rn(acc, g.bias[j]);
+        g.out[j][p] = __fadd_rn(acc, g.bias[j]);
     }
 }
 
@@ -305,20 +330,32 @@ Uploaded upload_group(const Context& ctx, const RbfnGroup& g, std::span<float* c
     return u;
 }
 
-template <typename T, int K>
+template <typename T, int K, bool Transform>
 void launch_fused(const Context& ctx, const StridedView<const T>& v, const DeviceGroup& g, Pixels px, int k0, int kn, bool bip) {
     const cudaStream_t stream = stream_of(ctx);
     const std::int64_t n = px.end - px.begin;
     const std::size_t smem = std::size_t(g.bands) * K * sizeof(float);  // the pass's centres
+    if constexpr (std::is_same_v<T, float>) {
+        const Strides& st = v.strides;
+        const bool quads = bip && g.bands % 4 == 0 && reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0 && st.x % 4 == 0 &&
+                           st.y % 4 == 0;
+        if (quads) {
+            const dim3 grid(unsigned((n + 255) / 256)), block(256);
+            if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_quads_kernel<K, Transform>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+            fused_quads_kernel<K, Transform><<<grid, block, smem, stream>>>(v, g, px, k0, kn);
+            CUBEKIT_CHECK_LAUNCH(ctx, "fused_quads_kernel", grid, block);
+            return;
+        }
+    }
     if (bip) {
         const dim3 grid(unsigned((n + kTilePixels - 1) / kTilePixels)), block(kTilePixels);
-        if (smem > 32 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_pixels_kernel<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        fused_pixels_kernel<T, K><<<grid, block, smem, stream>>>(v, g, px, k0, kn);
+        if (smem > 32 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_pixels_kernel<T, K, Transform>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        fused_pixels_kernel<T, K, Transform><<<grid, block, smem, stream>>>(v, g, px, k0, kn);
         CUBEKIT_CHECK_LAUNCH(ctx, "fused_pixels_kernel", grid, block);
     } else {
         const dim3 grid(unsigned((n + 255) / 256)), block(256);
-        if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_rows_kernel<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        fused_rows_kernel<T, K><<<grid, block, smem, stream>>>(v, g, px, k0, kn);
+        if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_rows_kernel<T, K, Transform>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        fused_rows_kernel<T, K, Transform><<<grid, block, smem, stream>>>(v, g, px, k0, kn);
         CUBEKIT_CHECK_LAUNCH(ctx, "fused_rows_kernel", grid, block);
     }
 }
@@ -332,10 +369,15 @@ void run_fused(const Context& ctx, const StridedView<const T>& v, const DeviceGr
         throw InvalidInput("detect rbfn: " + std::to_string(g.bands) + " bands; the CUDA backend takes at most 6144");
     for (int k0 = 0; k0 < g.neurons; k0 += pass) {
         const int kn = std::min(pass, g.neurons - k0);
-        if (kn <= 4) launch_fused<T, 4>(ctx, v, g, px, k0, kn, bip);
-        else if (kn <= 8) launch_fused<T, 8>(ctx, v, g, px, k0, kn, bip);
-        else if (kn <= 16) launch_fused<T, 16>(ctx, v, g, px, k0, kn, bip);
-        else launch_fused<T, 32>(ctx, v, g, px, k0, kn, bip);
+        auto launch = [&](auto transform) {
+            constexpr bool Transform = decltype(transform)::value;
+            if (kn <= 4) launch_fused<T, 4, Transform>(ctx, v, g, px, k0, kn, bip);
+            else if (kn <= 8) launch_fused<T, 8, Transform>(ctx, v, g, px, k0, kn, bip);
+            else if (kn <= 16) launch_fused<T, 16, Transform>(ctx, v, g, px, k0, kn, bip);
+            else launch_fused<T, 32, Transform>(ctx, v, g, px, k0, kn, bip);
+        };
+        if (g.transform) launch(std::true_type{});
+        else launch(std::false_type{});
     }
 }
 
@@ -359,7 +401,7 @@ void run_mapping(const Context& ctx, const StridedView<const T>& v, const Device
         neuron_kernel<T><<<grid, block, smem, stream>>>(v, g, px, per_pixel);
         CUBEKIT_CHECK_LAUNCH(ctx, "neuron_kernel", grid, block);
     } else {
-        const std::size_t smem = (std::size_t(slots) * (g.bands + per_pixel + g.neurons) + slots) * sizeof(float);
+        const std::size_t smem = std::size_t(slots) * (g.bands + per_pixel + g.neurons) * sizeof(float);
         if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(synapse_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         synapse_kernel<T><<<grid, block, smem, stream>>>(v, g, px, per_pixel);
         CUBEKIT_CHECK_LAUNCH(ctx, "synapse_kernel", grid, block);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "cubekit/detect.hpp"
 #include "cubekit/error.hpp"
@@ -112,22 +114,60 @@ struct NetworkData {
     std::int64_t available_targets = 0, available_background = 0;
 };
 
+/// The counts kept of groups of sizes `sizes` within `budget` (water-filling): every group gets an
+/// equal share, a group smaller than its share is kept whole and its unused share goes to the
+/// others. Sum = min(budget, Σ sizes).
+std::vector<std::int64_t> water_fill(const std::vector<std::int64_t>& sizes, std::int64_t budget) {
+    std::vector<std::size_t> order(sizes.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] < sizes[b]; });
+    std::vector<std::int64_t> keep(sizes.size(), 0);
+    std::int64_t left = budget;
+    for (std::size_t r = 0; r < order.size(); ++r) {
+        const auto groups_left = std::int64_t(order.size() - r);
+        const std::int64_t share = left / groups_left + (left % groups_left > 0 ? 1 : 0);
+        keep[order[r]] = std::min(sizes[order[r]], std::max<std::int64_t>(share, 0));
+        left -= keep[order[r]];
+    }
+    return keep;
+}
+
 /// At most max_windows of the candidates, each class subsampled in proportion (uniform without
-/// replacement), kept in window order.
-NetworkData stratified(const std::vector<std::int64_t>& candidates, const std::vector<std::uint8_t>& truth, std::int64_t max_windows,
-                       SplitMix64& rng) {
+/// replacement), kept in window order. With level_balance a class's quota is spread over its
+/// levels by water_fill (the scarce upper levels are kept whole, the abundant lower ones thinned),
+/// each level subsampled uniformly.
+NetworkData stratified(const std::vector<TrainWindow>& windows, const std::vector<std::int64_t>& candidates,
+                       const std::vector<std::uint8_t>& truth, const MultiresTrainOptions& o, SplitMix64& rng) {
     std::vector<std::int64_t> pos, neg;
     for (std::size_t i = 0; i < candidates.size(); ++i) (truth[i] ? pos : neg).push_back(candidates[i]);
     NetworkData d{.available_targets = std::int64_t(pos.size()), .available_background = std::int64_t(neg.size())};
     const auto n = std::int64_t(candidates.size());
     std::int64_t n_pos = d.available_targets, n_neg = d.available_background;
-    if (n > max_windows) {
-        n_pos = std::clamp<std::int64_t>(std::llround(double(max_windows) * double(n_pos) / double(n)), 1, max_windows - 1);
-        n_neg = max_windows - n_pos;
+    if (n > o.max_windows) {
+        n_pos = std::clamp<std::int64_t>(std::llround(double(o.max_windows) * double(n_pos) / double(n)), 1, o.max_windows - 1);
+        n_neg = o.max_windows - n_pos;
     }
     std::vector<std::pair<std::int64_t, std::uint8_t>> chosen;
-    for (std::int64_t i : detail::sample_without_replacement(std::int64_t(pos.size()), n_pos, rng)) chosen.push_back({pos[std::size_t(i)], 1});
-    for (std::int64_t i : detail::sample_without_replacement(std::int64_t(neg.size()), n_neg, rng)) chosen.push_back({neg[std::size_t(i)], 0});
+    const auto take = [&](const std::vector<std::int64_t>& members, std::int64_t count, std::uint8_t t) {
+        if (!o.level_balance) {
+            for (std::int64_t i : detail::sample_without_replacement(std::int64_t(members.size()), count, rng))
+                chosen.push_back({members[std::size_t(i)], t});
+            return;
+        }
+        std::vector<std::vector<std::int64_t>> by_level;
+        for (std::int64_t w : members) {
+            const auto l = std::size_t(windows[std::size_t(w)].level);
+            if (by_level.size() <= l) by_level.resize(l + 1);
+            by_level[l].push_back(w);
+        }
+        std::vector<std::int64_t> sizes;
+        for (const auto& g : by_level) sizes.push_back(std::int64_t(g.size()));
+        const std::vector<std::int64_t> keep = water_fill(sizes, count);
+        for (std::size_t l = 0; l < by_level.size(); ++l)
+            for (std::int64_t i : detail::sample_without_replacement(sizes[l], keep[l], rng)) chosen.push_back({by_level[l][std::size_t(i)], t});
+    };
+    take(pos, n_pos, 1);
+    take(neg, n_neg, 0);
     std::sort(chosen.begin(), chosen.end());
     for (const auto& [w, t] : chosen) d.windows.push_back(w), d.truth.push_back(t);
     return d;
@@ -176,6 +216,34 @@ std::vector<double> class_weights(const std::vector<std::uint8_t>& truth) {
     return c;
 }
 
+/// The sample weights of a network: the spec's class weights, or with level_balance
+/// c_n = n / (2 · G_class · n_{class,level}) with G_class the levels holding windows of that class
+/// (a class alone: n / (G · n_level)). Each class still totals n/2 and each level of a class gets an
+/// equal share of it, so the few large windows the descent meets first weigh as much as the
+/// thousands of 8×8 ones.
+std::vector<double> sample_weights(const std::vector<TrainWindow>& windows, const NetworkData& d, const MultiresTrainOptions& o) {
+    if (!o.level_balance) return class_weights(d.truth);
+    std::vector<std::int64_t> count[2];
+    for (std::size_t i = 0; i < d.windows.size(); ++i) {
+        auto& per = count[d.truth[i] ? 1 : 0];
+        const auto l = std::size_t(windows[std::size_t(d.windows[i])].level);
+        if (per.size() <= l) per.resize(l + 1, 0);
+        ++per[l];
+    }
+    int groups[2] = {0, 0};
+    for (int t = 0; t < 2; ++t)
+        for (std::int64_t v : count[t]) groups[t] += v > 0 ? 1 : 0;
+    const int classes = (groups[0] > 0 ? 1 : 0) + (groups[1] > 0 ? 1 : 0);
+    const auto n = double(d.windows.size());
+    std::vector<double> c(d.windows.size());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+        const int t = d.truth[i] ? 1 : 0;
+        const auto l = std::size_t(windows[std::size_t(d.windows[i])].level);
+        c[i] = n / (double(classes) * double(groups[t]) * double(count[t][l]));
+    }
+    return c;
+}
+
 SplitReport split_of(std::string name, const MlpModel& model, const std::vector<TrainWindow>& windows, const NetworkData& d,
                      const std::vector<std::int64_t>& part, const std::vector<double>& c) {
     std::vector<double> y, raw_loss_terms;
@@ -205,7 +273,7 @@ MlpModel constant_network(const std::vector<TrainWindow>& windows, const Network
                            .threshold = model.threshold, .stop_reason = "one_class", .solver = "constant"};
     std::vector<std::int64_t> all(d.windows.size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = std::int64_t(i);
-    report.splits.push_back(split_of("train", model, windows, d, all, class_weights(d.truth)));
+    report.splits.push_back(split_of("train", model, windows, d, all, sample_weights(windows, d, o)));
     return model;
 }
 
@@ -226,14 +294,23 @@ MlpModel train_network(const Context& ctx, const std::string& name, const std::v
             x[std::size_t(i * m + c)] = normalised(model, c, windows[std::size_t(d.windows[std::size_t(i)])].feature[std::size_t(c)]);
         t[std::size_t(i)] = d.truth[std::size_t(i)] ? 1.0 : -1.0;
     }
-    const std::vector<double> c = class_weights(d.truth);
+    const std::vector<double> c = sample_weights(windows, d, o);
     detail::MlpTrainSet set{.x = x, .m = m, .targets = t, .weights = c};
     for (int col = 0; col < m; ++col) set.active.push_back(model.in_max[std::size_t(col)] > model.in_min[std::size_t(col)]);
     SplitMix64 split_rng{o.seed + 2 * stream + 1};
     divide_random(n, split_rng, set);
     detail::MlpTrainSettings settings = detail::mlp_settings(o);
-    settings.seed = o.seed + 2 * stream;
-    const detail::MlpTrainOutcome out = detail::train_mlp(ctx, set, settings);
+    // Restarts: restart r starts from the Nguyen–Widrow draw of seed + 2·stream + r·γ (r = 0 is the
+    // single run's); the lowest validation loss wins (train loss without validation; ties: the first).
+    detail::MlpTrainOutcome out;
+    for (int r = 0; r < o.restarts; ++r) {
+        settings.seed = o.seed + 2 * stream + std::uint64_t(r) * SplitMix64::kGamma;
+        detail::MlpTrainOutcome trial = detail::train_mlp(ctx, set, settings);
+        const double score = set.validation.empty() ? trial.train_loss : trial.validation_loss;
+        const double best = set.validation.empty() ? out.train_loss : out.validation_loss;
+        if (std::getenv("MR_DEBUG")) std::fprintf(stderr, "%s restart %d: train %.6g validation %.6g epochs %d %s\n", name.c_str(), r, trial.train_loss, trial.validation_loss, trial.epochs, trial.stop_reason.c_str());
+        if (r == 0 || score < best) out = std::move(trial);
+    }
     model.W1 = out.weights.W1, model.b1 = out.weights.b1, model.w2 = out.weights.w2, model.b2 = out.weights.b2;
 
     report = NetworkReport{.name = name, .available_targets = d.available_targets, .available_background = d.available_background,
@@ -295,8 +372,8 @@ MultiresModel train_multires(const Context& ctx, std::span<const LabelledCube> d
         if (t1.back()) positive.push_back(std::int64_t(i)), t2.push_back(windows[i].fill >= options.rho ? 1 : 0);
     }
     SplitMix64 rng1{options.seed}, rng2{options.seed + 1};
-    const NetworkData d1 = stratified(all, t1, options.max_windows, rng1);
-    const NetworkData d2 = stratified(positive, t2, options.max_windows, rng2);
+    const NetworkData d1 = stratified(windows, all, t1, options, rng1);
+    const NetworkData d2 = stratified(windows, positive, t2, options, rng2);
 
     TrainReport rep{.seed = options.seed, .windows = std::int64_t(windows.size())};
     rep.networks.resize(2);
