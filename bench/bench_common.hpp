@@ -1,6 +1,14 @@
 #pragma once
 // Helpers the benchmarks share.
+#include <algorithm>
+#include <functional>
+#include <vector>
+
 #include "cubekit/cube.hpp"
+
+#ifdef CUBEKIT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace cubekit::bench {
 
@@ -18,5 +26,30 @@ inline Cube tile_scene(const Cube& scene, int width, int height, int bands, DTyp
                 out.set_value(x, y, b, scene.value(mirror(x, scene.width()), mirror(y, scene.height()), b));
     return out;
 }
+
+#ifdef CUBEKIT_HAVE_CUDA
+/// Median of `runs` CUDA-event timings (ms) of work() on `stream` after `warmup` untimed runs; the
+/// fastest goes to `best`.
+inline double event_median_ms(cudaStream_t stream, int warmup, int runs, const std::function<void()>& work, float& best) {
+    std::vector<float> ms;
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    for (int r = 0; r < warmup + runs; ++r) {
+        cudaEventRecord(start, stream);
+        work();
+        cudaEventRecord(stop, stream);
+        cudaEventSynchronize(stop);
+        float t = 0;
+        cudaEventElapsedTime(&t, start, stop);
+        if (r >= warmup) ms.push_back(t);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::sort(ms.begin(), ms.end());
+    best = ms.front();
+    return double(ms[ms.size() / 2]);
+}
+#endif
 
 }  // namespace cubekit::bench

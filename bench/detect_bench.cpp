@@ -22,6 +22,7 @@
 #include "cubekit/detect.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/synth.hpp"
+#include "bench_common.hpp"
 
 #ifdef CUBEKIT_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -120,24 +121,7 @@ int main(int argc, char** argv) {
     std::vector<DeviceCube> d_many;
     for (int j = 0; j < 4; ++j) d_many.emplace_back(gpu, CubeShape{cube.width(), cube.height(), 1, DType::F32, Layout::BSQ});
     auto events_ms = [&](const std::function<void()>& work, float& best) {
-        std::vector<float> ms;
-        cudaEvent_t start, stop;
-        cudaEventCreate(&start);
-        cudaEventCreate(&stop);
-        for (int r = 0; r < kWarmup + kRuns; ++r) {
-            cudaEventRecord(start, stream);
-            work();
-            cudaEventRecord(stop, stream);
-            cudaEventSynchronize(stop);
-            float t = 0;
-            cudaEventElapsedTime(&t, start, stop);
-            if (r >= kWarmup) ms.push_back(t);
-        }
-        cudaEventDestroy(start);
-        cudaEventDestroy(stop);
-        std::sort(ms.begin(), ms.end());
-        best = ms.front();
-        return double(ms[ms.size() / 2]);
+        return bench::event_median_ms(stream, kWarmup, kRuns, work, best);
     };
     emit("| workload (GPU, cube on the device) | floor ms | median ms | min ms | median / floor |");
     emit("|---|---|---|---|---|");

@@ -75,24 +75,7 @@ int main(int argc, char** argv) {
         report += line + "\n";
     };
     auto time_ms = [&](const std::function<void()>& work, float& best) {
-        std::vector<float> ms;
-        cudaEvent_t start, stop;
-        cudaEventCreate(&start);
-        cudaEventCreate(&stop);
-        for (int r = 0; r < kWarmup + kRuns; ++r) {
-            cudaEventRecord(start, stream);
-            work();
-            cudaEventRecord(stop, stream);
-            cudaEventSynchronize(stop);
-            float t = 0;
-            cudaEventElapsedTime(&t, start, stop);
-            if (r >= kWarmup) ms.push_back(t);
-        }
-        cudaEventDestroy(start);
-        cudaEventDestroy(stop);
-        std::sort(ms.begin(), ms.end());
-        best = ms.front();
-        return double(ms[ms.size() / 2]);
+        return bench::event_median_ms(stream, kWarmup, kRuns, work, best);
     };
     auto row = [&](const std::string& name, double bytes_floor, const std::function<void()>& work) {
         float best = 0;

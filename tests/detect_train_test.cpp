@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <future>
 #include <iostream>
 #include <numeric>
 
@@ -54,7 +56,7 @@ TEST(TrainRbfn, TwoClustersTwentySigmaApartGiveTheClassMeansAndPerfectAccuracy) 
     const Scene s = two_cluster_scene(64, 64, mt, mb, sigma, 8, 40, 8, 40, 11);
     const LabelledCube data[] = {{s.cube, s.labels}};
     TrainReport report;
-    const RbfnModel model = train_rbfn(testing::cpu_context(), data, {.hidden = 2, .seed = 3}, &report);
+    const RbfnModel model = train_rbfn(testing::cpu_context(), data, {.hidden = 2, .input_norm = InputNorm::None, .seed = 3}, &report);
     ASSERT_EQ(model.hidden, 2);
     const SplitReport& train = report.networks[0].splits[0];
     for (int c = 0; c < 2; ++c) {
@@ -168,7 +170,9 @@ TEST(TrainRbfn, BadInputsNameTheField) {
     EXPECT_NE(message(small, {}).find("labels is 4x8x1"), std::string::npos) << message(small, {});
     EXPECT_NE(message(s.labels, {.hidden = 0}).find("hidden = 0"), std::string::npos);
     EXPECT_NE(message(s.labels, {.holdout = 1.5}).find("holdout = 1.5"), std::string::npos);
-    EXPECT_NE(message(s.labels, {.hidden = 12}).find("target"), std::string::npos) << message(s.labels, {.hidden = 12});
+    EXPECT_NE(message(s.labels, {.hidden = 12, .target_centres = 6}).find("target"), std::string::npos)
+        << message(s.labels, {.hidden = 12, .target_centres = 6});
+    EXPECT_NE(message(s.labels, {.hidden = 4, .target_centres = 5}).find("target_centres = 5"), std::string::npos);
 }
 
 // ---- feed-forward networks -----------------------------------------------------------------------
@@ -363,14 +367,15 @@ struct HalfResult {
     double seconds = 0;
 };
 
-double rbfn_score(const RbfnModel& m, const Cube& cube, int x, int y) {
+/// y of one pixel (its m bands as f64) in f64, the model's formula (spec §A.3).
+double rbfn_score(const RbfnModel& m, const double* spectrum) {
     double out = m.bias;
     for (int i = 0; i < m.hidden; ++i) {
         double d = 0;
         for (int b = 0; b < m.bands; ++b) {
             const double off = m.input_offset.empty() ? 0 : m.input_offset[std::size_t(b)];
             const double gain = m.input_gain.empty() ? 1 : m.input_gain[std::size_t(b)];
-            const double v = gain * (cube.value(x, y, b) - off) - m.centres[std::size_t(i * m.bands + b)];
+            const double v = gain * (spectrum[b] - off) - m.centres[std::size_t(i * m.bands + b)];
             d += v * v;
         }
         out += m.weights[std::size_t(i)] * std::exp(-d / (2 * m.sigma[std::size_t(i)] * m.sigma[std::size_t(i)]));
@@ -379,8 +384,10 @@ double rbfn_score(const RbfnModel& m, const Cube& cube, int x, int y) {
 }
 
 /// Trains on one side of x = split and scores the other; a blob belongs to the side of its centroid.
-HalfResult train_and_score(const Cube& cube, const Cube& truth, const Components& blobs, int split, bool train_left,
-                           const RbfnTrainOptions& options) {
+/// `spectra`: the cube's pixels as f64, raster order, m values each. `ctx`: one per direction (the
+/// two directions train at once; the model does not depend on the thread count).
+HalfResult train_and_score(const Context& ctx, const Cube& cube, const std::vector<double>& spectra, const Cube& truth,
+                           const Components& blobs, int split, bool train_left, const RbfnTrainOptions& options) {
     const int W = cube.width(), H = cube.height();
     std::vector<double> sum_x(blobs.per_band[0].size(), 0.0);
     for (int y = 0; y < H; ++y)
@@ -399,7 +406,7 @@ HalfResult train_and_score(const Cube& cube, const Cube& truth, const Components
         }
     const LabelledCube data[] = {{cube.view().window(x0, 0, w, H), labels}};
     const auto t0 = std::chrono::steady_clock::now();
-    const RbfnModel model = train_rbfn(testing::cpu_context(), data, options);
+    const RbfnModel model = train_rbfn(ctx, data, options);
     HalfResult r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // Score the other half; targets of blobs owned by the training half are left out.
@@ -411,7 +418,7 @@ HalfResult train_and_score(const Cube& cube, const Cube& truth, const Components
             if ((x < split) == train_left) continue;
             const bool target = truth.value(x, y, 0) != 0;
             if (target && owner_left(x, y) == train_left) continue;
-            const double s = rbfn_score(model, cube, x, y);
+            const double s = rbfn_score(model, spectra.data() + (std::size_t(y) * std::size_t(W) + std::size_t(x)) * std::size_t(cube.bands()));
             scores.push_back(s);
             is_target.push_back(target ? 1 : 0);
             if (!target) background.push_back(s);
@@ -428,11 +435,11 @@ HalfResult train_and_score(const Cube& cube, const Cube& truth, const Components
     return r;
 }
 
-/// Spec §A.6: split at the median x of the target pixels, train on one half, test on the other, both ways.
-/// `require_all_blobs` false: the blob count is reported, not required (HYDICE, see below).
-void left_right_split(const std::string& file, const RbfnTrainOptions& options, bool require_all_blobs) {
+/// Spec §A.6: split at the median x of the target pixels, train on one half, test on the other, both
+/// ways. Returns {train left, train right}.
+std::vector<HalfResult> left_right_split(const std::string& file, const RbfnTrainOptions& options, bool quiet = false) {
     const auto path = testing::shared_data_path("target_detection/" + file);
-    if (!path) GTEST_SKIP() << "../shared/data/target_detection/" << file << " is absent";
+    if (!path) return {};
     const Cube cube = read_cube(*path, {.var = "data"});
     const Cube truth = read_cube(*path, {.var = "map"});
     std::vector<int> xs;
@@ -445,25 +452,99 @@ void left_right_split(const std::string& file, const RbfnTrainOptions& options, 
     for (int y = 0; y < truth.height(); ++y)
         for (int x = 0; x < truth.width(); ++x) mask.at<std::uint8_t>(x, y, 0) = truth.value(x, y, 0) != 0;
     const Components blobs = label_components(testing::cpu_context(), mask, 8);
+    const int m = cube.bands();
+    std::vector<double> spectra(std::size_t(cube.width()) * std::size_t(cube.height()) * std::size_t(m));
+    for (int y = 0; y < cube.height(); ++y)
+        for (int x = 0; x < cube.width(); ++x)
+            for (int b = 0; b < m; ++b)
+                spectra[(std::size_t(y) * std::size_t(cube.width()) + std::size_t(x)) * std::size_t(m) + std::size_t(b)] =
+                    cube.value(x, y, b);
+    // Both directions at once, one thread each (training's k-means is mostly serial at this size).
+    const Context one({.backend = Backend::Cpu, .threads = 1}), other({.backend = Backend::Cpu, .threads = 1});
+    auto right = std::async(std::launch::async, [&] { return train_and_score(other, cube, spectra, truth, blobs, split, false, options); });
+    std::vector<HalfResult> out{train_and_score(one, cube, spectra, truth, blobs, split, true, options), right.get()};
     for (const bool left : {true, false}) {
-        const HalfResult r = train_and_score(cube, truth, blobs, split, left, options);
+        const HalfResult& r = out[left ? 0 : 1];
+        if (quiet) continue;
         std::cout << "[ note ] " << file << ", train " << (left ? "left" : "right") << " of x = " << split << ", test the other: AUC "
                   << r.auc << ", blobs found at <= 1 % FAR " << r.found << "/" << r.blobs << ", training " << r.seconds << " s\n";
         ::testing::Test::RecordProperty(left ? "auc_left_to_right" : "auc_right_to_left", std::to_string(r.auc));
-        EXPECT_GT(r.auc, 0.9);
-        if (require_all_blobs) EXPECT_EQ(r.found, r.blobs) << "a target blob of the test half is missed at 1 % false alarms";
-        else if (r.found < r.blobs) std::cout << "[ note ] MISSED " << r.blobs - r.found << " blob(s) at 1 % false alarms\n";
+    }
+    return out;
+}
+
+/// Both directions with the library's defaults: every blob of the test half found at <= 1 % false
+/// alarms, AUC > 0.95.
+void expect_every_blob(const std::string& file) {
+    const std::vector<HalfResult> r = left_right_split(file, {});
+    if (r.empty()) GTEST_SKIP() << "../shared/data/target_detection/" << file << " is absent";
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        const char* way = i == 0 ? "left -> right" : "right -> left";
+        EXPECT_GT(r[i].auc, 0.95) << way;
+        EXPECT_EQ(r[i].found, r[i].blobs) << way << ": a target blob of the test half is missed at 1 % false alarms";
     }
 }
 
-TEST(TrainRbfnRealData, SanDiegoLeftRightSplit) { left_right_split("Sandiego.mat", {.hidden = 4, .seed = 0}, true); }
+// San Diego: 4 planes of 2–22 pixels (57 target pixels).
+TEST(TrainRbfnRealData, SanDiegoLeftRightSplit) { expect_every_blob("Sandiego.mat"); }
 
-// HYDICE's 9 vehicles are 1–3 pixels each (19 target pixels, 8–11 per half). With the defaults the
-// test halves find 2/4 and 3/5 blobs; z-score inputs do best of k = 4, 8, 16 × none/zscore (measured
-// 2026-11-26): AUC 0.997 both ways, blobs 4/4 and 4/5. Reported, not required, until a setting
-// finds every blob both ways.
-TEST(TrainRbfnRealData, HydiceLeftRightSplit) {
-    left_right_split("HYDICE.mat", {.hidden = 4, .input_norm = InputNorm::Zscore, .seed = 0}, false);
+// HYDICE: 9 vehicles of 1–4 pixels (19 target pixels, 8–11 per half). With the defaults of the first
+// spec text (k = 4 as 2 + 2 centres, raw inputs) the test halves found 2/4 and 3/5 blobs, with z-scores
+// 4/4 and 4/5: see RbfnTrainOptions for the cause and the defaults that find every blob.
+TEST(TrainRbfnRealData, HydiceLeftRightSplit) { expect_every_blob("HYDICE.mat"); }
+
+// Robustness of the defaults over seeds 0–7 and of the alternatives (CUBEKIT_RBFN_SWEEP=all, or
+// ",0,3," for settings 0 and 3; minutes). Measured 2026-11-26, directions with every blob found of 16:
+//   setting                      HYDICE  San Diego  (min AUC HYDICE / San Diego)
+//   defaults (k 16 = 2 + 14, z)  16      16         0.9971 / 0.9768
+//   k 4 raw (first spec text)    —       —          (seed 0: 2/4 and 3/5 blobs)
+//   k 4 = 2 + 2, zscore          7       16         0.9515 / 0.9614
+//   k 4 z + Adam 200 epochs      7       16         0.9786 / 0.9686
+//   k 8 auto, zscore             15      16         0.9907 / 0.9829
+//   k 12 auto, zscore            16      16         0.9942 / 0.9795
+//   k 16 auto, raw inputs        3       16         0.9701 / 0.9748
+//   k 16 auto, minmax            16      16         0.9949 / 0.9746
+//   k 16, q = 8 (1 + 15), z      14      16         0.9966 / 0.9622
+//   k 24 auto, zscore            14      16         0.9899 / 0.9680
+TEST(TrainRbfnRealData, SeedSweep) {
+    if (!std::getenv("CUBEKIT_RBFN_SWEEP")) GTEST_SKIP() << "set CUBEKIT_RBFN_SWEEP=all (or ,0,3, for settings 0 and 3)";
+    struct Setting {
+        const char* name;
+        RbfnTrainOptions o;
+    };
+    const std::vector<Setting> settings{
+        {"defaults", {}},
+        {"k4 raw (first spec text)", {.hidden = 4, .input_norm = InputNorm::None}},
+        {"k4 zscore", {.hidden = 4, .target_centres = 2}},
+        {"k4 zscore refine", {.hidden = 4, .target_centres = 2, .refine_epochs = 200}},
+        {"k8 auto zscore", {.hidden = 8}},
+        {"k12 auto zscore", {.hidden = 12}},
+        {"k16 auto raw", {.hidden = 16, .input_norm = InputNorm::None}},
+        {"k16 auto minmax", {.hidden = 16, .input_norm = InputNorm::Minmax}},
+        {"k16 q8 zscore", {.hidden = 16, .samples_per_centre = 8}},
+        {"k24 auto zscore", {.hidden = 24}},
+    };
+    const std::string pick = std::getenv("CUBEKIT_RBFN_SWEEP");
+    for (std::size_t i = 0; i < settings.size(); ++i)
+        for (const char* file : {"HYDICE.mat", "Sandiego.mat"}) {
+            const Setting& st = settings[i];
+            std::string key = std::to_string(i);
+            key.insert(key.begin(), ',');
+            key.push_back(',');
+            if (pick != "all" && pick.find(key) == std::string::npos) continue;
+            int all = 0, dirs = 0, missed = 0;
+            double min_auc = 1, sum_auc = 0;
+            for (std::uint64_t seed = 0; seed < 8; ++seed) {
+                RbfnTrainOptions o = st.o;
+                o.seed = seed;
+                for (const HalfResult& r : left_right_split(file, o, true)) {
+                    ++dirs, all += r.found == r.blobs, missed += r.blobs - r.found;
+                    min_auc = std::min(min_auc, r.auc), sum_auc += r.auc;
+                }
+            }
+            std::cout << "[ sweep ] " << st.name << " " << file << ": all found " << all << "/" << dirs << ", missed " << missed
+                      << ", AUC min " << min_auc << " mean " << sum_auc / std::max(dirs, 1) << std::endl;
+        }
 }
 
 // ---- CLI --------------------------------------------------------------------------------------------

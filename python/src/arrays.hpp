@@ -11,7 +11,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "cubekit/cube.hpp"
 
@@ -52,5 +54,13 @@ py::array to_numpy(Cube&& cube, bool squeeze = true);
 
 /// The NumPy dtype of a cube element type.
 py::dtype numpy_dtype(DType t);
+
+/// A new NumPy array of `shape` holding a copy of `v` (row-major).
+template <class T>
+py::array_t<T> array_of(const std::vector<T>& v, std::vector<py::ssize_t> shape) {
+    py::array_t<T> a(shape);
+    std::copy(v.begin(), v.end(), a.mutable_data());
+    return a;
+}
 
 }  // namespace cubekit::python

@@ -21,13 +21,6 @@ namespace cubekit::python {
 
 namespace {
 
-template <class T>
-py::array_t<T> array_of(const std::vector<T>& v, std::vector<py::ssize_t> shape) {
-    py::array_t<T> a(shape);
-    std::copy(v.begin(), v.end(), a.mutable_data());
-    return a;
-}
-
 /// The object table as columns (NumPy arrays named as the CLI's <stem>.objects.json); the Python
 /// layer assembles the structured array.
 py::dict object_columns(const std::vector<DetectedObject>& objects) {

@@ -20,13 +20,6 @@ namespace cubekit::python {
 namespace {
 
 template <class T>
-py::array_t<T> array_of(const std::vector<T>& v, std::vector<py::ssize_t> shape) {
-    py::array_t<T> a(shape);
-    std::copy(v.begin(), v.end(), a.mutable_data());
-    return a;
-}
-
-template <class T>
 std::vector<T> numbers(py::handle a, const std::string& what) {
     const auto arr = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
     if (!arr) throw InvalidInput(what + " is not an array of numbers");

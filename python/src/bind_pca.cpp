@@ -13,12 +13,6 @@ namespace cubekit::python {
 
 namespace {
 
-py::array_t<double> array_of(const std::vector<double>& v, std::vector<py::ssize_t> shape) {
-    py::array_t<double> a(shape);
-    std::copy(v.begin(), v.end(), a.mutable_data());
-    return a;
-}
-
 std::vector<double> doubles(py::handle a, const char* name) {
     const auto arr = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
     if (!arr) throw InvalidInput(std::string("pca_transform: ") + name + " is not an array of numbers");

@@ -19,6 +19,7 @@
 
 #include "core/cuda_check.hpp"
 #include "cubekit/error.hpp"
+#include "core/device_vector.hpp"
 #include "detect/classical_internal.hpp"
 
 namespace cubekit::detail {
@@ -32,13 +33,6 @@ __device__ __forceinline__ int triangle_row(int e) {
     while (r * (r + 1) / 2 > e) --r;
     while ((r + 1) * (r + 2) / 2 <= e) ++r;
     return r;
-}
-
-template <typename T>
-DeviceBuffer upload_vector(const Context& ctx, const std::vector<T>& v) {
-    DeviceBuffer b(ctx, std::max<std::size_t>(1, v.size()) * sizeof(T));
-    if (!v.empty()) b.upload(ctx, v.data(), v.size() * sizeof(T));
-    return b;
 }
 
 // ---- band screening ------------------------------------------------------------------------------------

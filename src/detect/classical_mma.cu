@@ -33,6 +33,7 @@
 
 #include "core/cuda_check.hpp"
 #include "cubekit/error.hpp"
+#include "core/device_vector.hpp"
 #include "detect/classical_internal.hpp"
 
 namespace cubekit::detail {
@@ -44,13 +45,6 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
     asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
                  : "+d"(d[0]), "+d"(d[1])
                  : "d"(a), "d"(b));
-}
-
-template <typename T>
-DeviceBuffer upload(const Context& ctx, const std::vector<T>& v) {
-    DeviceBuffer b(ctx, std::max<std::size_t>(1, v.size()) * sizeof(T));
-    if (!v.empty()) b.upload(ctx, v.data(), v.size() * sizeof(T));
-    return b;
 }
 
 // Pixel p of a view as an element offset (band 0).
@@ -331,7 +325,7 @@ DeviceMoments moments_device(const Context& ctx, const CubeView& cube, const std
     m.mean.assign(std::size_t(K), 0.0);
     m.scatter.assign(std::size_t(K) * std::size_t(K), 0.0);
     if (K == 0 || P == 0) return m;
-    const DeviceBuffer d_kept = upload(ctx, kept), d_mask = upload(ctx, mask);
+    const DeviceBuffer d_kept = upload_vector(ctx, kept), d_mask = upload_vector(ctx, mask);
     DeviceBuffer d_valid(ctx, std::size_t(P)), d_count(ctx, 8);
     CUBEKIT_CUDA_CHECK(cudaMemsetAsync(d_count.data(), 0, 8, stream));
     const int slices = int(std::min<long long>(256, (P + 4095) / 4096));
@@ -405,8 +399,8 @@ void score_direct_device(const Context& ctx, const CubeView& cube, const std::ve
             const double w = plan.W[std::size_t(r) * std::size_t(K) + std::size_t(b)];
             Wt[std::size_t(b) * std::size_t(R_pad) + std::size_t(r)] = plan.f32 ? double(float(w)) : w;
         }
-    const DeviceBuffer d_kept = upload(ctx, kept), d_mean = upload(ctx, plan.mean), d_a = upload(ctx, plan.a),
-                       d_W = upload(ctx, Wt);
+    const DeviceBuffer d_kept = upload_vector(ctx, kept), d_mean = upload_vector(ctx, plan.mean), d_a = upload_vector(ctx, plan.a),
+                       d_W = upload_vector(ctx, Wt);
     DeviceBuffer d_partial(ctx, std::max<std::size_t>(8, std::size_t(row_blocks) * std::size_t(P) * sizeof(double)));
     keep_pool_memory(ctx, d_partial.size() + (64u << 20));
     const auto* kp = static_cast<const int*>(d_kept.data());

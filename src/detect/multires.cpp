@@ -12,6 +12,14 @@ namespace {
 
 bool is_power_of_two(int v) { return v >= 1 && (v & (v - 1)) == 0; }
 
+// What the CUDA backend reads: `cube` itself when it is on the context's device with strides the
+// kernels take, else one upload or reorder (in the cube's nearer of BSQ and BIP) kept in `converted`.
+const CubeView& device_input(const Context& ctx, const CubeView& cube, std::optional<CubeInLayout>& converted) {
+    if (cube.on_device() && cube.device() == ctx.device() && detail::multires_cuda_accepts(cube)) return cube;
+    converted.emplace(ctx, cube, cube.nearest_layout() == Layout::BSQ ? Layout::BSQ : Layout::BIP, Memory::Device);
+    return converted->view();
+}
+
 void check_cube(const CubeView& cube, const char* who) {
     if (cube.width() <= 0 || cube.height() <= 0 || cube.bands() <= 0)
         throw InvalidInput(std::string(who) + ": the cube is " + cube.describe() + "; width, height and bands must be at least 1");
@@ -63,10 +71,8 @@ MultiresResult detect_multires(const Context& ctx, const CubeView& cube, const M
     ctx.log("detect multires: " + std::string(multires_implementation(ctx)) + ", " + cube.describe() + ", " +
             std::to_string(g.top + 1) + " levels");
     if (ctx.is_cuda()) {
-        const bool in_place = cube.on_device() && cube.device() == ctx.device() && detail::multires_cuda_accepts(cube);
         std::optional<CubeInLayout> converted;
-        if (!in_place) converted.emplace(ctx, cube, cube.nearest_layout() == Layout::BSQ ? Layout::BSQ : Layout::BIP, Memory::Device);
-        return detail::detect_multires_cuda(ctx, in_place ? cube : converted->view(), g, model, options);
+        return detail::detect_multires_cuda(ctx, device_input(ctx, cube, converted), g, model, options);
     }
     std::optional<CubeInLayout> host;
     if (cube.on_device()) host.emplace(ctx, cube, Layout::BIP, Memory::Host);
@@ -85,10 +91,8 @@ std::vector<double> window_features(const Context& ctx, const CubeView& cube, in
     if (level < 0 || level > g.top)
         throw InvalidInput("window_features: level = " + std::to_string(level) + "; expected 0.." + std::to_string(g.top));
     if (ctx.is_cuda()) {
-        const bool in_place = cube.on_device() && cube.device() == ctx.device() && detail::multires_cuda_accepts(cube);
         std::optional<CubeInLayout> converted;
-        if (!in_place) converted.emplace(ctx, cube, cube.nearest_layout() == Layout::BSQ ? Layout::BSQ : Layout::BIP, Memory::Device);
-        return detail::window_features_cuda(ctx, in_place ? cube : converted->view(), g, level, counts);
+        return detail::window_features_cuda(ctx, device_input(ctx, cube, converted), g, level, counts);
     }
     std::optional<CubeInLayout> host;
     if (cube.on_device()) host.emplace(ctx, cube, Layout::BIP, Memory::Host);

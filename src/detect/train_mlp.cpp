@@ -1,13 +1,25 @@
 // Training of the multi-resolution detector's ANN-1 and ANN-2 (spec detect.md §B.4): the training
 // windows and their labels, stratified subsampling, class weights, the 70/15/15 split, mapminmax with
 // removeconstantrows, the networks (train_mlp_net.cpp), the report and the end-to-end check.
+//
+// cubekit decisions beyond the letter of §B.4 (options in MultiresTrainOptions, on by default):
+// - Levenberg–Marquardt μ0 = 1 (spec 1e-3). The 64 σ inputs are nearly collinear (neighbouring
+//   bands), so JᵀJ has near-null directions; at μ = 1e-3 the first Gauss–Newton step of most
+//   Nguyen–Widrow draws jumps into full saturation (every tansig ±1 in f64, gradient exactly 0,
+//   stop "min_grad" after one epoch, ANN-1 negative everywhere: the full-size sea scene gave 0 boxes).
+//   Measured on the sea scenes: 3 of 4 draws stalled at 1e-3, none of 10 at μ0 ≥ 1. μ still falls
+//   by mu_dec after every good step, so after three steps it is back at the spec's value.
+// - restarts = 2: each network trains from several Nguyen–Widrow draws (restart r: seed
+//   + 2·stream + r·γ, r = 0 the single run's) and keeps the lowest validation loss.
+// - level_balance: the subsampling to max_windows spreads each class's quota over the quad-tree
+//   levels by water-filling (the few upper-level windows are all kept, the 8×8 ones thinned) and
+//   each level gets an equal share of its class's weight, so that the large windows the descent
+//   meets first are not drowned by 16 384 blocks per scene.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include "cubekit/detect.hpp"
 #include "cubekit/error.hpp"
@@ -308,7 +320,6 @@ MlpModel train_network(const Context& ctx, const std::string& name, const std::v
         detail::MlpTrainOutcome trial = detail::train_mlp(ctx, set, settings);
         const double score = set.validation.empty() ? trial.train_loss : trial.validation_loss;
         const double best = set.validation.empty() ? out.train_loss : out.validation_loss;
-        if (std::getenv("MR_DEBUG")) std::fprintf(stderr, "%s restart %d: train %.6g validation %.6g epochs %d %s\n", name.c_str(), r, trial.train_loss, trial.validation_loss, trial.epochs, trial.stop_reason.c_str());
         if (r == 0 || score < best) out = std::move(trial);
     }
     model.W1 = out.weights.W1, model.b1 = out.weights.b1, model.w2 = out.weights.w2, model.b2 = out.weights.b2;

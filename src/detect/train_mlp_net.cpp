@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <cstdio>
-#include <cstdlib>
 
 #include "cubekit/error.hpp"
 #include "detect/train_internal.hpp"
@@ -231,7 +229,6 @@ MlpTrainOutcome train_lm(const Context& ctx, const MlpTrainSet& s, const MlpTrai
         double gnorm = 0;
         for (double v : ne.Jtr) gnorm += (2 * v / c_sum) * (2 * v / c_sum);
         gnorm = std::sqrt(gnorm);
-        if (std::getenv("MR_DEBUG")) std::fprintf(stderr, "epoch %d sse %.6g gnorm %.3g mu %.3g val %.6g fails %d\n", epoch, ne.sse / c_sum, gnorm, mu, stop.best, stop.fails);
         if (epoch >= o.epochs) out.stop_reason = "epochs";
         else if (gnorm < o.min_grad) out.stop_reason = "min_grad";
         else if (mu > o.mu_max) out.stop_reason = "mu_max";

@@ -1,6 +1,7 @@
 // Training of the pixel-level RBF network (spec detect.md §A.4): sampling with a holdout, the input
-// transform, class-split k-means centres, RMS-radius widths, the balanced ridge least-squares output
-// layer and the optional Adam refinement (train_rbfn_fit.cpp), θ, the report.
+// transform, class-split k-means centres (the target share capped by the target sample count),
+// RMS-radius widths, the balanced ridge least-squares output layer and the optional Adam refinement
+// (train_rbfn_fit.cpp), θ, the report.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -216,24 +217,34 @@ std::vector<double> class_weights(const std::vector<std::uint8_t>& truth, ClassW
 
 void check_options(const RbfnTrainOptions& o) {
     check_fields(o, kFunction);
+    if (o.target_centres > o.hidden)
+        throw InvalidInput(std::string(kFunction) + ": target_centres = " + std::to_string(o.target_centres) +
+                           " exceeds hidden = " + std::to_string(o.hidden));
+}
+
+/// k_t: the explicit target_centres, else min(⌈k/2⌉, max(1, ⌊n_t/q⌋)) (header: RbfnTrainOptions).
+int target_centre_count(const RbfnTrainOptions& o, std::int64_t train_targets) {
+    if (o.target_centres > 0) return o.target_centres;
+    const std::int64_t by_samples = std::max<std::int64_t>(1, train_targets / std::max(o.samples_per_centre, 1));
+    return int(std::min<std::int64_t>((o.hidden + 1) / 2, by_samples));
 }
 
 void check_class_sizes(const SampleSet& train, int k_t, int k_b) {
     const auto refuse = [](const std::string& what, std::int64_t have, int need) {
-        throw InvalidInput(std::string(kFunction) + ": " + std::to_string(have) + " " + what +
-                           " pixels for training; hidden = " + std::to_string(need) + " centres of that class need at least " +
-                           std::to_string(need));
+        throw InvalidInput(std::string(kFunction) + ": " + std::to_string(have) + " " + what + " pixels for training; " +
+                           std::to_string(need) + " centres of that class need at least " + std::to_string(need));
     };
     if (train.targets < std::max(k_t, 1)) refuse("finite target (label 1)", train.targets, std::max(k_t, 1));
     if (train.background < k_b) refuse("finite background (label 0)", train.background, k_b);
 }
 
-nlohmann::ordered_json provenance(const RbfnTrainOptions& o, const TrainReport& report, double sigma_floor) {
+nlohmann::ordered_json provenance(const RbfnTrainOptions& o, const TrainReport& report, double sigma_floor, int k_t) {
     nlohmann::ordered_json j;
     j["method"] = "class-split k-means centres, RMS widths, balanced ridge least squares (spec detect.md A.4)";
     nlohmann::ordered_json params = nlohmann::ordered_json::object();
     for (const NamedValue& p : field_values(o)) std::visit([&](const auto& v) { params[std::string(p.name)] = v; }, p.value);
     j["options"] = params;
+    j["target_centres"] = k_t;
     j["sigma_floor"] = sigma_floor;
     j["report"] = nlohmann::ordered_json::parse(to_json(report));
     return j;
@@ -245,13 +256,14 @@ RbfnModel train_rbfn(const Context& ctx, std::span<const LabelledCube> data, con
     const auto start = std::chrono::steady_clock::now();
     check_options(options);
     const int m = detail::check_labelled(data, kFunction);
-    const int k = options.hidden, k_t = (k + 1) / 2, k_b = k - k_t;
+    const int k = options.hidden;
 
     SplitMix64 rng{options.seed};
     const ClassDraw targets = draw_class(data, m, 1, options, rng);
     const ClassDraw background = draw_class(data, m, 0, options, rng);
     SampleSet train = join(targets.train, background.train, m);
     SampleSet holdout = join(targets.holdout, background.holdout, m);
+    const int k_t = target_centre_count(options, train.targets), k_b = k - k_t;
     check_class_sizes(train, k_t, k_b);
 
     RbfnModel model;
@@ -301,7 +313,7 @@ RbfnModel train_rbfn(const Context& ctx, std::span<const LabelledCube> data, con
                                               detail::weighted_mse(s_hold, holdout.truth, c_hold)));
     TrainReport rep{.seed = options.seed};
     rep.networks.push_back(std::move(net));
-    model.training_json = provenance(options, rep, sigma_floor).dump();
+    model.training_json = provenance(options, rep, sigma_floor, k_t).dump();
     rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     validate(model, kFunction);
     if (report) *report = std::move(rep);
