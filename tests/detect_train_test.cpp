@@ -1,6 +1,6 @@
 // Training of the detection networks (spec detect.md §A.4, §A.6 training oracles, §B.4): the RBFN's
 // class-split centres, least squares and determinism, Levenberg–Marquardt and Nguyen–Widrow, the
-// multi-resolution training windows, and the San Diego left/right split.
+// multi-resolution training windows, and the San Diego and HYDICE left/right splits.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -150,6 +150,22 @@ TEST(TrainRbfn, RefinementAndAutoThresholdKeepAPerfectSeparation) {
     EXPECT_EQ(m.input_offset.size(), 4u);
     EXPECT_GT(net.splits[1].auc, 0.999);
     EXPECT_EQ(net.threshold, m.threshold);
+}
+
+TEST(TrainRbfn, FewTargetsGetFewerCentresAndTheRestGoToTheBackground) {
+    // 3×4 = 12 target pixels, 2 held out: 10 train, so the automatic k_t = min(⌈16/2⌉, ⌊10/4⌋) = 2.
+    const Scene s = two_cluster_scene(32, 24, {1, 2, 0.5}, {0.2, 0.1, 0.6}, 0.2, 4, 7, 4, 8, 5);
+    const LabelledCube data[] = {{s.cube, s.labels}};
+    const auto k_t = [&](const RbfnTrainOptions& o) {
+        const RbfnModel m = train_rbfn(testing::cpu_context(), data, o);
+        EXPECT_EQ(m.hidden, o.hidden);
+        return nlohmann::json::parse(m.training_json)["target_centres"].get<int>();
+    };
+    EXPECT_EQ(k_t({}), 2);
+    EXPECT_EQ(k_t({.samples_per_centre = 1}), 8);   // the spec's ⌈k/2⌉
+    EXPECT_EQ(k_t({.samples_per_centre = 20}), 1);  // at least one
+    EXPECT_EQ(k_t({.hidden = 4}), 2);
+    EXPECT_EQ(k_t({.hidden = 16, .target_centres = 5}), 5);
 }
 
 TEST(TrainRbfn, BadInputsNameTheField) {
@@ -359,7 +375,7 @@ TEST(TrainMultires, RefusesBadOptionsAndMissingClasses) {
     }
 }
 
-// ---- San Diego, left/right split (spec §A.6 real data) -------------------------------------------
+// ---- San Diego and HYDICE, left/right split (spec §A.6 real data) ---------------------------------
 
 struct HalfResult {
     double auc = 0;

@@ -132,7 +132,7 @@ CLI::App* add_rbfn(CLI::App& train, NestedActions& actions) {
     CLI::App* app = train.add_subcommand("rbfn", "Train a pixel-level RBF network (spec detect.md A.4)");
     app->footer(
         "Finite target (1) and background (0) pixels, at most --max-per-class of each, 15 % of each held out;\n"
-        "ceil(k/2) centres by k-means on the targets and the rest on the background; widths = RMS radius;\n"
+        "k-means centres on the targets (--target-centres, auto: min(ceil(k/2), targets/4)) and the rest on the background; widths = RMS radius;\n"
         "output weights and bias by balanced ridge least squares; theta 0.5 or --auto-threshold (best F1).\n"
         "Background pixels should include distractors, or the network learns 'anything unlike the background'.\n"
         "The same inputs and --seed give a bit-identical model file.\n"
