@@ -49,16 +49,26 @@ __global__ void block_sums_kernel(StridedView<const T> v, DeviceLevel level, int
     std::int32_t n = 0;
     double s1 = 0.0, s2 = 0.0;
     unsigned long long bad = 0;
+    // A block row's samples are loaded together (up to 8 loads in flight per thread), then added in
+    // row-major order.
+    constexpr int kRow = 8;
     for (int y = y0; y < y1; ++y)
-        for (int x = x0; x < x1; ++x) {
-            const double s = double(v(x, y, c));
-            if (!isfinite(s)) {
-                ++bad;
-                continue;
+        for (int xr = x0; xr < x1; xr += kRow) {
+            double row[kRow];
+#pragma unroll
+            for (int j = 0; j < kRow; ++j) row[j] = xr + j < x1 ? double(v(xr + j, y, c)) : 0.0;
+#pragma unroll
+            for (int j = 0; j < kRow; ++j) {
+                if (xr + j >= x1) break;
+                const double s = row[j];
+                if (!isfinite(s)) {
+                    ++bad;
+                    continue;
+                }
+                n += 1;
+                s1 = __dadd_rn(s1, s);
+                s2 = __dadd_rn(s2, __dmul_rn(s, s));
             }
-            n += 1;
-            s1 = __dadd_rn(s1, s);
-            s2 = __dadd_rn(s2, __dmul_rn(s, s));
         }
     const std::size_t at = std::size_t(node) * v.bands + c;
     level.n[at] = n;
@@ -124,17 +134,22 @@ __device__ double activate(Activation a, double v) {
     return v;
 }
 
-// The network on the warp's σ (shared memory), in evaluate()'s order; every lane gets y.
-__device__ double evaluate_warp(const DeviceMlp& net, const double* sigma, double* hidden_out, int lane) {
+// The network on the warp's σ (shared memory), in evaluate()'s order; every lane gets y. The inputs
+// are normalised once per window by the lanes (each x'_c is the same correctly rounded expression
+// the CPU evaluates), then lane i adds neuron i's products over the inputs in order, reading W1 from
+// the block's shared copy: the sequential chain touches neither global memory nor a division.
+__device__ double evaluate_warp(const DeviceMlp& net, const double* W1, const double* sigma, double* xn, double* hidden_out,
+                                int lane) {
     const double span = net.norm_ymax - net.norm_ymin;
+    for (int c = lane; c < net.inputs; c += 32) {
+        const double range = net.in_max[c] - net.in_min[c];
+        xn[c] = range > 0 ? __dadd_rn(__ddiv_rn(__dmul_rn(span, sigma[c] - net.in_min[c]), range), net.norm_ymin) : sigma[c];
+    }
+    __syncwarp();
     for (int i = lane; i < net.hidden; i += 32) {
         double h = 0.0;
-        for (int c = 0; c < net.inputs; ++c) {
-            const double range = net.in_max[c] - net.in_min[c];
-            const double x = range > 0 ? __dadd_rn(__ddiv_rn(__dmul_rn(span, sigma[c] - net.in_min[c]), range), net.norm_ymin)
-                                       : sigma[c];
-            h = __dadd_rn(h, __dmul_rn(net.W1[std::size_t(i) * net.inputs + c], x));
-        }
+        const double* w = W1 + std::size_t(i) * net.inputs;
+        for (int c = 0; c < net.inputs; ++c) h = __dadd_rn(h, __dmul_rn(w[c], xn[c]));
         hidden_out[i] = activate(net.hidden_act, __dadd_rn(h, net.b1[i]));
     }
     __syncwarp();
@@ -149,12 +164,27 @@ __device__ double evaluate_warp(const DeviceMlp& net, const double* sigma, doubl
     return __shfl_sync(0xffffffffu, y, 0);
 }
 
-__global__ void descend_kernel(Descent d, DeviceMlp ann1, DeviceMlp ann2) {
+// Shared memory of the descent: both networks' W1 (when `stage_weights`), then per warp σ, the
+// normalised inputs and the hidden outputs.
+struct DescentSmem {
+    int w1_doubles = 0, per_warp = 0;
+};
+
+__global__ void descend_kernel(Descent d, DeviceMlp ann1, DeviceMlp ann2, DescentSmem layout, bool stage_weights) {
     extern __shared__ double shared[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const int per_warp = d.bands + max(ann1.hidden, ann2.hidden);
-    double* sigma = shared + std::size_t(warp) * per_warp;
-    double* hidden = sigma + d.bands;
+    const double* W1a = ann1.W1;
+    const double* W1b = ann2.W1;
+    if (stage_weights) {
+        const int na = ann1.hidden * ann1.inputs, nb = ann2.hidden * ann2.inputs;
+        for (int e = threadIdx.x; e < na + nb; e += blockDim.x) shared[e] = e < na ? ann1.W1[e] : ann2.W1[e - na];
+        __syncthreads();
+        W1a = shared;
+        W1b = shared + na;
+    }
+    double* sigma = shared + layout.w1_doubles + std::size_t(warp) * layout.per_warp;
+    double* xn = sigma + d.bands;
+    double* hidden = xn + d.bands;
     const int count = d.counts[d.l];
     for (int w = blockIdx.x * warps + warp; w < count; w += gridDim.x * warps) {
         const int2 node = d.active[w];
@@ -172,9 +202,9 @@ __global__ void descend_kernel(Descent d, DeviceMlp ann1, DeviceMlp ann2) {
         DeviceWindow win{node.x, node.y, d.l, int(Window::Outcome::Rejected), CUDART_NAN, CUDART_NAN, 0, 0};
         bool emit = false;
         if (!empty) {
-            win.y1 = evaluate_warp(ann1, sigma, hidden, lane);
+            win.y1 = evaluate_warp(ann1, W1a, sigma, xn, hidden, lane);
             if (win.y1 > ann1.threshold) {
-                win.y2 = evaluate_warp(ann2, sigma, hidden, lane);
+                win.y2 = evaluate_warp(ann2, W1b, sigma, xn, hidden, lane);
                 if (win.y2 > ann2.threshold) {
                     win.outcome = int(Window::Outcome::Accepted);
                     emit = true;
@@ -351,9 +381,16 @@ MultiresResult detect_multires_cuda(const Context& ctx, const CubeView& cube, co
     const std::vector<DeviceLevel> pyramid = build_pyramid(ctx, cube, g, g.top, arena, stats + 4 * levels);
     const UploadedNets nets = upload_nets(ctx, model);
 
-    const int per_warp = g.bands + std::max(model.ann1.hidden, model.ann2.hidden);
-    const int warps = int(std::clamp<std::size_t>(48 * 1024 / (std::size_t(per_warp) * sizeof(double)), 1, 8));
-    const std::size_t smem = std::size_t(warps) * per_warp * sizeof(double);
+    // Shared memory: both W1 (staged when they fit beside at least one warp's scratch) and per warp
+    // σ, the normalised inputs and the hidden outputs.
+    DescentSmem layout;
+    layout.per_warp = 2 * g.bands + std::max(model.ann1.hidden, model.ann2.hidden);
+    const std::size_t w1 = std::size_t(model.ann1.hidden + model.ann2.hidden) * g.bands;
+    const std::size_t limit = 200 * 1024 / sizeof(double);
+    const bool stage_weights = w1 + std::size_t(layout.per_warp) <= limit;
+    layout.w1_doubles = stage_weights ? int(w1) : 0;
+    const int warps = int(std::clamp<std::size_t>((limit - std::size_t(layout.w1_doubles)) / std::size_t(layout.per_warp), 1, 8));
+    const std::size_t smem = (std::size_t(layout.w1_doubles) + std::size_t(warps) * layout.per_warp) * sizeof(double);
     if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(descend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     for (int l = g.top; l >= lmin; --l) {
         const std::size_t nodes = std::size_t(g.grid_x(l)) * g.grid_y(l);
@@ -361,7 +398,7 @@ MultiresResult detect_multires_cuda(const Context& ctx, const CubeView& cube, co
         Descent d{pyramid[std::size_t(l)], lists[std::size_t(l)], l > 0 ? lists[std::size_t(l) - 1] : nullptr, counts, stats,
                   detections, counts + levels, trace, counts + levels + 1, l, lmin,
                   l > 0 ? g.grid_x(l - 1) : 0, l > 0 ? g.grid_y(l - 1) : 0, g.bands, options.keep_min_level ? 1 : 0};
-        descend_kernel<<<grid, block, smem, stream>>>(d, nets.ann1, nets.ann2);
+        descend_kernel<<<grid, block, smem, stream>>>(d, nets.ann1, nets.ann2, layout, stage_weights);
         CUBEKIT_CHECK_LAUNCH(ctx, "descend_kernel", grid, block);
     }
     // One read-back of the counters, then the windows.
