@@ -81,17 +81,6 @@ __global__ void gather_kernel(StridedView<const T> v, const int* kept, const uns
 
 // ---- output -----------------------------------------------------------------------------------------------
 
-struct OutView {
-    void* data;
-    bool f64;
-    int width;
-    long long sx, sy;
-    __device__ void put(long long p, double v) const {
-        const long long o = (p % width) * sx + (p / width) * sy;
-        if (f64) static_cast<double*>(data)[o] = v;
-        else static_cast<float*>(data)[o] = float(v);
-    }
-};
 
 // ---- local RX ------------------------------------------------------------------------------------------------
 

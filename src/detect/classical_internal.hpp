@@ -84,4 +84,19 @@ DeviceMoments moments_device(const Context& ctx, const CubeView& cube, const std
 void score_direct_device(const Context& ctx, const CubeView& cube, const std::vector<int>& kept, const ScorePlan& plan,
                          const MutableCubeView& out);
 
+#if defined(__CUDACC__)
+/// A score map as the CUDA kernels write it: f32 or f64, any x/y strides; pixel p = y·width + x.
+struct OutView {
+    void* data;
+    bool f64;
+    int width;
+    long long sx, sy;
+    __device__ void put(long long p, double v) const {
+        const long long o = (p % width) * sx + (p / width) * sy;
+        if (f64) static_cast<double*>(data)[o] = v;
+        else static_cast<float*>(data)[o] = float(v);
+    }
+};
+#endif
+
 }  // namespace cubekit::detail

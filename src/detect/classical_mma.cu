@@ -261,17 +261,6 @@ __global__ void __launch_bounds__(kThreads) whiten_mma_kernel(StridedView<const 
     }
 }
 
-struct OutView {
-    void* data;
-    bool f64;
-    int width;
-    long long sx, sy;
-    __device__ void put(long long p, double v) const {
-        const long long o = (p % width) * sx + (p / width) * sy;
-        if (f64) static_cast<double*>(data)[o] = v;
-        else static_cast<float*>(data)[o] = float(v);
-    }
-};
 
 // One thread per pixel: q from the row-block partials (in order), l = a·y and n = y·y from the cube
 // in the scoring type A (the CPU's order and precision), the detector's formula; NaN for a pixel

@@ -50,6 +50,24 @@ void write_score(const Cube& score, const std::string& out, const WriteOptions& 
     }
 }
 
+// A table as JSON (for programs) and CSV (for spreadsheets), both listed in `written`.
+void write_tables(const nlohmann::ordered_json& table, const std::string& csv, const std::string& role,
+                  const std::pair<std::string, std::string>& paths, OutputList& written) {
+    write_text_file(paths.first, readable_json(table));
+    written.add(paths.first, role, "json");
+    write_text_file(paths.second, csv);
+    written.add(paths.second, role, "csv");
+}
+
+// The boxes drawn on an RGB composite of the cube, as a PNG.
+void write_overlay(const Cube& cube, const std::vector<Box>& boxes, const std::string& path, const WriteOptions& write,
+                   OutputList& written) {
+    Cube overlay = composite_rgb(cube);
+    draw_boxes(overlay, boxes);
+    write_cube(overlay, path, write);
+    written.add(path, "overlay", "png", "u8");
+}
+
 void run_rbfn(const RbfnArgs& a) {
     const CommonOptions& common = a.common;
     output_format(a.output);  // a bad OUT fails before any work
@@ -77,16 +95,10 @@ void run_rbfn(const RbfnArgs& a) {
             table["model"] = a.model;
             table["threshold"] = r.threshold;
             table["objects"] = objects_json(r.objects);
-            write_text_file(objects_path, readable_json(table));
-            written.add(objects_path, "objects", "json");
-            write_text_file(csv_path, objects_csv(r.objects));
-            written.add(csv_path, "objects", "csv");
-            Cube overlay = composite_rgb(cube);
             std::vector<Box> boxes;
             for (const DetectedObject& o : r.objects) boxes.push_back({o.x0, o.y0, o.width, o.height});
-            draw_boxes(overlay, boxes);
-            write_cube(overlay, overlay_path, common.write);
-            written.add(overlay_path, "overlay", "png", "u8");
+            write_tables(table, objects_csv(r.objects), "objects", {objects_path, csv_path}, written);
+            write_overlay(cube, boxes, overlay_path, common.write, written);
         }
     } catch (...) {
         written.remove_all();
@@ -149,16 +161,10 @@ void run_multires(const MultiresArgs& a) {
         table["model"] = a.model;
         table["detections"] = windows_json(r.detections);
         if (a.options.trace) table["trace"] = windows_json(r.trace);
-        write_text_file(windows_path, readable_json(table));
-        written.add(windows_path, "windows", "json");
-        write_text_file(csv_path, windows_csv(r.detections));
-        written.add(csv_path, "windows", "csv");
-        Cube overlay = composite_rgb(cube);
         std::vector<Box> boxes;
         for (const Window& w : r.detections) boxes.push_back({w.x0, w.y0, w.width, w.height});
-        draw_boxes(overlay, boxes);
-        write_cube(overlay, overlay_path, common.write);
-        written.add(overlay_path, "overlay", "png", "u8");
+        write_tables(table, windows_csv(r.detections), "windows", {windows_path, csv_path}, written);
+        write_overlay(cube, boxes, overlay_path, common.write, written);
         if (!out_json && ext != ".png") {
             write_cube(detection_raster(r.detections, cube.width(), cube.height()), a.output, common.write);
             written.add(a.output, "raster", std::string(format_name(output_format(a.output))), "i32");
