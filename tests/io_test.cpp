@@ -477,7 +477,7 @@ TEST(IoMat, VariableSelection) {
     add_var<std::int8_t>(mat, "small", MAT_C_INT8, MAT_T_INT8, {3, 2}, MAT_COMPRESSION_NONE);
     Mat_Close(mat);
     EXPECT_EQ(error_of<InvalidInput>([&] { read_cube(p); }),
-              "read_mat: " + p.string() + ": 2 3-D arrays, choose one with --var: data (7x5x3 double), cube2 (4x6x2 int16)");
+              "read_mat: " + p.string() + ": 2 3-D arrays, choose one with var: data (7x5x3 double), cube2 (4x6x2 int16)");
     Cube c2 = read_cube(p, {.var = "cube2"});
     EXPECT_EQ(c2.shape().describe(), "6x4x2 i16 bsq");
     EXPECT_EQ(c2.value(5, 3, 1), mat_value(3, 5, 1, true));
@@ -495,7 +495,7 @@ TEST(IoMat, VariableSelection) {
     add_var<float>(mat, "b", MAT_C_SINGLE, MAT_T_SINGLE, {3, 3}, MAT_COMPRESSION_NONE);
     Mat_Close(mat);
     EXPECT_EQ(error_of<InvalidInput>([&] { read_cube(two); }),
-              "read_mat: " + two.string() + ": no 3-D array and 2 2-D arrays, choose one with --var: a (7x5 single), b (3x3 single)");
+              "read_mat: " + two.string() + ": no 3-D array and 2 2-D arrays, choose one with var: a (7x5 single), b (3x3 single)");
     EXPECT_EQ(read_cube(two, {.var = "b"}).shape().describe(), "3x3x1 f32 bsq");
 
     const fs::path big = dir / "big.mat";

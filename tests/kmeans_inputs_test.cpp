@@ -274,8 +274,8 @@ TEST(Kmeans, BadInputsThrowNamingParameterAndValue) {
     for (KmeansInit i : {KmeansInit::KmeansPlusPlus, KmeansInit::Random, KmeansInit::BoxDiagonal, KmeansInit::Explicit})
         EXPECT_EQ(parse_kmeans_init(kmeans_init_name(i)), i);
     for (EmptyPolicy p : {EmptyPolicy::Relocate, EmptyPolicy::Keep, EmptyPolicy::LegacyZero}) EXPECT_EQ(parse_empty_policy(empty_policy_name(p)), p);
-    expect_invalid([] { (void)parse_kmeans_init("kmeans--"); }, {"--init"}, "kmeans--", "parse init");
-    expect_invalid([] { (void)parse_empty_policy("drop"); }, {"--empty"}, "drop", "parse empty");
+    expect_invalid([] { (void)parse_kmeans_init("kmeans--"); }, {"init"}, "kmeans--", "parse init");
+    expect_invalid([] { (void)parse_empty_policy("drop"); }, {"empty"}, "drop", "parse empty");
     EXPECT_EQ(kmeans_implementation(cpu_context(), img.shape(), {}), "cpu");
 }
 

@@ -1,8 +1,10 @@
 // Options declared once (include/cubekit/options.hpp): every subcommand's --help defaults and the
 // JSON "parameters" of a run equal the Options{} values read through the declarations, so a default
 // restated in the CLI fails here; the enum name tables round-trip; a range error names the field;
-// the CLI spells a library message's fields as its flags. CPU only, runs in CI.
+// library messages name fields (bands, crop, var, device) and the CLI spells them as its flags.
+// CPU only, runs in CI.
 #include <gtest/gtest.h>
+#include <matio.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -138,6 +140,8 @@ TEST(OptionsCli, HelpShowsTheDeclaredDefaults) {
     expect_help_defaults("zernike", ZernikeOptions{});
     for (const char* sub : {"rcmg", "quantize", "cluster", "edges", "edges-baseline", "pca", "zernike", "demo", "info"})
         expect_help_defaults(sub, ContextOptions{});
+    for (const char* sub : {"rcmg", "quantize", "cluster", "edges", "edges-baseline", "pca", "zernike", "info", "convert"})
+        expect_help_defaults(sub, ReadOptions{});
 }
 
 // ---- JSON parameters of runs with the defaults ---------------------------------------------------------
@@ -272,6 +276,7 @@ TEST(Options, DeclarationsMatchTheStructs) {
     check(PcaOptions{});
     check(ZernikeOptions{});
     check(ContextOptions{});
+    check(ReadOptions{});
     const std::vector<NamedValue> rcmg = field_values(RcmgOptions{});
     ASSERT_EQ(rcmg.size(), 6u);
     EXPECT_EQ(rcmg[0].name, "connectivity");
@@ -295,6 +300,103 @@ TEST(OptionsCli, LibraryMessagesNameTheFlags) {
     EXPECT_EQ(z.exit_code, 2);
     EXPECT_EQ(z.err, "cubekit: --precision = 'f16'; expected f64 or f32\n");
     EXPECT_TRUE(fs::is_empty(dir));
+}
+
+// ---- fields in library messages, flags at the CLI -----------------------------------------------------
+
+/// A .mat file with two 3-D double arrays, a (4x3x2) and b (5x4x3): reading it needs var.
+fs::path two_cube_mat(const fs::path& p) {
+    mat_t* mat = Mat_CreateVer(p.c_str(), nullptr, MAT_FT_MAT5);
+    if (!mat) throw std::runtime_error("matio cannot create " + p.string());
+    for (auto [name, dims] : {std::pair<const char*, std::vector<std::size_t>>{"a", {4, 3, 2}}, {"b", {5, 4, 3}}}) {
+        std::vector<double> data(dims[0] * dims[1] * dims[2], 1.0);
+        matvar_t* v = Mat_VarCreate(name, MAT_C_DOUBLE, MAT_T_DOUBLE, 3, dims.data(), data.data(), 0);
+        if (!v || Mat_VarWrite(mat, v, MAT_COMPRESSION_NONE) != 0) throw std::runtime_error("matio cannot write a variable");
+        Mat_VarFree(v);
+    }
+    Mat_Close(mat);
+    return p;
+}
+
+/// `text` with its first `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    const std::size_t at = text.find(from);
+    return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+TEST(OptionsCli, BandsNamedByTheLibrarySpeltAsTheFlag) {
+    const Cube cube = read_cube(samson());
+    EXPECT_EQ(message_of([&] { (void)cube.select_bands({156}); }),
+              "bands: band 156 is out of range (the cube has 156 bands, 0..155)");
+    const std::string library = message_of([] { (void)parse_band_list("999", 156); });
+    EXPECT_EQ(library, "bands = '999': '999' is out of range (the cube has 156 bands, 0..155)");
+    const fs::path dir = testing::temp_dir("options_bands");
+    const auto r = run_cli("convert " + q(samson()) + " " + q(dir / "o.npy") + " --bands 999");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "cubekit: --" + library + "\n");
+}
+
+TEST(OptionsCli, CropNamedByTheLibrarySpeltAsTheFlag) {
+    const std::string library = message_of([] { (void)read_cube(samson()).crop(90, 90, 10, 10); });
+    EXPECT_EQ(library, "crop: window 10x10+90+90 does not lie inside the 95x95 image");
+    const fs::path dir = testing::temp_dir("options_crop");
+    const auto r = run_cli("convert " + q(samson()) + " " + q(dir / "o.npy") + " --crop 90,90,10,10");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "cubekit: --" + library + "\n");
+}
+
+TEST(OptionsCli, VarNamedByTheLibrarySpeltAsTheFlag) {
+    const fs::path dir = testing::temp_dir("options_var");
+    const fs::path mat = two_cube_mat(dir / "two.mat");
+    const std::string library = message_of([&] { (void)read_cube(mat); });
+    EXPECT_EQ(library, "read_mat: " + mat.string() + ": 2 3-D arrays, choose one with var: a (4x3x2 double), b (5x4x3 double)");
+    const auto r = run_cli("convert " + q(mat) + " " + q(dir / "o.npy"));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "cubekit: " + replaced(library, "with var:", "with --var:") + "\n");
+    EXPECT_EQ(run_cli("convert " + q(mat) + " " + q(dir / "o.npy") + " --var b --quiet").exit_code, 0);
+}
+
+std::string device_error_of(const ContextOptions& options) {
+    try {
+        Context ctx(options);
+    } catch (const DeviceError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+TEST(OptionsCli, DeviceNamedByTheLibrarySpeltAsTheFlag) {
+    const int devices = Context::cuda_device_count();
+    if (devices >= 8) GTEST_SKIP() << "this machine has " << devices << " CUDA devices";
+    const std::string library = device_error_of({.device = 7});
+    EXPECT_TRUE(library.starts_with("context: device 7 is not available (")) << library;
+    const fs::path dir = testing::temp_dir("options_device");
+    const auto r = run_cli("rcmg " + q(samson()) + " " + q(dir / "g.npy") + " --device 7");
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_EQ(r.err, "cubekit: " + replaced(library, "device 7", "--device 7") + "\n");
+    if (devices > 0) return;
+    const std::string cuda = device_error_of({.backend = Backend::Cuda});
+    EXPECT_TRUE(cuda.starts_with("context: backend cuda: no usable CUDA device (")) << cuda;
+    const auto c = run_cli("rcmg " + q(samson()) + " " + q(dir / "g.npy") + " --backend cuda");
+    EXPECT_EQ(c.exit_code, 4);
+    EXPECT_EQ(c.err, "cubekit: " + replaced(cuda, "backend cuda", "--backend cuda") + "\n");
+    EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST(OptionsCli, ConvertTakesTheValuesItAlwaysTook) {
+    const fs::path dir = testing::temp_dir("options_convert");
+    // NumPy's element type names and any case of the layout, as before the flags were declared.
+    const auto ok = run_cli("convert " + q(samson()) + " " + q(dir / "o.hdr") + " --out-type float32 --layout BIP --quiet");
+    EXPECT_EQ(ok.exit_code, 0) << ok.err;
+    const Cube out = read_cube(dir / "o.hdr");
+    EXPECT_EQ(out.dtype(), DType::F32);
+    EXPECT_EQ(out.layout(), Layout::BIP);
+    const auto zig = run_cli("convert " + q(samson()) + " " + q(dir / "z.npy") + " --layout zig");
+    EXPECT_EQ(zig.exit_code, 2);
+    EXPECT_EQ(zig.err, "cubekit: --layout = 'zig'; expected bsq, bil or bip\n");
+    const auto u9 = run_cli("convert " + q(samson()) + " " + q(dir / "z.npy") + " --out-type u9");
+    EXPECT_EQ(u9.exit_code, 2);
+    EXPECT_EQ(u9.err, "cubekit: --out-type = 'u9'; expected u8, u16, i16, u32, i32, f32 or f64\n");
 }
 
 }  // namespace

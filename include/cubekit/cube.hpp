@@ -212,7 +212,7 @@ private:
 };
 
 /// Parses a band list: 0-based, comma-separated, inclusive ranges ("0-9,20"). Throws
-/// InvalidInput naming `what` (e.g. "--bands") and the bad token, or a band ≥ num_bands.
-std::vector<int> parse_band_list(std::string_view text, int num_bands, std::string_view what = "--bands");
+/// InvalidInput naming `what` (e.g. "bands") and the bad token, or a band ≥ num_bands.
+std::vector<int> parse_band_list(std::string_view text, int num_bands, std::string_view what = "bands");
 
 }  // namespace cubekit

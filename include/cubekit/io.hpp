@@ -37,7 +37,7 @@ struct EnumNames<FileFormat> {
 };
 inline std::string_view format_name(FileFormat f) { return enum_name(f); }
 /// parse_enum<FileFormat> with this module's message: "parse_format: <what> = 'x'; expected one of auto, envi, ...".
-FileFormat parse_format(std::string_view name, std::string_view what = "--format");
+FileFormat parse_format(std::string_view name, std::string_view what = "format");
 
 /// Format of an existing file, from its first bytes (magic numbers) and then its extension.
 /// An ENVI data file is recognised by its header X.hdr or X.img.hdr next to it; a path to the
@@ -56,6 +56,14 @@ struct ReadOptions {
     /// Forces a format instead of detecting it.
     FileFormat format = FileFormat::Auto;
 };
+
+/// The declarations of ReadOptions' fields (options.hpp); the format is set by each front end from
+/// its own arguments.
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, ReadOptions>
+void visit_fields(O& o, V&& visit) {
+    visit(o.var, Field{.name = "var", .doc = "MATLAB variable to read (default: the only 3-D array)"});
+}
 
 /// Reads any supported file into a host cube (its stored element type and layout; images are BIP
 /// with bands = channels, .npy arrives as BIP (H, W, B), .mat as BSQ).

@@ -39,8 +39,8 @@ struct EnumNames<KmeansInit> {
     static constexpr EnumName<KmeansInit> aliases[] = {{KmeansInit::KmeansPlusPlus, "k-means++"}};
 };
 inline std::string_view kmeans_init_name(KmeansInit init) { return enum_name(init); }
-/// Kept for callers of the former parser; `what` defaults to the CLI's spelling it had.
-inline KmeansInit parse_kmeans_init(std::string_view name, std::string_view what = "--init") {
+/// Kept for callers of the former parser; `what` defaults to the field's name.
+inline KmeansInit parse_kmeans_init(std::string_view name, std::string_view what = "init") {
     return parse_enum<KmeansInit>(name, what);
 }
 
@@ -53,8 +53,8 @@ struct EnumNames<EmptyPolicy> {
         {EmptyPolicy::Relocate, "relocate"}, {EmptyPolicy::Keep, "keep"}, {EmptyPolicy::LegacyZero, "legacy-zero"}};
 };
 inline std::string_view empty_policy_name(EmptyPolicy p) { return enum_name(p); }
-/// Kept for callers of the former parser; `what` defaults to the CLI's spelling it had.
-inline EmptyPolicy parse_empty_policy(std::string_view name, std::string_view what = "--empty") {
+/// Kept for callers of the former parser; `what` defaults to the field's name.
+inline EmptyPolicy parse_empty_policy(std::string_view name, std::string_view what = "empty") {
     return parse_enum<EmptyPolicy>(name, what);
 }
 

@@ -37,6 +37,7 @@
 #include <charconv>
 #include <cmath>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
@@ -179,6 +180,9 @@ struct Field {
     std::string_view negation = {};
     /// An extra short CLI spelling, e.g. "-k".
     std::string_view short_flag = {};
+    /// Enum fields: the CLI also accepts the enum's aliases (convert's --out-type float32), as
+    /// keywords always do.
+    bool aliases = false;
     /// False for fields that are no CLI flag or keyword of their own (data such as a mask or
     /// explicit centroids; switches a front end sets itself).
     bool flag = true;
@@ -189,7 +193,9 @@ inline bool is_automatic(double v, const Field& field) {
     return field.automatic && (v == *field.automatic || (std::isnan(v) && std::isnan(*field.automatic)));
 }
 
-/// Field value types the declarations support as flags and keywords.
+/// Field value types the declarations support as flags and keywords: numbers, booleans, enums,
+/// fixed arrays of reals, text (a MATLAB variable name; "" = none given) and optional enums
+/// (unset = the input's, e.g. the layout convert writes).
 template <class T>
 concept FieldScalar = std::same_as<T, bool> || std::same_as<T, int> || std::same_as<T, std::int64_t> ||
                       std::same_as<T, std::uint64_t> || std::same_as<T, double> || NamedEnum<T>;
@@ -198,7 +204,12 @@ struct is_field_array : std::false_type {};
 template <std::size_t N>
 struct is_field_array<std::array<double, N>> : std::true_type {};
 template <class T>
-concept FieldValueType = FieldScalar<T> || is_field_array<T>::value;
+struct is_optional_enum : std::false_type {};
+template <NamedEnum E>
+struct is_optional_enum<std::optional<E>> : std::true_type {};
+template <class T>
+concept FieldValueType =
+    FieldScalar<T> || is_field_array<T>::value || std::same_as<T, std::string> || is_optional_enum<T>::value;
 
 /// The names an enum field accepts, in display order (Field::one_of applied).
 template <NamedEnum E>
@@ -235,10 +246,15 @@ inline std::string number_text(double v) {
     return std::string(buf, r.ptr);
 }
 
-/// A field value as users type it: 8, 0.0001, f64, true, 31.5,31.5; "auto" for Field::automatic.
+/// A field value as users type it: 8, 0.0001, f64, true, 31.5,31.5; "auto" for Field::automatic;
+/// "" for an unset optional enum.
 template <FieldValueType T>
 std::string value_text(const T& value, const Field& field = {}) {
-    if constexpr (NamedEnum<T>) {
+    if constexpr (std::same_as<T, std::string>) {
+        return value;
+    } else if constexpr (is_optional_enum<T>::value) {
+        return value ? std::string(enum_name(*value)) : std::string();
+    } else if constexpr (NamedEnum<T>) {
         return std::string(enum_name(value));
     } else if constexpr (std::same_as<T, bool>) {
         return value ? "true" : "false";
@@ -256,7 +272,11 @@ std::string value_text(const T& value, const Field& field = {}) {
 /// What a field accepts, for messages: "4 or 8", ">= 0", "0 <= vote_percent < 100", "f32 or f64".
 template <FieldValueType T>
 std::string expected_text(const Field& field) {
-    if constexpr (NamedEnum<T>) {
+    if constexpr (std::same_as<T, std::string>) {
+        return {};
+    } else if constexpr (is_optional_enum<T>::value) {
+        return expected_text<typename T::value_type>(field);
+    } else if constexpr (NamedEnum<T>) {
         std::vector<std::string> names;
         for (std::string_view n : field_choices<T>(field)) names.emplace_back(n);
         return join_choices(names);
@@ -282,7 +302,11 @@ std::string expected_text(const Field& field) {
 /// must also be finite). The automatic value is accepted when `allow_automatic`.
 template <FieldValueType T>
 std::string field_violation(const T& value, const Field& field, bool allow_automatic = true) {
-    if constexpr (NamedEnum<T>) {
+    if constexpr (std::same_as<T, std::string>) {
+        return {};
+    } else if constexpr (is_optional_enum<T>::value) {
+        return value ? field_violation(*value, field) : std::string();
+    } else if constexpr (NamedEnum<T>) {
         const bool known = enum_name(value) != "?" &&
                            (field.one_of.empty() || field.one_of.contains(double(std::underlying_type_t<T>(value))));
         return known ? std::string() : expected_text<T>(field);
@@ -326,8 +350,9 @@ void check_fields(const O& options, std::string_view function) {
 
 // ---- values for JSON and keywords --------------------------------------------------------------------
 
-/// A field value as a front end reports it: bool, integer, real, text (enum names, "auto") or reals.
-using FieldValue = std::variant<bool, std::int64_t, std::uint64_t, double, std::string, std::vector<double>>;
+/// A field value as a front end reports it: bool, integer, real, text (enum names, "auto"), reals,
+/// or null (an unset optional enum).
+using FieldValue = std::variant<bool, std::int64_t, std::uint64_t, double, std::string, std::vector<double>, std::nullptr_t>;
 
 /// One field's name and value.
 struct NamedValue {
@@ -335,10 +360,16 @@ struct NamedValue {
     FieldValue value;
 };
 
-/// The value of one field as reported (Field::automatic → "auto", enums → their names).
+/// The value of one field as reported (Field::automatic → "auto", enums → their names, an unset
+/// optional enum → null).
 template <FieldValueType T>
 FieldValue field_value(const T& value, const Field& field) {
-    if constexpr (NamedEnum<T>) {
+    if constexpr (std::same_as<T, std::string>) {
+        return value;
+    } else if constexpr (is_optional_enum<T>::value) {
+        if (!value) return nullptr;
+        return std::string(enum_name(*value));
+    } else if constexpr (NamedEnum<T>) {
         return std::string(enum_name(value));
     } else if constexpr (std::same_as<T, bool>) {
         return value;

@@ -34,6 +34,10 @@ from ._detect import (OBJECT_DTYPE, ace, background_stats, cem, detect_multires,
                       matched_filter, rbfn_scores, read_background_stats, read_model, read_target_spectrum, roc_auc, rx,
                       sam, synth_castaways, synth_leaves, train_multires, train_rbfn, window_features,
                       write_background_stats, write_model)
+# -- watershed and segmentation (_watershed.py) --
+from ._watershed import SegmentResult, region_dtype, region_statistics, segment, watershed, watershed_boundary
+# -- spectral-spatial classification: classifiers, region vote, scores, splits (_classify.py) --
+from ._classify import classification_scores, classify, region_vote, stratified_split
 
 __all__ = [
     "DeviceError", "__version__", "built_with_cuda", "cuda_device_count", "gdal_available",
@@ -53,4 +57,8 @@ __all__ = [
     "train_rbfn", "train_multires", "synth_castaways", "synth_leaves",
     "rx", "matched_filter", "ace", "cem", "sam", "background_stats", "read_background_stats", "write_background_stats",
     "read_target_spectrum", "detect_score", "roc_auc",
+    # -- watershed and segmentation --
+    "SegmentResult", "region_dtype", "region_statistics", "segment", "watershed", "watershed_boundary",
+    # -- spectral-spatial classification --
+    "classify", "region_vote", "classification_scores", "stratified_split",
 ]

@@ -27,7 +27,8 @@ def read(path, *, var: str | None = None, format: str = "auto"):
     >>> cube, meta = cubekit.read("scene.mat", var="data")      # MATLAB variable (H = rows)
     >>> meta["wavelengths"][:3], meta["map_info"]
     """
-    array, metadata, used = _cubekit.read(os.fspath(path), var or "", format)
+    options = {} if var is None else {"var": var}
+    array, metadata, used = _cubekit.read(os.fspath(path), options, format)
     metadata["format"] = used
     return array, metadata
 

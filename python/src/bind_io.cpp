@@ -52,11 +52,11 @@ Metadata metadata_from(const py::dict& d, int bands) {
 }  // namespace
 
 void bind_io(py::module_& m) {
-    // read(path, var, format) -> (array, metadata dict, format name). The array shares the cube's
-    // memory: (H, W[, B]) with the strides of the stored interleave (BSQ files give band-major strides).
-    m.def("read", [](const std::filesystem::path& path, const std::string& var, const std::string& format) {
-        ReadOptions o;
-        o.var = var;
+    // read(path, keywords, format) -> (array, metadata dict, format name); keywords: the declared
+    // ReadOptions fields (var). The array shares the cube's memory: (H, W[, B]) with the strides of
+    // the stored interleave (BSQ files give band-major strides).
+    m.def("read", [](const std::filesystem::path& path, const py::dict& keywords, const std::string& format) {
+        ReadOptions o = options_from<ReadOptions>(keywords, "read");
         o.format = parse_format(format, "format");
         const FileFormat used = o.format == FileFormat::Auto ? detect_format(path) : o.format;
         Cube cube = [&] {

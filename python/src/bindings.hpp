@@ -56,5 +56,7 @@ void bind_zernike(py::module_& m);
 void bind_detect(py::module_& m);
 void bind_detect_classical(py::module_& m);
 void bind_detect_train(py::module_& m);
+void bind_classify(py::module_& m);
+void bind_watershed(py::module_& m);
 
 }  // namespace cubekit::python

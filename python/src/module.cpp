@@ -89,4 +89,6 @@ PYBIND11_MODULE(_cubekit, m) {
     bind_detect(m);
     bind_detect_classical(m);
     bind_detect_train(m);
+    bind_classify(m);
+    bind_watershed(m);
 }

@@ -21,11 +21,18 @@ template <FieldValueType T>
 void assign_field(T& value, py::handle v, const Field& field, std::string_view function) {
     const std::string what = std::string(function) + ": " + std::string(field.name);
     if (v.is_none()) {
-        if constexpr (!NamedEnum<T> && !std::same_as<T, bool> && !is_field_array<T>::value)
+        if constexpr (std::is_arithmetic_v<T> && !std::same_as<T, bool>)
             if (field.automatic) value = T(*field.automatic);
         return;
     }
-    if constexpr (NamedEnum<T>) {
+    if constexpr (std::same_as<T, std::string>) {
+        if (!py::isinstance<py::str>(v)) throw InvalidInput(what + " = " + std::string(py::repr(v)) + "; expected a str");
+        value = v.cast<std::string>();
+    } else if constexpr (is_optional_enum<T>::value) {
+        typename T::value_type e{};
+        assign_field(e, v, field, function);
+        value = e;
+    } else if constexpr (NamedEnum<T>) {
         if (!py::isinstance<py::str>(v) && !py::hasattr(v, "kind"))  // a NumPy dtype also names an element type
             throw InvalidInput(what + " = " + std::string(py::repr(v)) + "; expected " + expected_text<T>(field));
         value = parse_enum<T>(std::string(py::str(v)), std::string(function) + ": " + std::string(field.name));
@@ -94,6 +101,14 @@ py::dict parameters(const O& options) {
     return out;
 }
 
+/// The names an enum field accepts, as a list.
+template <NamedEnum E>
+py::list choice_list(const Field& field) {
+    py::list c;
+    for (std::string_view n : field_choices<E>(field)) c.append(std::string(n));
+    return c;
+}
+
 /// The declarations of O for the Python layer's signatures and docstrings: a list of
 /// (name, default, doc, choices or None) in declaration order.
 template <DeclaredOptions O>
@@ -103,13 +118,13 @@ py::list declarations() {
     visit_flags(defaults, [&](const auto& value, const Field& field) {
         using T = std::remove_cvref_t<decltype(value)>;
         py::object def = to_python(field_value(value, field));
-        if constexpr (!NamedEnum<T> && !std::same_as<T, bool> && !is_field_array<T>::value)
+        if constexpr (std::is_arithmetic_v<T> && !std::same_as<T, bool>)
             if (field.automatic && double(value) == *field.automatic) def = py::none();  // "auto" is None in Python
         py::object choices = py::none();
         if constexpr (NamedEnum<T>) {
-            py::list c;
-            for (std::string_view n : field_choices<T>(field)) c.append(std::string(n));
-            choices = c;
+            choices = choice_list<T>(field);
+        } else if constexpr (is_optional_enum<T>::value) {
+            choices = choice_list<typename T::value_type>(field);
         } else {
             const std::string e = expected_text<T>(field);
             if (!e.empty()) choices = py::str(e);

@@ -31,8 +31,8 @@ Context::Context(ContextOptions options) : options_(std::move(options)) {
             const std::string why = built_with_cuda() ? std::to_string(count) + " CUDA device(s) visible"
                                                       : "this cubekit was built without CUDA";
             if (explicit_device)
-                throw DeviceError("context: --device " + std::to_string(device_) + " is not available (" + why + ")");
-            throw DeviceError("context: --backend cuda: no usable CUDA device (" + why + "); cuda never falls back to the CPU");
+                throw DeviceError("context: device " + std::to_string(device_) + " is not available (" + why + ")");
+            throw DeviceError("context: backend cuda: no usable CUDA device (" + why + "); cuda never falls back to the CPU");
         }
         device_name_ = "CPU (" + std::to_string(threads_) + " threads)";
         return;  // Auto without a device: the CPU

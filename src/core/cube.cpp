@@ -174,7 +174,7 @@ Cube Cube::to_dtype(DType dtype) const {
 Cube Cube::select_bands(const std::vector<int>& band_list) const {
     for (int b : band_list)
         if (b < 0 || b >= bands())
-            throw InvalidInput("--bands: band " + std::to_string(b) + " is out of range (the cube has " +
+            throw InvalidInput("bands: band " + std::to_string(b) + " is out of range (the cube has " +
                                std::to_string(bands()) + " bands, 0.." + std::to_string(bands() - 1) + ")");
     Cube out(width(), height(), int(band_list.size()), dtype(), layout());
     out.metadata_ = metadata_.select_bands(band_list);
@@ -191,7 +191,7 @@ Cube Cube::select_bands(const std::vector<int>& band_list) const {
 
 Cube Cube::crop(int x0, int y0, int w, int h) const {
     if (x0 < 0 || y0 < 0 || w <= 0 || h <= 0 || x0 + w > width() || y0 + h > height())
-        throw InvalidInput("--crop: window " + std::to_string(w) + "x" + std::to_string(h) + "+" + std::to_string(x0) +
+        throw InvalidInput("crop: window " + std::to_string(w) + "x" + std::to_string(h) + "+" + std::to_string(x0) +
                            "+" + std::to_string(y0) + " does not lie inside the " + std::to_string(width()) + "x" +
                            std::to_string(height()) + " image");
     Cube out(w, h, bands(), dtype(), layout());

@@ -39,7 +39,7 @@ void check_edge_options(const CubeShape& shape, const EntropyEdgeOptions& o) {
     check_fields(o, "edges");
     const EdgeFusion fusion = resolved_fusion(o.fusion, shape.bands);
     if (fusion_is_vote(fusion) && !fusion_uses_pca(fusion) && shape.bands > 65535)
-        fail(std::to_string(shape.bands) + " bands: the vote count is 16-bit, at most 65535 maps");
+        fail("the vote count is 16-bit, at most 65535 maps; the cube has " + std::to_string(shape.bands) + " bands");
 }
 
 }  // namespace detail

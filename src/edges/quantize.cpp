@@ -167,7 +167,7 @@ Cube quantize_to_u8_cpu(const Context& ctx, const CubeView& cube, Quantize mode)
 }  // namespace detail
 
 void quantize_to_u8_into(const Context& ctx, const CubeView& cube, const MutableCubeView& out, Quantize mode) {
-    if (cube.empty()) throw InvalidInput("quantize: the cube is empty");
+    if (cube.empty()) throw InvalidInput("quantize_to_u8_into: the cube is empty");
     detail::check_quantize_output(ctx, cube, out);
     if (ctx.is_cuda()) {
         const CubeInLayout in(ctx, cube, Layout::BSQ, Memory::Device);
@@ -180,7 +180,7 @@ void quantize_to_u8_into(const Context& ctx, const CubeView& cube, const Mutable
 }
 
 Cube quantize_to_u8(const Context& ctx, const CubeView& cube, Quantize mode) {
-    if (cube.empty()) throw InvalidInput("quantize: the cube is empty");
+    if (cube.empty()) throw InvalidInput("quantize_to_u8: the cube is empty");
     return detail::host_result(ctx, {cube.width(), cube.height(), cube.bands(), DType::U8, Layout::BSQ},
                                [&](const MutableCubeView& out) { quantize_to_u8_into(ctx, cube, out, mode); });
 }

@@ -66,7 +66,7 @@ void check_image(std::string_view fn, const fs::path& path, const Cube& cube, in
     if (cube.dtype() != DType::U8 && cube.dtype() != DType::U16) {
         throw_invalid(fn, path,
                       "element type " + std::string(dtype_name(cube.dtype())) +
-                          " is not supported (u8, u16 are; convert with to_display_u8 or --out-type)");
+                          " is not supported (u8, u16 are; convert first, e.g. with to_display_u8 or out_type = u8)");
     }
     if (cube.bands() < min_bands || cube.bands() > max_bands) {
         throw_invalid(fn, path,

@@ -120,10 +120,10 @@ const VarInfo& choose(const fs::path& path, const std::vector<VarInfo>& vars, co
     }
     if (three.size() == 1) return *three[0];
     if (three.size() > 1)
-        throw_invalid(kRead, path, std::to_string(three.size()) + " 3-D arrays, choose one with --var: " + join_described(three));
+        throw_invalid(kRead, path, std::to_string(three.size()) + " 3-D arrays, choose one with var: " + join_described(three));
     if (two.size() == 1) return *two[0];
     if (two.size() > 1)
-        throw_invalid(kRead, path, "no 3-D array and " + std::to_string(two.size()) + " 2-D arrays, choose one with --var: " + join_described(two));
+        throw_invalid(kRead, path, "no 3-D array and " + std::to_string(two.size()) + " 2-D arrays, choose one with var: " + join_described(two));
     throw_invalid(kRead, path, "no non-empty 2-D or 3-D numeric array (numeric variables: " + listing + ")");
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "option_flags.hpp"
 
@@ -17,7 +18,7 @@ void add_common_flags(CLI::App& app, CommonOptions& common) {
     bind_flags(app, common.context);  // --backend, --device, --threads
     app.add_flag("--json", common.json, "print one JSON object on stdout (and nothing else)");
     app.add_flag("-q,--quiet", common.quiet, "no progress bar or status lines on stderr");
-    app.add_option("--var", common.var, "MATLAB variable to read (default: the only 3-D array)");
+    bind_flags(app, common.read);  // --var
     app.add_option("--bands", common.bands, "bands to use, 0-based, e.g. 0-9,20 (default: all)");
 }
 
@@ -74,16 +75,23 @@ Context make_context(const CommonOptions& common, const std::string& task) {
         options.progress = [bar](std::size_t done, std::size_t total) { bar->update(done, total); };
     }
     if (std::getenv("CUBEKIT_VERBOSE")) options.log = [](std::string_view m) { std::cerr << m << "\n"; };
-    return Context(std::move(options));
+    try {
+        return Context(std::move(options));
+    } catch (const DeviceError& e) {
+        // main spells the fields of InvalidInput messages only; a missing device is a DeviceError.
+        std::string said = with_flag_names(common.context, e.what());
+        if (said == e.what()) throw;
+        throw DeviceError(std::move(said));
+    }
 }
 
 Input read_input(const std::filesystem::path& path, const CommonOptions& common) {
-    Input in{.cube = read_cube(path, {.var = common.var}), .bands = {}};
+    Input in{.cube = read_cube(path, common.read), .bands = {}};
     if (common.bands.empty()) {
         in.bands.resize(std::size_t(in.cube.bands()));
         for (int b = 0; b < in.cube.bands(); ++b) in.bands[std::size_t(b)] = b;
     } else {
-        in.bands = parse_band_list(common.bands, in.cube.bands(), "--bands");
+        in.bands = parse_band_list(common.bands, in.cube.bands(), "bands");
         in.cube = in.cube.select_bands(in.bands);
     }
     return in;

@@ -24,7 +24,7 @@ struct CommonOptions {
     ContextOptions context;  // --backend, --device, --threads (declared in context.hpp)
     bool json = false;
     bool quiet = false;
-    std::string var;    // MATLAB variable
+    ReadOptions read;   // --var (declared in io.hpp); format stays Auto
     std::string bands;  // band list, "" = all
     WriteOptions write;  // --png-compression (add_output_flags; declared in io.hpp); format stays Auto
 };
@@ -36,7 +36,8 @@ void add_common_flags(CLI::App& app, CommonOptions& common);
 /// its writes pass common.write on.
 void add_output_flags(CLI::App& app, CommonOptions& common);
 
-/// The context the flags ask for; a progress bar on stderr when stderr is a terminal.
+/// The context the flags ask for; a progress bar on stderr when stderr is a terminal. Its errors
+/// (DeviceError too: "context: device 7 is not available") spell the fields as flags (--device 7).
 Context make_context(const CommonOptions& common, const std::string& task);
 
 /// An input as read, and the band indices of the file it holds (all of them without --bands).

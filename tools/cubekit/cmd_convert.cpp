@@ -1,25 +1,42 @@
 // cubekit convert: change format, layout, element type, band subset or spatial window.
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
+#include "option_flags.hpp"
 
 namespace cubekit::cli {
+
+/// What convert changes besides the bands and the window; unset = as the input has it.
+struct ConvertOptions {
+    std::optional<Layout> layout;
+    std::optional<DType> out_type;
+};
+
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, ConvertOptions>
+void visit_fields(O& o, V&& visit) {
+    visit(o.layout, Field{.name = "layout", .doc = "ENVI interleave of the output: bsq, bil or bip (default: the input's)"});
+    visit(o.out_type, Field{.name = "out_type", .doc = "element type: u8, u16, i16, u32, i32, f32, f64 (rounded, saturated)",
+                            .aliases = true});  // NumPy's names too: float32, uint8, ...
+}
 
 namespace {
 
 struct ConvertArgs {
     CommonOptions common;
-    std::string input, output, layout, out_type, crop;
+    ConvertOptions options;
+    std::string input, output, crop;
 };
 
 /// The cube as OUT gets it: --bands, --crop, --out-type, --layout applied in that order.
 Cube converted(Cube cube, const ConvertArgs& a) {
-    if (!a.common.bands.empty()) cube = cube.select_bands(parse_band_list(a.common.bands, cube.bands(), "--bands"));
+    if (!a.common.bands.empty()) cube = cube.select_bands(parse_band_list(a.common.bands, cube.bands(), "bands"));
     if (!a.crop.empty()) {
         int v[4];
         char c1, c2, c3;
@@ -28,8 +45,8 @@ Cube converted(Cube cube, const ConvertArgs& a) {
             throw InvalidInput("--crop = '" + a.crop + "': expected X,Y,W,H (four integers)");
         cube = cube.crop(v[0], v[1], v[2], v[3]);
     }
-    if (!a.out_type.empty()) cube = cube.to_dtype(parse_dtype(a.out_type, "--out-type"));
-    if (!a.layout.empty()) cube = cube.to_layout(parse_enum<Layout>(a.layout, "--layout"));
+    if (a.options.out_type) cube = cube.to_dtype(*a.options.out_type);
+    if (a.options.layout) cube = cube.to_layout(*a.options.layout);
     return cube;
 }
 
@@ -42,7 +59,7 @@ void convert_command(const ConvertArgs& a) {
     CommonOptions flags = common;
     if (flags.context.backend == Backend::Auto && flags.context.device < 0) flags.context.backend = Backend::Cpu;
     const Context ctx = timings.time("context", [&] { return make_context(flags, "convert"); });
-    Cube cube = timings.time("read", [&] { return read_cube(a.input, {.var = common.var}); });
+    Cube cube = timings.time("read", [&] { return read_cube(a.input, common.read); });
     const CubeShape in_shape = cube.shape();
     cube = timings.time("convert", [&] { return converted(std::move(cube), a); });
     const WriteOptions wo{.format = out_format, .png_compression = common.write.png_compression};
@@ -67,8 +84,7 @@ Action add_convert(CLI::App& root) {
                 "Output format from OUT's extension: .hdr/.img/.dat/.raw (ENVI), .npy, .png, .pgm/.ppm.");
     app->add_option("IN", args->input, "input cube or image")->required();
     app->add_option("OUT", args->output, "output file; written atomically")->required();
-    app->add_option("--layout", args->layout, "ENVI interleave of the output: bsq, bil or bip (default: the input's)");
-    app->add_option("--out-type", args->out_type, "element type: u8, u16, i16, u32, i32, f32, f64 (rounded, saturated)");
+    bind_flags(*app, args->options);  // --layout, --out-type
     app->add_option("--crop", args->crop, "spatial window X,Y,W,H (0-based top-left corner, then size)");
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);

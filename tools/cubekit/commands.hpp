@@ -25,6 +25,9 @@ Action add_detect(CLI::App& root);        // cmd_detect.cpp: `cubekit detect DET
 Action add_detect_score(CLI::App& root);  // cmd_detect_score.cpp: ROC/AUC of a score map against a mask
 Action add_train(CLI::App& root);         // cmd_train.cpp: `cubekit train rbfn|multires ...`
 Action add_synth(CLI::App& root);         // cmd_synth.cpp: `cubekit synth castaways|leaves OUT`
+Action add_classify(CLI::App& root);      // cmd_classify.cpp: pixel-wise classes + majority vote in watershed regions
+Action add_watershed(CLI::App& root);     // cmd_watershed.cpp: the watershed of a relief
+Action add_segment(CLI::App& root);       // cmd_watershed.cpp: RCMG -> watershed of a cube
 
 /// The detectors of `cubekit detect`: each adds its nested subcommand to `detect` and its work to `actions`.
 using NestedActions = std::map<CLI::App*, Action>;

@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
     add(cubekit::cli::add_detect_score);
     add(cubekit::cli::add_train);
     add(cubekit::cli::add_synth);
+    add(cubekit::cli::add_classify);
+    add(cubekit::cli::add_watershed);
+    add(cubekit::cli::add_segment);
     add(cubekit::cli::add_demo);
 
     if (argc > 1 && argv[1][0] != '-') {

@@ -113,28 +113,56 @@ bool parse_reals(const std::string& text, std::vector<double>& out) {
 
 }  // namespace detail
 
+namespace {
+
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
+
+// `needle` (a field and what follows it) at `at` names the field: it starts a name, and a value
+// given ends there ("device 7", not "device 70").
+bool names_field(const std::string& message, std::size_t at, const std::string& needle, bool value_tail) {
+    const char before = at > 0 ? message[at - 1] : ' ';
+    const std::size_t end = at + needle.size();
+    if (name_char(before) || before == '/' || before == '.') return false;
+    return !value_tail || end == message.size() || !name_char(message[end]);
+}
+
+}  // namespace
+
+std::string spell_flags(std::string message, const std::vector<FlagName>& names) {
+    for (const FlagName& n : names) {
+        std::vector<std::string> tails = {" = ", ": "};
+        if (!n.given.empty()) tails.push_back(" " + n.given);
+        for (std::size_t t = 0; t < tails.size(); ++t) {
+            const std::string needle = n.field + tails[t];
+            for (std::size_t at = message.find(needle); at != std::string::npos; at = message.find(needle, at)) {
+                if (!names_field(message, at, needle, t == 2)) {
+                    at += needle.size();
+                    continue;
+                }
+                message.replace(at, n.field.size(), n.flag);
+                at += n.flag.size() + tails[t].size();
+            }
+        }
+    }
+    return message;
+}
+
 std::string with_flag_names(const CLI::App& app, std::string message) {
-    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; };
+    std::vector<FlagName> names;
     for (const CLI::Option* option : app.get_options()) {
         const std::vector<std::string>& longs = option->get_lnames();
         const std::vector<std::string>& shorts = option->get_snames();
         if (longs.empty() && shorts.empty()) continue;  // positionals
         std::string field = longs.empty() ? shorts.front() : longs.front();
         const std::string flag = (longs.empty() ? "-" : "--") + field;
-        if (option->get_type_size() == 0 && field.starts_with("no-")) field = field.substr(3);  // --no-X ↔ X
+        const bool is_switch = option->get_type_size() == 0;
+        if (is_switch && field.starts_with("no-")) field = field.substr(3);  // --no-X ↔ X
         for (char& c : field)
             if (c == '-') c = '_';
-        const std::string needle = field + " = ";
-        for (std::size_t at = message.find(needle); at != std::string::npos; at = message.find(needle, at)) {
-            if (at > 0 && word(message[at - 1])) {
-                at += needle.size();
-                continue;
-            }
-            message.replace(at, field.size(), flag);
-            at += flag.size() + 3;
-        }
+        const std::string given = is_switch || option->count() == 0 ? "" : option->results().back();
+        names.push_back({std::move(field), flag, given});
     }
-    return message;
+    return spell_flags(std::move(message), names);
 }
 
 }  // namespace cubekit::cli

@@ -2,7 +2,7 @@
 // The CLI side of the option declarations (cubekit/options.hpp): one flag per declared field
 // (--kebab-case of the field name, the doc as help, the default from the Options object, choices
 // and ranges checked as the value is parsed), the JSON "parameters" of a run, and the spelling of
-// library messages in flags ("max_iter = -1" → "--max-iter = -1").
+// library messages in flags ("max_iter = -1" → "--max-iter = -1", "device 7" → "--device 7").
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -67,10 +67,14 @@ T parse_field(const std::string& flag, const std::string& text, const Field& dec
     Field field = declared;
     field.name = flag;  // two-sided ranges read "0 <= --vote-percent < 100"
     T value{};
-    if constexpr (NamedEnum<T>) {
-        bool found = false;
-        for (const EnumName<T>& n : EnumNames<T>::names)
-            if (n.name == text) found = true, value = n.value;
+    if constexpr (std::same_as<T, std::string>) {
+        return text;
+    } else if constexpr (is_optional_enum<T>::value) {
+        return parse_field<typename T::value_type>(flag, text, declared);
+    } else if constexpr (NamedEnum<T>) {
+        // The names; with Field::aliases the aliases too. A table that ignores case does so here too.
+        const std::optional<T> found = find_enum<T>(text, field.aliases);
+        if (found) value = *found;
         if (!found || !field_violation(value, field, false).empty())
             refuse(flag, "'" + text + "'", expected_text<T>(field));
         return value;
@@ -103,7 +107,11 @@ T parse_field(const std::string& flag, const std::string& text, const Field& dec
 template <FieldValueType T>
 std::string type_label(const Field& field) {
     std::string label;
-    if constexpr (NamedEnum<T>) {
+    if constexpr (std::same_as<T, std::string>) {
+        return "TEXT";
+    } else if constexpr (is_optional_enum<T>::value) {
+        return type_label<typename T::value_type>(field);
+    } else if constexpr (NamedEnum<T>) {
         for (std::string_view n : field_choices<T>(field)) label += (label.empty() ? "" : ",") + std::string(n);
         return "TEXT:{" + label + "}";
     } else if constexpr (is_field_array<T>::value) {
@@ -163,9 +171,36 @@ nlohmann::json parameters_json(const O& options) {
     return j;
 }
 
-/// `message` with each "<field> = " of a flag of `app` spelt as that flag ("kmeans: max_iter = -1;
-/// expected >= 0" → "kmeans: --max-iter = -1; expected >= 0"): library messages name fields, the
-/// CLI's user typed flags.
+/// A field as library messages name it, the flag that spells it, and the value it was given as the
+/// user typed it ("" for none, and for switches).
+struct FlagName {
+    std::string field;  ///< "max_iter"
+    std::string flag;   ///< "--max-iter"
+    std::string given;  ///< "7"
+};
+
+/// `message` with the fields of `names` spelt as their flags: library messages name fields, the
+/// CLI's user typed flags. A field counts where a library message names one, in one of three ways:
+///     "kmeans: max_iter = -1; expected >= 0"  → "kmeans: --max-iter = -1; expected >= 0"
+///     "bands: band 999 is out of range"       → "--bands: band 999 is out of range"
+///     "context: device 7 is not available"    → "context: --device 7 is not available" (the value given)
+/// A name inside a longer name or after '/' or '.' (a path) is left alone.
+std::string spell_flags(std::string message, const std::vector<FlagName>& names);
+
+/// spell_flags with the flags of `app` (--no-X spells the field X) and the values typed for them.
 std::string with_flag_names(const CLI::App& app, std::string message);
+
+/// spell_flags with the flags bind_flags makes from `options`, whose values are those given.
+template <DeclaredOptions O>
+std::string with_flag_names(const O& options, std::string message) {
+    std::vector<FlagName> names;
+    visit_flags(options, [&](const auto& value, const Field& field) {
+        using T = std::remove_cvref_t<decltype(value)>;
+        std::string given;
+        if constexpr (!std::same_as<T, bool>) given = value_text(value, field);
+        names.push_back({std::string(field.name), detail::flag_spelling(field), std::move(given)});
+    });
+    return spell_flags(std::move(message), names);
+}
 
 }  // namespace cubekit::cli

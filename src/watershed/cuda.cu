@@ -1,0 +1,228 @@
+// The watershed's CUDA driver: the relief preparation chain (levels, h-minima, imposition), the
+// rounds of the relaxations, and the phases of cuda_kernels.cuh, all queued on the context's
+// stream. Host reads: one 4-byte flag per batch of rounds, and R plus the NaN check at the end.
+#include <cub/device/device_scan.cuh>
+#include <thrust/execution_policy.h>
+#include <thrust/sort.h>
+#include <thrust/unique.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "core/cuda_check.hpp"
+#include "cubekit/buffer.hpp"
+#include "cubekit/error.hpp"
+#include "watershed/cuda_kernels.cuh"
+
+namespace cubekit::detail {
+namespace {
+
+using namespace watershed_gpu;
+
+constexpr int kBlock = 256;
+
+unsigned blocks_for(std::int64_t n) { return unsigned((n + kBlock - 1) / kBlock); }
+
+Steps make_steps(int connectivity) {
+    const std::vector<Step> list = watershed_steps(connectivity);
+    Steps s;
+    s.n = int(list.size());
+    for (int k = 0; k < s.n; ++k) {
+        s.dz[k] = static_cast<signed char>(list[std::size_t(k)].dz);
+        s.dy[k] = static_cast<signed char>(list[std::size_t(k)].dy);
+        s.dx[k] = static_cast<signed char>(list[std::size_t(k)].dx);
+    }
+    return s;
+}
+
+template <class T>
+T* as(DeviceBuffer& b) {
+    return static_cast<T*>(b.data());
+}
+
+// Runs a monotone relaxation to its fixed point: rounds in growing batches (1, 2, 4, … 64), each
+// batch's flag slots cleared first, one read of the last round's flag per batch.
+template <class Rule>
+void relax(const Context& ctx, const Geometry& g, const typename Rule::A* aux, typename Rule::V* v,
+           WatershedSchedule schedule, DeviceBuffer& flags) {
+    cudaStream_t stream = stream_of(ctx);
+    int* f = as<int>(flags);
+    const bool tiles = g.depth == 1 && schedule != WatershedSchedule::Synchronous;
+    const bool sync_tiles = g.depth == 1 && schedule == WatershedSchedule::Synchronous;
+    const dim3 tile_grid((g.width + kTileX - 1) / kTileX, (g.height + kTileY - 1) / kTileY);
+    const dim3 tile_block(kTileX, kThreadsY);
+    int round = 0, batch = 1;
+    while (true) {
+        for (int i = 0; i < batch; ++i)
+            CUBEKIT_CUDA_CHECK(cudaMemsetAsync(f + slot(round + i), 0, sizeof(int), stream));
+        for (int i = 0; i < batch; ++i, ++round) {
+            if (tiles) {
+                relax_tiles<Rule, true><<<tile_grid, tile_block, 0, stream>>>(g, aux, v, f, round);
+                CUBEKIT_CHECK_LAUNCH(ctx, "watershed relax_tiles", tile_grid, tile_block);
+            } else if (sync_tiles) {
+                relax_tiles<Rule, false><<<tile_grid, tile_block, 0, stream>>>(g, aux, v, f, round);
+                CUBEKIT_CHECK_LAUNCH(ctx, "watershed relax_tiles (sync)", tile_grid, tile_block);
+            } else {
+                const unsigned blocks = std::min<unsigned>(blocks_for(g.width * std::int64_t(g.height) * g.depth), 65535u * 8u);
+                relax_global<Rule><<<blocks, kBlock, 0, stream>>>(g, aux, v, f, round);
+                CUBEKIT_CHECK_LAUNCH(ctx, "watershed relax_global", dim3(blocks), dim3(kBlock));
+            }
+        }
+        int last = 0;
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&last, f + slot(round - 1), sizeof(int), cudaMemcpyDeviceToHost, stream));
+        CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        if (last == 0) return;
+        ctx.check_cancelled("watershed");
+        batch = std::min(batch * 2, 64);
+    }
+}
+
+// Distinct marker labels > 0 inside the mask (R with markers).
+__global__ void seed_values(Geometry g, const std::int32_t* markers, std::int32_t* out) {
+    const std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+    if (p < g.size()) out[p] = (g.in(p) && markers[p] > 0) ? markers[p] : 0;
+}
+
+std::int64_t count_marker_labels(const Context& ctx, const Geometry& g, const std::int32_t* markers) {
+    const std::int64_t n = std::int64_t(g.width) * g.height * g.depth;
+    DeviceBuffer values(ctx, std::size_t(n) * sizeof(std::int32_t));
+    seed_values<<<blocks_for(n), kBlock, 0, stream_of(ctx)>>>(g, markers, as<std::int32_t>(values));
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed seed_values", dim3(blocks_for(n)), dim3(kBlock));
+    std::int32_t* v = as<std::int32_t>(values);
+    const auto policy = thrust::cuda::par.on(stream_of(ctx));
+    thrust::sort(policy, v, v + n);
+    const std::int64_t distinct = thrust::unique(policy, v, v + n) - v;
+    std::int32_t first = 0;
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&first, v, sizeof(first), cudaMemcpyDeviceToHost, stream_of(ctx)));
+    CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));
+    return distinct - (first == 0 ? 1 : 0);
+}
+
+// Phases 1–5 on a prepared relief. Returns R (without markers), 0 with markers.
+template <class T>
+std::int64_t automaton(const Context& ctx, const Geometry& g, const T* h, const std::int32_t* markers,
+                       std::int32_t* labels, WatershedSchedule schedule, DeviceBuffer& flags) {
+    cudaStream_t stream = stream_of(ctx);
+    const std::int64_t n = std::int64_t(g.width) * g.height * g.depth;
+    const unsigned blocks = blocks_for(n);
+    DeviceBuffer d(ctx, std::size_t(n) * 4), parent(ctx, std::size_t(n) * 4), is_root(ctx, std::size_t(n) * 4);
+    init_distance<T><<<blocks, kBlock, 0, stream>>>(g, h, as<std::uint32_t>(d));
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed init_distance", dim3(blocks), dim3(kBlock));
+    relax<DistanceRule<T>>(ctx, g, h, as<std::uint32_t>(d), schedule, flags);
+    arrows<T><<<blocks, kBlock, 0, stream>>>(g, h, as<std::uint32_t>(d), as<int>(parent));
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed arrows", dim3(blocks), dim3(kBlock));
+    if (!markers) {  // with markers each minimum cell keeps its own seed's label: no joining
+        join_minima<<<blocks, kBlock, 0, stream>>>(g, as<std::uint32_t>(d), as<int>(parent));
+        CUBEKIT_CHECK_LAUNCH(ctx, "watershed join_minima", dim3(blocks), dim3(kBlock));
+    }
+    flatten<<<blocks, kBlock, 0, stream>>>(g, as<int>(parent), as<int>(is_root));
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed flatten", dim3(blocks), dim3(kBlock));
+    if (markers) {
+        number<<<blocks, kBlock, 0, stream>>>(g, as<int>(parent), nullptr, markers, labels);
+        CUBEKIT_CHECK_LAUNCH(ctx, "watershed number", dim3(blocks), dim3(kBlock));
+        return 0;
+    }
+    DeviceBuffer rank(ctx, std::size_t(n) * 4);  // reuses d's pool memory once d is freed
+    std::size_t temp_bytes = 0;
+    CUBEKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, as<int>(is_root), as<int>(rank), int(n), stream));
+    DeviceBuffer temp(ctx, std::max<std::size_t>(temp_bytes, 1));
+    CUBEKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, as<int>(is_root), as<int>(rank), int(n), stream));
+    number<<<blocks, kBlock, 0, stream>>>(g, as<int>(parent), as<int>(rank), nullptr, labels);
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed number", dim3(blocks), dim3(kBlock));
+    int tail[2] = {0, 0};
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&tail[0], as<int>(rank) + (n - 1), 4, cudaMemcpyDeviceToHost, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&tail[1], as<int>(is_root) + (n - 1), 4, cudaMemcpyDeviceToHost, stream));
+    CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return std::int64_t(tail[0]) + tail[1];
+}
+
+// The first NaN (or none); for float reliefs only, before anything else runs on them.
+template <class T>
+void refuse_nan(const Context& ctx, const Geometry& g, const T* h, DeviceBuffer& range) {
+    cudaStream_t stream = stream_of(ctx);
+    const std::int64_t n = std::int64_t(g.width) * g.height * g.depth;
+    const unsigned long long init[2] = {~0ull, 0ull};
+    const int none = 0x7FFFFFFF;
+    auto* lo_hi = as<unsigned long long>(range);
+    int* nan_first = reinterpret_cast<int*>(lo_hi + 2);
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(lo_hi, init, sizeof(init), cudaMemcpyHostToDevice, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(nan_first, &none, sizeof(int), cudaMemcpyHostToDevice, stream));
+    const unsigned blocks = std::min(blocks_for(n), 132u * 8u);
+    range_keys<T><<<blocks, kBlock, 0, stream>>>(g, h, lo_hi, nan_first);
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed range_keys", dim3(blocks), dim3(kBlock));
+    if constexpr (std::is_floating_point_v<T>) {
+        int first = none;
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&first, nan_first, sizeof(int), cudaMemcpyDeviceToHost, stream));
+        CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        if (first != none) {
+            const std::int64_t plane = std::int64_t(g.width) * g.height;
+            throw InvalidInput("watershed: the relief holds NaN (first at x " + std::to_string(first % g.width) +
+                               ", y " + std::to_string((first % plane) / g.width) + ", band " +
+                               std::to_string(first / plane) + "); heights must be comparable");
+        }
+    }
+}
+
+struct Pipeline {
+    const Context& ctx;
+    Geometry g;
+    const std::int32_t* markers;
+    std::int32_t* labels;
+    WatershedOptions options;
+    DeviceBuffer flags;
+
+    std::int64_t n() const { return std::int64_t(g.width) * g.height * g.depth; }
+
+    // Stage 0: levels, 1: h-minima, 2: imposition, then the automaton (as the CPU's relief.cpp).
+    template <class T>
+    std::int64_t run(const T* h, int stage) {
+        cudaStream_t stream = stream_of(ctx);
+        const unsigned blocks = blocks_for(n());
+        if (stage == 0 && options.levels > 0) {
+            DeviceBuffer range(ctx, 32), q(ctx, std::size_t(n()) * 4);
+            refuse_nan<T>(ctx, g, h, range);
+            quantize<T><<<blocks, kBlock, 0, stream>>>(g, h, as<unsigned long long>(range),
+                                                        double(options.levels - 1), as<std::uint32_t>(q));
+            CUBEKIT_CHECK_LAUNCH(ctx, "watershed quantize", dim3(blocks), dim3(kBlock));
+            return run(as<const std::uint32_t>(q), 1);
+        }
+        if (stage <= 1 && options.h_min > 0) {
+            DeviceBuffer floor(ctx, std::size_t(n()) * 8), raised(ctx, std::size_t(n()) * 8);
+            raise_heights<T><<<blocks, kBlock, 0, stream>>>(g, h, options.h_min, as<double>(floor), as<double>(raised));
+            CUBEKIT_CHECK_LAUNCH(ctx, "watershed raise_heights", dim3(blocks), dim3(kBlock));
+            relax<ErosionRule<double>>(ctx, g, as<const double>(floor), as<double>(raised), options.schedule, flags);
+            return run(as<const double>(raised), 2);
+        }
+        if (stage <= 2 && markers) {
+            DeviceBuffer floor(ctx, std::size_t(n()) * 8), relief(ctx, std::size_t(n()) * 8);
+            impose_keys<T><<<blocks, kBlock, 0, stream>>>(g, h, markers, as<std::uint64_t>(floor), as<std::uint64_t>(relief));
+            CUBEKIT_CHECK_LAUNCH(ctx, "watershed impose_keys", dim3(blocks), dim3(kBlock));
+            relax<ErosionRule<std::uint64_t>>(ctx, g, as<const std::uint64_t>(floor), as<std::uint64_t>(relief),
+                                              options.schedule, flags);
+            automaton<std::uint64_t>(ctx, g, as<const std::uint64_t>(relief), markers, labels, options.schedule, flags);
+            return count_marker_labels(ctx, g, markers);
+        }
+        return automaton<T>(ctx, g, h, markers, labels, options.schedule, flags);
+    }
+};
+
+}  // namespace
+
+std::int64_t watershed_cuda(const Context& ctx, const DeviceWatershed& w, const void* h, DType dtype,
+                            const WatershedOptions& options) {
+    const std::size_t n = std::size_t(w.grid.width) * std::size_t(w.grid.height) * std::size_t(w.grid.depth);
+    keep_pool_memory(ctx, n * 32);  // the scratch of the deepest chain (imposition + automaton), kept across syncs
+    Pipeline pipeline{ctx, {}, w.markers, w.labels, options, DeviceBuffer(ctx, kFlagSlots * sizeof(int))};
+    pipeline.g = Geometry{w.grid.width, w.grid.height, w.grid.depth, w.grid.inside, make_steps(options.connectivity)};
+    return visit_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if (std::is_floating_point_v<T> && options.levels == 0) {  // levels checks NaN itself
+            DeviceBuffer range(ctx, 32);
+            refuse_nan<T>(ctx, pipeline.g, static_cast<const T*>(h), range);
+        }
+        return pipeline.run(static_cast<const T*>(h), 0);
+    });
+}
+
+}  // namespace cubekit::detail

@@ -1,0 +1,518 @@
+// cubekit classify: spectral-spatial classification (spec gradient-watershed.md part C; issue 16
+// item 3). A pixel-wise classifier (RBF SVM, SAM, minimum distance, or an external class map), then
+// with --segment watershed the majority vote inside the regions of RCMG → watershed; OA/AA/κ and the
+// confusion matrix on the test labels. OUT: the class map (.npy/ENVI i32, or a colour PNG with a legend).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "cubekit/classify.hpp"
+#include "cubekit/error.hpp"
+#include "cubekit/gradient.hpp"
+#include "cubekit/io.hpp"
+#include "cubekit/watershed.hpp"
+#include "option_flags.hpp"
+#include "outputs.hpp"
+
+namespace cubekit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- flags ----------------------------------------------------------------------------------------
+
+/// The declared options of one classify run: the vote, the split, the SVM, the watershed (2-D:
+/// connectivity 4 or 8, also the RCMG window's).
+struct ClassifyFlags {
+    VoteOptions vote;
+    SplitOptions split;
+    SvmOptions svm;
+    WatershedOptions watershed;
+};
+
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, ClassifyFlags>
+void visit_fields(O& f, V&& visit) {
+    visit_fields(f.vote, visit);
+    visit_fields(f.split, visit);
+    visit_fields(f.svm, visit);
+    visit_fields(f.watershed, [&](auto& value, const Field& field) {
+        if (field.name == "volume") return;
+        if (field.name != "connectivity") return visit(value, field);
+        visit(value, Field{.name = "connectivity", .doc = "--segment watershed: neighbours of the RCMG and the watershed, 8 or 4",
+                           .one_of = {4, 8}});
+    });
+}
+
+struct Args {
+    CommonOptions common;
+    ClassifyFlags flags;
+    BoundFlags bound;
+    std::string input, output, train, test, classifier = "svm", segment = "none", model_in, model_out, png,
+                                                                               pixelwise_out;
+};
+
+// ---- inputs ---------------------------------------------------------------------------------------
+
+/// A secondary input, FILE or FILE.mat:VAR (as `detect --target-mask` reads its mask): split on the
+/// last ':' when the whole text is no file and the part before it is one. Errors name `flag`.
+Cube read_secondary(const std::string& spec, const std::string& flag) {
+    ReadOptions ro;
+    std::string path = spec;
+    const auto colon = spec.rfind(':');
+    if (colon != std::string::npos && colon > 0 && !fs::exists(spec) && fs::is_regular_file(spec.substr(0, colon)))
+        path = spec.substr(0, colon), ro.var = spec.substr(colon + 1);
+    try {
+        return read_cube(path, ro);
+    } catch (const IoError& e) {
+        throw IoError(flag + ": " + e.what());
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(flag + " " + spec + ": " + e.what());
+    }
+}
+
+/// A label image of IN's width and height, as checked i32 labels (classify.hpp: to_label_image).
+Cube read_labels(const Context& ctx, const std::string& spec, const std::string& flag, const CubeShape& in) {
+    const Cube c = read_secondary(spec, flag);
+    if (c.width() != in.width || c.height() != in.height || c.bands() != 1)
+        throw InvalidInput(flag + " " + spec + " is " + std::to_string(c.width()) + "x" + std::to_string(c.height()) + "x" +
+                           std::to_string(c.bands()) + "; expected " + std::to_string(in.width) + "x" +
+                           std::to_string(in.height) + "x1, the size of IN");
+    try {
+        return to_label_image(ctx, c);
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(flag + " " + spec + ": " + e.what());
+    }
+}
+
+/// What --classifier names: one of the classifiers, or an external class map (FILE or FILE:VAR).
+std::optional<Classifier> classifier_of(const Args& a) {
+    if (const std::optional<Classifier> c = find_enum<Classifier>(a.classifier)) return c;
+    const auto colon = a.classifier.rfind(':');
+    if (!fs::exists(a.classifier) && !(colon != std::string::npos && fs::is_regular_file(a.classifier.substr(0, colon))))
+        throw InvalidInput("--classifier = " + a.classifier + ": expected svm, sam, mindist or a class-map file (FILE or FILE.mat:VAR)");
+    return std::nullopt;
+}
+
+void check_flags(const Args& a) {
+    const FileFormat f = output_format(a.output);
+    if (f != FileFormat::Npy && f != FileFormat::Envi && f != FileFormat::Png && f != FileFormat::Pnm)
+        throw InvalidInput("classify: OUT = " + a.output + ": use .npy or ENVI (.hdr/.img) for the class map, .png for its colours");
+    for (const std::string* o : {&a.png, &a.pixelwise_out}) {
+        const FileFormat g = o->empty() ? FileFormat::Png : output_format(*o);
+        if (g != FileFormat::Png && g != FileFormat::Pnm && (o == &a.png || (g != FileFormat::Npy && g != FileFormat::Envi)))
+            throw InvalidInput(std::string(o == &a.png ? "--png = " : "--pixelwise-out = ") + *o +
+                               (o == &a.png ? ": use .png" : ": use .npy, ENVI (.hdr/.img) or .png"));
+    }
+    if (a.segment != "none" && a.segment != "watershed")
+        throw InvalidInput("--segment = '" + a.segment + "': expected watershed or none");
+    if (!a.pixelwise_out.empty() && a.segment == "none")
+        throw InvalidInput("--pixelwise-out: without --segment watershed OUT already is the pixel-wise map");
+    if (a.bound.given("train_fraction") && !a.test.empty())
+        throw InvalidInput("--test: --train-fraction already splits --train into training and test pixels; give one");
+    const std::optional<Classifier> c = classifier_of(a);
+    if (!c && (!a.model_in.empty() || !a.model_out.empty()))
+        throw InvalidInput(std::string(a.model_in.empty() ? "--model-out" : "--model-in") +
+                           ": --classifier " + a.classifier + " is a class map, there is no model");
+    if (c && a.model_in.empty() && a.train.empty())
+        throw InvalidInput("--train: the " + a.classifier + " classifier needs training labels (or --model-in)");
+    if (a.bound.given("train_fraction") && a.train.empty())
+        throw InvalidInput("--train-fraction: give --train LABELS to split");
+    if (!a.model_in.empty() && !fs::is_regular_file(a.model_in))
+        throw IoError("--model-in " + a.model_in + ": no such file");
+    std::vector<std::string> outs{a.output};
+    for (const std::string* o : {&a.png, &a.pixelwise_out, &a.model_out})
+        if (!o->empty()) outs.push_back(*o);
+    check_distinct(outs, "classify");
+}
+
+// ---- the pixel-wise step ----------------------------------------------------------------------------
+
+/// The model a run used, whichever classifier it was.
+struct Model {
+    Classifier classifier = Classifier::Svm;
+    std::optional<SvmModel> svm;
+    std::optional<ClassMeans> means;
+};
+
+/// --model-in: a class-means JSON file (it starts with '{'), else a LIBSVM model with its scaling.
+Model read_model(const std::string& path) {
+    std::ifstream in(path);
+    char first = 0;
+    in >> first;
+    Model m;
+    try {
+        if (first == '{') m.means = read_class_means(path), m.classifier = m.means->classifier;
+        else m.svm = read_svm_model(path), m.classifier = Classifier::Svm;
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(std::string("--model-in: ") + e.what());
+    }
+    return m;
+}
+
+Model train_model(const Context& ctx, const Cube& cube, const Cube& train, Classifier c, SvmOptions svm) {
+    Model m;
+    m.classifier = c;
+    try {
+        if (c == Classifier::Svm) m.svm = train_svm(ctx, cube, train, svm);
+        else m.means = train_class_means(ctx, cube, train, c);
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(std::string("--train: ") + e.what());
+    }
+    return m;
+}
+
+Cube predict(const Context& ctx, const Cube& cube, const Model& m) {
+    try {
+        return m.svm ? predict_svm(ctx, cube, *m.svm).classes : predict_class_means(ctx, cube, *m.means);
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(std::string(m.svm ? "--model-in: " : "") + e.what());
+    }
+}
+
+nlohmann::ordered_json model_json(const Model& m) {
+    nlohmann::ordered_json j;
+    j["classifier"] = enum_name(m.classifier);
+    if (m.means) {
+        j["classes"] = m.means->classes;
+        j["training_pixels"] = m.means->counts;
+        return j;
+    }
+    const SvmModel& s = *m.svm;
+    j["classes"] = s.classes;
+    j["c"] = s.c;
+    j["gamma"] = s.gamma;
+    j["cv_accuracy"] = std::isnan(s.cv_accuracy) ? nlohmann::ordered_json() : nlohmann::ordered_json(s.cv_accuracy);
+    j["support_vectors"] = s.num_sv();
+    j["training_pixels"] = s.training_pixels;
+    nlohmann::ordered_json grid = nlohmann::ordered_json::array();
+    for (const SvmGridPoint& g : s.grid) grid.push_back({{"c", g.c}, {"gamma", g.gamma}, {"accuracy", g.accuracy}});
+    j["grid"] = grid;
+    return j;
+}
+
+// ---- scores ---------------------------------------------------------------------------------------
+
+nlohmann::ordered_json scores_json(const ClassificationScores& s) {
+    const auto number = [](double v) { return std::isnan(v) ? nlohmann::ordered_json() : nlohmann::ordered_json(v); };
+    nlohmann::ordered_json j;
+    j["oa"] = number(s.oa);
+    j["aa"] = number(s.aa);
+    j["kappa"] = number(s.kappa);
+    const std::size_t K = s.classes.size();
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < K; ++i)
+        rows.push_back(std::vector<std::int64_t>(s.confusion.begin() + std::ptrdiff_t(i * K),
+                                                 s.confusion.begin() + std::ptrdiff_t((i + 1) * K)));
+    j["confusion"] = rows;
+    j["classes"] = s.classes;
+    nlohmann::ordered_json per_class = nlohmann::ordered_json::array();
+    for (double a : s.per_class_accuracy) per_class.push_back(number(a));
+    j["per_class_accuracy"] = per_class;
+    j["counts"] = s.counts;
+    j["total"] = s.total;
+    j["correct"] = s.correct;
+    return j;
+}
+
+std::string scores_line(const std::string& what, const ClassificationScores& s) {
+    return "  " + what + ": OA " + number_text(std::round(s.oa * 1e4) / 1e4) + ", AA " +
+           number_text(std::round(s.aa * 1e4) / 1e4) + ", kappa " + number_text(std::round(s.kappa * 1e4) / 1e4) +
+           " on " + std::to_string(s.total) + " test pixels";
+}
+
+// ---- the class-map PNG --------------------------------------------------------------------------------
+
+/// Colour of the k-th class of the legend: Matplotlib's "tab10", then the light half of "tab20"
+/// (as `cubekit cluster` colours its clusters); beyond, hues stepped by the golden angle.
+std::array<std::uint8_t, 3> class_colour(std::size_t k) {
+    static constexpr std::uint8_t kTable[20][3] = {
+        {0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c}, {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd},
+        {0x8c, 0x56, 0x4b}, {0xe3, 0x77, 0xc2}, {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22}, {0x17, 0xbe, 0xcf},
+        {0xae, 0xc7, 0xe8}, {0xff, 0xbb, 0x78}, {0x98, 0xdf, 0x8a}, {0xff, 0x98, 0x96}, {0xc5, 0xb0, 0xd5},
+        {0xc4, 0x9c, 0x94}, {0xf7, 0xb6, 0xd2}, {0xc7, 0xc7, 0xc7}, {0xdb, 0xdb, 0x8d}, {0x9e, 0xda, 0xe5}};
+    if (k < 20) return {kTable[k][0], kTable[k][1], kTable[k][2]};
+    const double h = std::fmod(double(k) * 0.6180339887498949, 1.0) * 6.0, s = 0.65, v = (k % 2) ? 0.75 : 0.95;
+    const int sector = int(h);
+    const double f = h - sector, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+    const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
+    return {std::uint8_t(std::lround(255 * rgb[sector % 6][0])), std::uint8_t(std::lround(255 * rgb[sector % 6][1])),
+            std::uint8_t(std::lround(255 * rgb[sector % 6][2]))};
+}
+
+/// 3×5 digits, one row of 3 bits per entry (bit 2 = left column).
+constexpr std::uint8_t kDigits[10][5] = {{7, 5, 5, 5, 7}, {2, 6, 2, 2, 7}, {7, 1, 7, 4, 7}, {7, 1, 7, 1, 7},
+                                         {5, 5, 7, 1, 1}, {7, 4, 7, 1, 7}, {7, 4, 7, 5, 7}, {7, 1, 1, 1, 1},
+                                         {7, 5, 7, 5, 7}, {7, 5, 7, 1, 7}};
+constexpr int kSwatch = 12, kScale = 2, kGap = 4, kRow = kSwatch + 2 * kGap;
+
+void fill(Cube& img, int x0, int y0, int w, int h, std::array<std::uint8_t, 3> rgb) {
+    for (int y = y0; y < std::min(y0 + h, img.height()); ++y)
+        for (int x = x0; x < std::min(x0 + w, img.width()); ++x)
+            for (int c = 0; c < 3; ++c) img.at<std::uint8_t>(x, y, c) = rgb[std::size_t(c)];
+}
+
+int legend_entry_width(std::int32_t label) { return kSwatch + kGap + int(std::to_string(label).size()) * 4 * kScale + 2 * kGap; }
+
+/// The legend entries of `classes` laid out in rows no wider than `width`; returns the rows needed.
+int legend_rows(const std::vector<std::int32_t>& classes, int width) {
+    int rows = 1, x = kGap;
+    for (std::int32_t c : classes) {
+        if (x + legend_entry_width(c) > width && x > kGap) ++rows, x = kGap;
+        x += legend_entry_width(c);
+    }
+    return rows;
+}
+
+/// The class map in colours (0: black), with a legend strip below: a swatch and the label of every class.
+Cube class_map_png(const Cube& map, const std::vector<std::int32_t>& classes) {
+    int width = map.width();
+    for (std::int32_t c : classes) width = std::max(width, legend_entry_width(c) + 2 * kGap);
+    const int strip = legend_rows(classes, width) * kRow;
+    Cube img(width, map.height() + strip, 3, DType::U8, Layout::BIP);
+    for (int y = 0; y < map.height(); ++y)
+        for (int x = 0; x < map.width(); ++x) {
+            const std::int32_t v = map.at<std::int32_t>(x, y, 0);
+            const auto k = std::lower_bound(classes.begin(), classes.end(), v);
+            if (v != 0 && k != classes.end() && *k == v) fill(img, x, y, 1, 1, class_colour(std::size_t(k - classes.begin())));
+        }
+    int x = kGap, y = map.height() + kGap;
+    for (std::size_t k = 0; k < classes.size(); ++k) {
+        if (x + legend_entry_width(classes[k]) > width && x > kGap) x = kGap, y += kRow;
+        fill(img, x, y, kSwatch, kSwatch, class_colour(k));
+        int tx = x + kSwatch + kGap;
+        for (char d : std::to_string(classes[k])) {
+            for (int r = 0; r < 5; ++r)
+                for (int col = 0; col < 3; ++col)
+                    if (kDigits[d - '0'][r] >> (2 - col) & 1)
+                        fill(img, tx + col * kScale, y + 1 + r * kScale, kScale, kScale, {255, 255, 255});
+            tx += 4 * kScale;
+        }
+        x += legend_entry_width(classes[k]);
+    }
+    return img;
+}
+
+/// Writes a class map: .npy/ENVI the i32 labels, .png/.pnm the colours with the legend.
+void write_map(const Cube& map, const std::string& path, const std::string& role, const std::vector<std::int32_t>& classes,
+               const CommonOptions& common, OutputList& outputs) {
+    const FileFormat f = output_format(path);
+    if (f == FileFormat::Png || f == FileFormat::Pnm) {
+        write_cube(class_map_png(map, classes), path, common.write);
+        nlohmann::json legend = nlohmann::json::array();
+        for (std::size_t k = 0; k < classes.size(); ++k) legend.push_back({{"class", classes[k]}, {"rgb", class_colour(k)}});
+        outputs.add(path, {{"role", role + "_png"}, {"path", path}, {"format", format_name(f)}, {"legend", legend}});
+        return;
+    }
+    write_cube(map, path, common.write);
+    outputs.add(path, role, std::string(format_name(f)), "i32");
+}
+
+// ---- the run --------------------------------------------------------------------------------------
+
+/// Training and test labels: --train (split by --train-fraction into both) and --test.
+struct Labels {
+    std::optional<Cube> train, test;
+    std::vector<ClassCount> split;  ///< per class, when --train-fraction split --train
+};
+
+Labels read_run_labels(const Context& ctx, const Args& a, const CubeShape& in) {
+    Labels l;
+    if (!a.train.empty()) l.train = read_labels(ctx, a.train, "--train", in);
+    if (a.bound.given("train_fraction")) {
+        Split s;
+        try {
+            s = stratified_split(ctx, *l.train, a.flags.split);
+        } catch (const InvalidInput& e) {
+            throw InvalidInput(std::string("--train: ") + e.what());
+        }
+        l.train = std::move(s.train), l.test = std::move(s.test), l.split = std::move(s.classes);
+    } else if (!a.test.empty()) {
+        l.test = read_labels(ctx, a.test, "--test", in);
+    }
+    return l;
+}
+
+struct Run {
+    std::optional<Model> model;  ///< none for an external class map
+    Cube pixelwise;
+    std::optional<VoteResult> vote;
+    std::int64_t regions = 0;
+    std::optional<ClassificationScores> pixel_scores, region_scores;
+    std::vector<std::int32_t> classes;  ///< of the legend: the model's and every predicted value, ascending
+};
+
+void pixelwise_step(const Context& ctx, const Args& a, const Cube& cube, const Labels& labels, Run& run, Timings& t) {
+    const std::optional<Classifier> c = classifier_of(a);
+    if (!c) {
+        run.pixelwise = t.time("read", [&] { return read_labels(ctx, a.classifier, "--classifier", cube.shape()); });
+        return;
+    }
+    if (a.model_in.empty()) {
+        SvmOptions svm = a.flags.svm;
+        svm.seed = a.flags.split.seed;
+        run.model = t.time("train", [&] { return train_model(ctx, cube, *labels.train, *c, svm); });
+    } else {
+        run.model = read_model(a.model_in);
+        if (a.bound.given("classifier") && run.model->classifier != *c)
+            throw InvalidInput("--model-in " + a.model_in + " holds a " + std::string(enum_name(run.model->classifier)) +
+                               " model; --classifier says " + a.classifier);
+    }
+    run.pixelwise = t.time("predict", [&] { return predict(ctx, cube, *run.model); });
+}
+
+void segment_step(const Context& ctx, const Args& a, const Cube& cube, Run& run, Timings& t) {
+    RcmgOptions ro;
+    ro.connectivity = a.flags.watershed.connectivity;
+    const Cube gradient = t.time("rcmg", [&] { return rcmg(ctx, cube, ro); });
+    const WatershedResult w = t.time("watershed", [&] { return watershed(ctx, gradient, a.flags.watershed); });
+    run.regions = w.regions;
+    run.vote = t.time("vote", [&] { return region_vote(ctx, w.labels, run.pixelwise, a.flags.vote); });
+}
+
+void legend_classes(Run& run) {
+    std::vector<std::int32_t>& c = run.classes;
+    if (run.model) c = run.model->svm ? run.model->svm->classes : run.model->means->classes;
+    for (std::int32_t v : std::span(run.pixelwise.data<std::int32_t>(), run.pixelwise.num_elements()))
+        if (v != 0) c.push_back(v);
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+}
+
+OutputList write_outputs(const Args& a, const Cube& cube, Run& run) {
+    const Cube& final_map = run.vote ? run.vote->classes : run.pixelwise;
+    for (Cube* m : {&run.pixelwise, run.vote ? &run.vote->classes : nullptr})
+        if (m) m->metadata().map_info = cube.metadata().map_info, m->metadata().coordinate_system = cube.metadata().coordinate_system;
+    OutputList outputs;
+    try {
+        write_map(final_map, a.output, "classes", run.classes, a.common, outputs);
+        if (!a.png.empty()) write_map(final_map, a.png, "classes", run.classes, a.common, outputs);
+        if (!a.pixelwise_out.empty()) write_map(run.pixelwise, a.pixelwise_out, "pixelwise", run.classes, a.common, outputs);
+        if (!a.model_out.empty()) {
+            if (run.model->svm) {
+                write_svm_model(*run.model->svm, a.model_out);
+                outputs.add(a.model_out, "model", "libsvm");
+                outputs.add(a.model_out + ".scaling.json", "model_scaling", "json");
+            } else {
+                write_class_means(*run.model->means, a.model_out);
+                outputs.add(a.model_out, "model", "json");
+            }
+        }
+    } catch (...) {
+        outputs.remove_all();
+        throw;
+    }
+    return outputs;
+}
+
+nlohmann::json run_json(const Args& a, const Context& ctx, const nlohmann::json& choice, const Cube& cube,
+                        const Labels& labels, const Run& run) {
+    nlohmann::json j = summary("classify", ctx, choice);
+    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["parameters"] = parameters_json(a.flags);
+    j["parameters"]["classifier"] = run.model ? std::string(enum_name(run.model->classifier)) : a.classifier;
+    j["parameters"]["segment"] = a.segment;
+    if (!a.bound.given("train_fraction")) j["parameters"].erase("train_fraction");
+    if (run.model) j["model"] = model_json(*run.model);
+    if (!labels.split.empty()) {
+        nlohmann::json per_class = nlohmann::json::array();
+        for (const ClassCount& c : labels.split)
+            per_class.push_back({{"class", c.label}, {"total", c.total}, {"train", c.train}, {"test", c.test}});
+        j["split"] = {{"train_fraction", a.flags.split.train_fraction}, {"seed", a.flags.split.seed}, {"classes", per_class}};
+    }
+    if (run.pixel_scores) j["pixelwise"] = scores_json(*run.pixel_scores);
+    if (run.vote) {
+        const VoteStats& v = run.vote->stats;
+        j["segmentation"] = {{"method", "rcmg + watershed"}, {"regions", run.regions}};
+        j["vote"] = {{"regions", v.regions},     {"relabelled", v.relabelled}, {"ties", v.ties},
+                     {"no_voters", v.no_voters}, {"below_tau", v.below_tau},   {"changed_pixels", v.changed_pixels}};
+    }
+    if (run.region_scores) j["regions"] = scores_json(*run.region_scores);
+    return j;
+}
+
+void classify_command(const Args& a) {
+    check_flags(a);
+    const CommonOptions& common = a.common;
+    Timings t;
+    auto [ctx, cube, choice] = context_while_reading(
+        common, "classify", t, a.input, [&] { return read_input(a.input, common).cube; },
+        [&](const CubeShape& s) { return a.segment == "none" ? WorkEstimate{} : estimate_rcmg(s); });
+    const Labels labels = t.time("read", [&] { return read_run_labels(ctx, a, cube.shape()); });
+    Run run;
+    pixelwise_step(ctx, a, cube, labels, run, t);
+    if (a.segment == "watershed") segment_step(ctx, a, cube, run, t);
+    legend_classes(run);
+    if (labels.test) {
+        const auto score = [&](const Cube& map) {
+            try {
+                return classification_scores(ctx, map, *labels.test);
+            } catch (const InvalidInput& e) {
+                throw InvalidInput(std::string(a.test.empty() ? "--train-fraction: " : "--test: ") + e.what());
+            }
+        };
+        run.pixel_scores = t.time("score", [&] { return score(run.pixelwise); });
+        if (run.vote) run.region_scores = t.time("score", [&] { return score(run.vote->classes); });
+    }
+    const OutputList outputs = t.time("write", [&] { return write_outputs(a, cube, run); });
+
+    say(common, "classify: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
+                    (run.model ? std::string(enum_name(run.model->classifier)) : "class map " + a.classifier) +
+                    (run.vote ? ", " + std::to_string(run.regions) + " watershed regions" : ""));
+    if (run.model && run.model->svm)
+        say(common, "  svm: C " + number_text(run.model->svm->c) + ", gamma " + number_text(run.model->svm->gamma) + ", " +
+                        std::to_string(run.model->svm->num_sv()) + " support vectors");
+    if (run.pixel_scores) say(common, scores_line("pixel-wise", *run.pixel_scores));
+    if (run.region_scores) say(common, scores_line("region vote", *run.region_scores));
+    if (!labels.test) say(common, "  no test labels (--test or --train-fraction): no scores");
+    for (const auto& o : outputs.json()) say(common, "  wrote " + o["path"].get<std::string>());
+    nlohmann::json j = run_json(a, ctx, choice, cube, labels, run);
+    j["outputs"] = outputs.json();
+    emit_json(common, j, t);
+}
+
+}  // namespace
+
+Action add_classify(CLI::App& root) {
+    auto a = std::make_shared<Args>();
+    CLI::App* app = root.add_subcommand("classify", "spectral-spatial classification: pixel-wise classifier + majority vote in watershed regions");
+    app->footer(
+        "Pixel-wise: an RBF-kernel SVM (LIBSVM C-SVC, one-against-one; inputs scaled per band to [-1, 1];\n"
+        "C and gamma by --cv-folds cross-validation over C in {1, 10, ..., 10000}, gamma in {1/16, ..., 16}/bands),\n"
+        "the spectral angle (sam) or the Euclidean distance (mindist) to the class means, or a class map FILE.\n"
+        "--segment watershed: RCMG -> watershed regions, then each region takes its majority class (a tie, no\n"
+        "voters or a share below --tau keeps the pixel-wise classes). Scores (OA, AA, kappa, confusion) on --test,\n"
+        "or on the labels --train-fraction leaves out of training. Labels: 0 = unlabelled; FILE.mat:VAR names a variable.\n"
+        "Examples:\n"
+        "  cubekit classify SalinasA_corrected.mat classes.png --var salinasA_corrected \\\n"
+        "      --train SalinasA_gt.mat:salinasA_gt --train-fraction 0.05 --seed 1 --segment watershed --json\n"
+        "  cubekit classify scene.hdr classes.npy --train train.png --test test.png --classifier sam --model-out sam.json\n"
+        "  cubekit classify scene.hdr voted.npy --classifier svm_map.npy --segment watershed --test test.png");
+    app->add_option("IN", a->input, "input cube (any format cubekit reads; --var names a MATLAB variable)")->required();
+    app->add_option("OUT", a->output, "class map: .npy or ENVI (i32), or .png (colours with a legend)")->required();
+    app->add_option("--train", a->train, "training labels, W x H (0 = unlabelled); FILE.mat:VAR for a MATLAB variable");
+    app->add_option("--test", a->test, "test labels for the scores, W x H (0 = not scored)");
+    a->bound.add("classifier", app->add_option("--classifier", a->classifier,
+                                                "svm, sam, mindist, or FILE: an external class map (0 = no prediction)")
+                                   ->default_str("svm"));
+    app->add_option("--segment", a->segment, "watershed: majority vote in the regions of RCMG -> watershed; none")
+        ->default_str("none");
+    const BoundFlags flags = bind_flags(*app, a->flags);
+    a->bound.add("train_fraction", flags["train_fraction"]);
+    app->add_option("--model-in", a->model_in, "classify with a saved model (--model-out) instead of training");
+    app->add_option("--model-out", a->model_out, "save the model: svm: LIBSVM's model file + F.scaling.json; sam, mindist: JSON");
+    app->add_option("--png", a->png, "also write the class map in colours with a legend (.png)");
+    app->add_option("--pixelwise-out", a->pixelwise_out, "with --segment: also write the pixel-wise map (.npy, ENVI or .png)");
+    add_common_flags(*app, a->common);
+    add_output_flags(*app, a->common);
+    return [a] { classify_command(*a); };
+}
+
+}  // namespace cubekit::cli

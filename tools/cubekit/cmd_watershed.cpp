@@ -1,0 +1,562 @@
+// cubekit watershed | segment: the cellular-automaton watershed of a relief the user has, and the
+// RCMG → watershed segmentation of a cube with per-region statistics (spec gradient-watershed.md
+// part B; issue 16 items 1 and 2).
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "cubekit/error.hpp"
+#include "cubekit/io.hpp"
+#include "cubekit/watershed.hpp"
+#include "option_flags.hpp"
+#include "outputs.hpp"
+
+namespace cubekit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- the flags of both commands, from the declarations ------------------------------------------
+
+/// WatershedOptions' fields (segment: without volume, connectivity 4 or 8) and, for segment,
+/// RcmgOptions' fields with the RCMG's connectivity spelt --rcmg-connectivity (issue 16: in
+/// segment --connectivity sets both unless --rcmg-connectivity is given; 0 = "as --connectivity").
+struct ChainFlags {
+    explicit ChainFlags(bool chain) : segment(chain) { rcmg.connectivity = 0; }
+    WatershedOptions watershed;
+    RcmgOptions rcmg;
+    bool segment;
+};
+
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, ChainFlags>
+void visit_fields(O& f, V&& visit) {
+    visit_fields(f.watershed, [&](auto& value, const Field& field) {
+        Field d = field;
+        if (field.name == "volume") {
+            if (f.segment) return;
+            d.doc = "IN's bands are the z-slices of a volume (a 3-D .npy is (D, H, W)); 6 or 26 neighbours, default 26";
+        }
+        if (field.name == "connectivity")
+            d = f.segment ? Field{.name = "connectivity", .doc = "neighbours: 8 or 4, of the watershed and the RCMG window "
+                                                                "(unless --rcmg-connectivity)", .one_of = {4, 8}}
+                          : Field{.name = "connectivity", .doc = "neighbours: 4 or 8; with --volume 6 or 26 (default 26)",
+                                  .one_of = {4, 6, 8, 26}};
+        visit(value, d);
+    });
+    if (!f.segment) return;
+    visit_fields(f.rcmg, [&](auto& value, const Field& field) {
+        Field d = field;
+        if (field.name == "connectivity")
+            d = Field{.name = "rcmg_connectivity", .doc = "RCMG window: 8 (3x3 square) or 4 (cross); default: --connectivity",
+                      .one_of = {4, 8}, .automatic = 0};
+        visit(value, d);
+    });
+}
+
+struct Args {
+    explicit Args(bool chain) : flags(chain) {}
+    CommonOptions common;
+    ChainFlags flags;
+    BoundFlags bound;
+    std::string input, output, markers, mask, png, boundary_out, gradient_out, regions_out;
+};
+
+// ---- inputs ---------------------------------------------------------------------------------------
+
+/// The number of axes of a .npy file's array; 0 when `path` is no .npy (or its header says nothing).
+int npy_ndim(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    char head[12] = {};
+    if (!in.read(head, 10) || std::string(head + 1, 5) != "NUMPY") return 0;
+    std::size_t length = std::uint8_t(head[8]) | std::size_t(std::uint8_t(head[9])) << 8;
+    if (head[6] >= 2) {  // format 2.0 and 3.0: a 4-byte header length
+        if (!in.read(head + 10, 2)) return 0;
+        length |= std::size_t(std::uint8_t(head[10])) << 16 | std::size_t(std::uint8_t(head[11])) << 24;
+    }
+    std::string header(std::min<std::size_t>(length, 1 << 16), '\0');
+    in.read(header.data(), std::streamsize(header.size()));
+    const std::size_t open = header.find('(', header.find("'shape'")), close = header.find(')', open);
+    if (header.find("'shape'") == std::string::npos || open == std::string::npos || close == std::string::npos) return 0;
+    int axes = 0;
+    bool digits = false;
+    for (std::size_t i = open + 1; i < close; ++i) {
+        if (std::isdigit(static_cast<unsigned char>(header[i])) && !digits) ++axes;
+        digits = std::isdigit(static_cast<unsigned char>(header[i]));
+    }
+    return axes;
+}
+
+/// A (D, H, W) .npy array — read as H' = D, W' = H, B' = W — as the W×H×D volume it holds
+/// (dense BSQ: bands = z-slices), whatever strides the reader gave it.
+Cube npy_volume(const Cube& read) {
+    const CubeView v = read.view();
+    const Strides s = v.strides();
+    return Cube::from_view(CubeView::host(v.data(), v.bands(), v.width(), v.height(), v.dtype(), {s.b, s.x, s.y}),
+                           Layout::BSQ);
+}
+
+/// A W×H×D volume as a .npy file of shape (D, H, W): the cube whose (H', W', B') = (D, H, W).
+Cube npy_volume_layout(const Cube& volume) {
+    const Cube bsq = volume.layout() == Layout::BSQ ? Cube() : volume.to_layout(Layout::BSQ);
+    const Cube& v = volume.layout() == Layout::BSQ ? volume : bsq;
+    const std::int64_t W = v.width(), H = v.height();
+    return Cube::from_view(CubeView::host(v.bytes(), v.height(), v.bands(), v.width(), v.dtype(), {W, W * H, 1}),
+                           Layout::BIP);
+}
+
+/// A secondary input, FILE or FILE.mat:VAR (as `detect --target-mask` and `train --labels` read
+/// theirs): split on the last ':' when the part before it is a file. Errors name `flag`.
+Cube read_secondary(const std::string& spec, const std::string& flag, bool volume) {
+    ReadOptions ro;
+    std::string path = spec;
+    const auto colon = spec.rfind(':');
+    if (colon != std::string::npos && colon > 0 && !fs::exists(spec) && fs::is_regular_file(spec.substr(0, colon)))
+        path = spec.substr(0, colon), ro.var = spec.substr(colon + 1);
+    try {
+        Cube c = read_cube(path, ro);
+        if (volume && npy_ndim(path) == 3) return npy_volume(c);
+        return c;
+    } catch (const IoError& e) {
+        throw IoError(flag + ": " + e.what());
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(flag + " " + spec + ": " + e.what());
+    }
+}
+
+void check_same_size(const Cube& c, const CubeShape& want, const std::string& flag, const std::string& spec) {
+    if (c.width() != want.width || c.height() != want.height || c.bands() != want.bands)
+        throw InvalidInput(flag + " " + spec + " is " + std::to_string(c.width()) + "x" + std::to_string(c.height()) + "x" +
+                           std::to_string(c.bands()) + "; expected " + std::to_string(want.width) + "x" +
+                           std::to_string(want.height) + "x" + std::to_string(want.bands) + ", the size of IN");
+}
+
+/// --markers: integer labels (> 0 = a seed); floats (MATLAB's doubles) only when every value is an
+/// integer of the i32 range.
+Cube read_markers(const std::string& spec, const CubeShape& relief, bool volume) {
+    Cube m = read_secondary(spec, "--markers", volume);
+    check_same_size(m, relief, "--markers", spec);
+    if (!dtype_is_float(m.dtype())) return m;
+    for (int b = 0; b < m.bands(); ++b)
+        for (int y = 0; y < m.height(); ++y)
+            for (int x = 0; x < m.width(); ++x) {
+                const double v = m.value(x, y, b);
+                if (!(v == std::floor(v) && std::abs(v) <= 2147483647.0))
+                    throw InvalidInput("--markers " + spec + ": value " + number_text(v) + " at (x " + std::to_string(x) +
+                                       ", y " + std::to_string(y) + (volume ? ", z " + std::to_string(b) : "") +
+                                       "); expected integer labels (> 0 = a marker)");
+            }
+    return m.to_dtype(DType::I32);
+}
+
+/// --mask: nonzero (and not NaN) = inside, as u8 0/1.
+Cube read_mask(const std::string& spec, const CubeShape& relief, bool volume) {
+    const Cube m = read_secondary(spec, "--mask", volume);
+    check_same_size(m, relief, "--mask", spec);
+    Cube inside(m.width(), m.height(), m.bands(), DType::U8, Layout::BSQ);
+    for (int b = 0; b < m.bands(); ++b)
+        for (int y = 0; y < m.height(); ++y)
+            for (int x = 0; x < m.width(); ++x) {
+                const double v = m.value(x, y, b);
+                inside.at<std::uint8_t>(x, y, b) = v != 0 && !std::isnan(v);
+            }
+    return inside;
+}
+
+/// IN of `watershed`: one band, or with --volume a W×H×D volume (--bands then picks z-slices).
+Cube read_relief(const std::string& path, const CommonOptions& common, bool volume) {
+    if (!volume || npy_ndim(path) != 3) return read_input(path, common).cube;
+    CommonOptions every_band = common;
+    every_band.bands.clear();
+    Cube v = npy_volume(read_input(path, every_band).cube);
+    if (common.bands.empty()) return v;
+    return v.select_bands(parse_band_list(common.bands, v.bands(), "--bands"));
+}
+
+/// The watershed's CPU time: the reference's phases are sequential (breadth-first search,
+/// union-find, descent), so one thread's time is what auto compares (measured on the development
+/// machine, 2026-11-26: ~110 ns a pixel for a noise relief, f32, 8-connectivity).
+constexpr double kWatershedNsPerPixel = 110;
+WorkEstimate estimate_watershed(const CubeShape& s, int threads) {
+    const double n = double(s.num_elements());
+    return {n * kWatershedNsPerPixel * 1e-6 * threads, double(s.num_bytes()) + 4 * n};
+}
+
+// ---- outputs --------------------------------------------------------------------------------------
+
+/// Region colour: hues stepped by the golden angle through the labels (neighbours differ), three
+/// brightnesses; label 0 (outside the mask, unreached) black.
+std::array<std::uint8_t, 3> region_colour(std::int32_t label) {
+    if (label <= 0) return {0, 0, 0};
+    const double h = std::fmod(double(label) * 0.6180339887498949, 1.0) * 6.0, s = 0.6;
+    const double v = 0.65 + 0.15 * double(label % 3);
+    const int sector = int(h);
+    const double f = h - sector, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+    const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
+    const double* c = rgb[sector % 6];
+    return {std::uint8_t(std::lround(255 * c[0])), std::uint8_t(std::lround(255 * c[1])), std::uint8_t(std::lround(255 * c[2]))};
+}
+
+/// The regions in their colours with the boundary map (watershed_boundary) drawn black.
+Cube region_picture(const Cube& labels, const Cube& boundary) {
+    Cube rgb(labels.width(), labels.height(), 3, DType::U8, Layout::BIP);
+    std::uint8_t* out = rgb.data<std::uint8_t>();
+    for (int y = 0; y < labels.height(); ++y)
+        for (int x = 0; x < labels.width(); ++x) {
+            if (boundary.at<std::uint8_t>(x, y, 0)) continue;
+            const auto c = region_colour(labels.at<std::int32_t>(x, y, 0));
+            std::copy(c.begin(), c.end(), out + 3 * (std::size_t(y) * std::size_t(labels.width()) + std::size_t(x)));
+        }
+    return rgb;
+}
+
+/// A W×H×D map as `path` holds it: .npy volumes (D, H, W), ENVI as it is.
+void write_map(const Cube& map, const std::string& path, bool volume, const CommonOptions& common) {
+    const bool npy = output_format(path) == FileFormat::Npy;
+    if (volume && npy)
+        write_cube(npy_volume_layout(map), path, common.write);
+    else
+        write_cube(map, path, common.write);
+}
+
+nlohmann::ordered_json regions_json(const std::vector<RegionStats>& stats) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const RegionStats& r : stats) {
+        nlohmann::ordered_json row;
+        row["label"] = r.label;
+        row["area"] = r.area;
+        row["x0"] = r.x0, row["y0"] = r.y0, row["x1"] = r.x1, row["y1"] = r.y1;
+        row["centroid_x"] = r.centroid_x, row["centroid_y"] = r.centroid_y;
+        row["mean_gradient"] = std::isnan(r.mean_gradient) ? nlohmann::ordered_json() : nlohmann::ordered_json(r.mean_gradient);
+        row["mean_spectrum"] = r.mean_spectrum;
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+std::string regions_csv(const std::vector<RegionStats>& stats, const std::vector<std::string>& band_names) {
+    std::string s = "label,area,x0,y0,x1,y1,centroid_x,centroid_y,mean_gradient";
+    const auto cell = [&s](const std::string& text) { s.append(1, ',').append(text); };
+    for (const std::string& n : band_names) cell(n);
+    s.append(1, '\n');
+    for (const RegionStats& r : stats) {
+        s.append(std::to_string(r.label));
+        for (std::int64_t v : {r.area, std::int64_t(r.x0), std::int64_t(r.y0), std::int64_t(r.x1), std::int64_t(r.y1)})
+            cell(std::to_string(v));
+        for (double v : {r.centroid_x, r.centroid_y, r.mean_gradient}) cell(number_text(v));
+        for (double v : r.mean_spectrum) cell(number_text(v));
+        s.append(1, '\n');
+    }
+    return s;
+}
+
+/// The gradient as rcmg writes it: display-scaled PNG/PNM, float elsewhere.
+void write_gradient(const Cube& g, const std::string& path, const CommonOptions& common, OutputList& written) {
+    const FileFormat f = output_format(path);
+    if (f == FileFormat::Png || f == FileFormat::Pnm) {
+        const double white = display_white_point(g);
+        write_cube(to_display_u8(g, white), path, common.write);
+        written.add(path, {{"role", "gradient"}, {"path", path}, {"format", format_name(f)}, {"dtype", "u8"},
+                           {"scale", {{"rule", "round(255 * min(v, white) / white), white = 99th percentile"}, {"white", white}}}});
+    } else {
+        write_cube(g, path, common.write);
+        written.add(path, "gradient", std::string(format_name(f)), std::string(dtype_name(g.dtype())));
+    }
+}
+
+/// The labels (OUT), the boundary map and the picture; every file in `written`. Returns the ms spent
+/// making the boundary map and the picture (the "paint" step, outside "write").
+double write_label_outputs(const Context& ctx, const Args& a, Cube& labels, const WatershedOptions& o,
+                           const Metadata& source, OutputList& written) {
+    labels.metadata().map_info = source.map_info;  // ENVI keeps the georeference
+    labels.metadata().coordinate_system = source.coordinate_system;
+    labels.metadata().description = a.flags.segment ? "cubekit segment labels" : "cubekit watershed labels";
+    write_map(labels, a.output, o.volume, a.common);
+    written.add(a.output, "labels", std::string(format_name(output_format(a.output))), "i32");
+    if (a.boundary_out.empty() && a.png.empty()) return 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Cube boundary = watershed_boundary(ctx, labels, o.connectivity, o.volume);
+    const Cube picture = a.png.empty() ? Cube() : region_picture(labels, boundary);
+    const double paint_ms = elapsed_ms(t0);
+    if (!a.boundary_out.empty()) {
+        const FileFormat f = output_format(a.boundary_out);
+        if (f == FileFormat::Npy || f == FileFormat::Envi)
+            write_map(boundary, a.boundary_out, o.volume, a.common);
+        else
+            write_cube(binary_map_for_file(boundary, a.boundary_out), a.boundary_out, a.common.write);
+        written.add(a.boundary_out, "boundary", std::string(format_name(f)), "u8");
+    }
+    if (!a.png.empty()) {
+        write_cube(picture, a.png, a.common.write);
+        written.add(a.png, "picture", "png", "u8");
+    }
+    return paint_ms;
+}
+
+/// Every output name of the run, checked before any work: OUT (labels), the pictures, the maps.
+std::vector<std::string> check_output_names(const Args& a) {
+    const FileFormat f = output_format(a.output);
+    if (f != FileFormat::Npy && f != FileFormat::Envi)
+        throw InvalidInput("OUT = " + a.output + ": the labels are i32; write .npy or ENVI (.hdr/.img), and the picture with --png");
+    if (!a.png.empty() && output_format(a.png) != FileFormat::Png)
+        throw InvalidInput("--png = " + a.png + ": expected a .png file name");
+    for (const std::string* p : {&a.boundary_out, &a.gradient_out})
+        if (!p->empty()) output_format(*p);
+    const std::string ext = fs::path(a.regions_out).extension().string();
+    if (!a.regions_out.empty() && ext != ".csv" && ext != ".json")
+        throw InvalidInput("--regions-out = " + a.regions_out + ": expected a .csv or .json file name");
+    std::vector<std::string> paths{a.output};
+    for (const std::string* p : {&a.png, &a.boundary_out, &a.gradient_out, &a.regions_out})
+        if (!p->empty()) paths.push_back(*p);
+    check_distinct(paths, a.flags.segment ? "segment" : "watershed");
+    return paths;
+}
+
+/// A volume of more than one slice has no one picture: --png and a PNG/PNM --boundary-out are refused.
+void check_pictures_of(const Args& a, const Cube& volume) {
+    if (volume.bands() == 1) return;
+    for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--png", a.png}, {"--boundary-out", a.boundary_out}}) {
+        if (path.empty()) continue;
+        const FileFormat f = output_format(path);
+        if (f == FileFormat::Png || f == FileFormat::Pnm)
+            throw InvalidInput(flag + " = " + path + ": a volume of " + std::to_string(volume.bands()) +
+                               " slices has no one picture (write the map as .npy or ENVI)");
+    }
+}
+
+// ---- the commands ----------------------------------------------------------------------------------
+
+/// Options as the run uses them; refuses connectivity and volume that do not go together.
+WatershedOptions resolved(const Args& a) {
+    WatershedOptions o = a.flags.watershed;
+    if (o.volume && !a.bound.given("connectivity")) o.connectivity = 26;
+    const bool three_d = o.connectivity == 6 || o.connectivity == 26;
+    if (three_d != o.volume)
+        throw InvalidInput("--connectivity = " + std::to_string(o.connectivity) + "; expected " +
+                           (o.volume ? "6 or 26 with --volume" : "4 or 8 for an image (6 or 26 need --volume)"));
+    return o;
+}
+
+/// The secondary inputs, read and checked against IN's shape (timed as "read").
+struct Secondary {
+    Cube markers, mask;
+    CubeView markers_view, mask_view;
+    WatershedInputs inputs() const {
+        return {.markers = markers.empty() ? nullptr : &markers_view, .mask = mask.empty() ? nullptr : &mask_view};
+    }
+};
+
+std::unique_ptr<Secondary> read_secondaries(const Args& a, const CubeShape& want, bool volume, Timings& timings) {
+    auto s = std::make_unique<Secondary>();
+    timings.time("read", [&] {
+        if (!a.markers.empty()) s->markers = read_markers(a.markers, want, volume);
+        if (!a.mask.empty()) s->mask = read_mask(a.mask, want, volume);
+    });
+    s->markers_view = s->markers.view();
+    s->mask_view = s->mask.view();
+    return s;
+}
+
+/// The summary's common part.
+nlohmann::json run_json(const std::string& command, const Context& ctx, const nlohmann::json& choice, const Args& a,
+                        const Cube& in, std::int64_t regions, const Cube& labels, const OutputList& written) {
+    nlohmann::json j = summary(command, ctx, choice);
+    j["input"] = {{"path", a.input}, {"shape", shape_json(in.shape())}};
+    j["markers"] = a.markers.empty() ? nlohmann::json() : nlohmann::json(a.markers);
+    j["mask"] = a.mask.empty() ? nlohmann::json() : nlohmann::json(a.mask);
+    j["regions"] = regions;
+    const std::int32_t* l = labels.data<std::int32_t>();
+    j["unlabelled_pixels"] = std::count(l, l + labels.num_elements(), 0);
+    j["outputs"] = written.json();
+    return j;
+}
+
+void run_watershed(const Args& a) {
+    const CommonOptions& common = a.common;
+    const WatershedOptions o = resolved(a);
+    check_output_names(a);
+    Timings timings;
+    const int threads = cpu_threads(common);
+    auto [ctx, relief, choice] = context_while_reading(
+        common, "watershed", timings, a.input, [&] { return read_relief(a.input, common, o.volume); },
+        [&](const CubeShape& s) { return estimate_watershed(s, threads); });
+    if (!o.volume && relief.bands() != 1)
+        throw InvalidInput("IN = " + a.input + ": " + std::to_string(relief.bands()) +
+                           " bands; the relief is one band (pick one with --bands B, or --volume: the bands are z-slices)");
+    check_pictures_of(a, relief);
+    const std::unique_ptr<Secondary> secondary = read_secondaries(a, relief.shape(), o.volume, timings);
+    const TransferTotals copies = ctx.transfer_totals();
+    WatershedResult r;
+    try {
+        r = timings.time("watershed", [&] { return watershed(ctx, relief, o, secondary->inputs()); });
+    } catch (const InvalidInput& e) {
+        if (std::string(e.what()).find("NaN") == std::string::npos) throw;
+        throw InvalidInput("IN = " + a.input + ": " + e.what());
+    }
+    timings.split_transfers(ctx, copies, "watershed");
+
+    const auto t0 = std::chrono::steady_clock::now();
+    OutputList written;
+    double paint_ms = 0;
+    try {
+        paint_ms = write_label_outputs(ctx, a, r.labels, o, relief.metadata(), written);
+    } catch (...) {
+        written.remove_all();
+        throw;
+    }
+    if (paint_ms > 0) timings.add("paint", paint_ms);
+    timings.add("write", elapsed_ms(t0) - paint_ms);
+    nlohmann::json j = run_json("watershed", ctx, choice, a, relief, r.regions, r.labels, written);
+    j["parameters"] = parameters_json(o);
+    say(common, "watershed: " + a.input + " (" + relief.shape().describe() + ") on " + ctx.device_name() + ", " +
+                    std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions");
+    for (const auto& out : j["outputs"]) say(common, "  wrote " + out["path"].get<std::string>());
+    emit_json(common, j, timings);
+}
+
+/// --regions-out: the table as JSON or CSV (by its extension).
+void write_regions(const Args& a, const Input& in, const std::vector<RegionStats>& stats, OutputList& written) {
+    const Cube& cube = in.cube;
+    const std::vector<double>& wl = cube.metadata().wavelengths;
+    const bool named = wl.size() == std::size_t(cube.bands());
+    if (fs::path(a.regions_out).extension() == ".json") {
+        nlohmann::ordered_json table;
+        table["input"] = a.input;
+        table["labels"] = a.output;
+        table["count"] = stats.size();
+        table["bands"] = in.bands;
+        table["wavelengths"] = named ? nlohmann::ordered_json(wl) : nlohmann::ordered_json();
+        table["regions"] = regions_json(stats);
+        write_text_file(a.regions_out, readable_json(table));
+        written.add(a.regions_out, "regions", "json");
+        return;
+    }
+    std::vector<std::string> names;
+    for (int b = 0; b < cube.bands(); ++b)
+        names.push_back(named ? number_text(wl[std::size_t(b)]) : "b" + std::to_string(in.bands[std::size_t(b)]));
+    write_text_file(a.regions_out, regions_csv(stats, names));
+    written.add(a.regions_out, "regions", "csv");
+}
+
+void run_segment(const Args& a) {
+    const CommonOptions& common = a.common;
+    const WatershedOptions o = a.flags.watershed;
+    RcmgOptions rcmg_options = a.flags.rcmg;
+    if (rcmg_options.connectivity == 0) rcmg_options.connectivity = o.connectivity;
+    check_output_names(a);
+    Timings timings;
+    const int threads = cpu_threads(common);
+    auto [ctx, in, choice] = context_while_reading(
+        common, "segment", timings, a.input, [&] { return read_input(a.input, common); },
+        [&](const CubeShape& s) {
+            const WorkEstimate r = estimate_rcmg(s), w = estimate_watershed({s.width, s.height, 1, DType::F32}, threads);
+            return WorkEstimate{r.cpu_thread_ms + w.cpu_thread_ms, r.bytes_moved + 4 * double(s.num_pixels())};
+        });
+    const Cube& cube = in.cube;
+    check_rcmg_arguments(cube.shape(), rcmg_options);
+    const std::unique_ptr<Secondary> secondary =
+        read_secondaries(a, {cube.width(), cube.height(), 1, DType::U8}, false, timings);
+    const TransferTotals copies = ctx.transfer_totals();
+    SegmentResult r = timings.time("segment", [&] { return segment(ctx, cube, rcmg_options, o, secondary->inputs()); });
+    timings.split_transfers(ctx, copies, "segment");
+    std::vector<RegionStats> stats;
+    if (!a.regions_out.empty())
+        stats = timings.time("stats", [&] {
+            const CubeView cube_view = cube.view(), gradient_view = r.gradient.view();
+            return region_statistics(ctx, r.labels, &cube_view, &gradient_view);
+        });
+
+    const auto t0 = std::chrono::steady_clock::now();
+    OutputList written;
+    double paint_ms = 0;
+    try {
+        paint_ms = write_label_outputs(ctx, a, r.labels, o, cube.metadata(), written);
+        if (!a.gradient_out.empty()) write_gradient(r.gradient, a.gradient_out, common, written);
+        if (!a.regions_out.empty()) write_regions(a, in, stats, written);
+    } catch (...) {
+        written.remove_all();
+        throw;
+    }
+    if (paint_ms > 0) timings.add("paint", paint_ms);
+    timings.add("write", elapsed_ms(t0) - paint_ms);
+    nlohmann::json j = run_json("segment", ctx, choice, a, cube, r.regions, r.labels, written);
+    j["parameters"] = {{"rcmg", parameters_json(rcmg_options)}, {"watershed", parameters_json(o)}};
+    j["implementation"] = {{"rcmg", std::string(rcmg_implementation(ctx, rcmg_options))}};
+    say(common, "segment: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", RCMG " +
+                    std::to_string(rcmg_options.connectivity) + "-connectivity reject " + std::to_string(rcmg_options.reject) +
+                    ", watershed " + std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions");
+    for (const auto& out : j["outputs"]) say(common, "  wrote " + out["path"].get<std::string>());
+    emit_json(common, j, timings);
+}
+
+/// The flags both commands share: the options, the secondary inputs and the pictures.
+void add_flags(CLI::App& app, Args& a) {
+    a.bound = bind_flags(app, a.flags);
+    app.add_option("--markers", a.markers,
+                   "seed labels, IN's size: > 0 = a marker whose label its region keeps (minima imposition); "
+                   "FILE or FILE.mat:VAR");
+    app.add_option("--mask", a.mask, "IN's size; 0 = outside (label 0, not part of the relief); FILE or FILE.mat:VAR");
+    app.add_option("--png", a.png, "the regions in distinct colours, boundaries black (.png)");
+    app.add_option("--boundary-out", a.boundary_out,
+                   "u8 boundary map: 1 where a right/lower (8-conn: any forward) neighbour has another label "
+                   "(.npy 0/1, ENVI, .png 0/255)");
+    add_common_flags(app, a.common);
+    add_output_flags(app, a.common);
+}
+
+}  // namespace
+
+Action add_watershed(CLI::App& root) {
+    auto a = std::make_shared<Args>(false);
+    CLI::App* app = root.add_subcommand("watershed", "Cellular-automaton watershed of a relief: a region per regional minimum");
+    app->footer(
+        "Every pixel flows down its steepest neighbour (the lowest; plateaus towards their nearest lower border) into a\n"
+        "regional minimum; each minimum's basin is a region (spec gradient-watershed.md B3). No watershed-line pixels:\n"
+        "every pixel gets a label, and CPU and GPU give the same labels. Heights are compared exactly in their type\n"
+        "(u8 ... f64; NaN is refused). Over-segmentation of raw gradients: --levels N, --h-min H or --markers.\n"
+        "Outputs: OUT = i32 labels, .npy (H, W) or ENVI: 1..R numbered by each minimum's first pixel in raster order,\n"
+        "the marker labels with --markers, 0 outside --mask (and where no marker reaches). --volume: IN's bands are\n"
+        "z-slices, a 3-D .npy is (D, H, W) and OUT .npy is (D, H, W) too.\n"
+        "Examples:\n"
+        "  cubekit rcmg data/samson/samson_1.img g.npy && cubekit watershed g.npy regions.npy --png regions.png\n"
+        "  cubekit watershed g.npy regions.npy --levels 64 --connectivity 4 --json\n"
+        "  cubekit watershed g.npy regions.npy --markers seeds.png --mask valid.png\n"
+        "  cubekit watershed scene.mat labels.hdr --var gradient --markers scene.mat:seeds\n"
+        "  cubekit watershed ct.npy ct_labels.npy --volume --connectivity 6");
+    app->add_option("IN", a->input, "the relief: one band (any format cubekit reads), or a volume with --volume")->required();
+    app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
+    add_flags(*app, *a);
+    return [a] { run_watershed(*a); };
+}
+
+Action add_segment(CLI::App& root) {
+    auto a = std::make_shared<Args>(true);
+    CLI::App* app = root.add_subcommand("segment", "Segmentation of a cube: its RCMG gradient, then the watershed of it");
+    app->footer(
+        "RCMG (as `cubekit rcmg`) then the watershed of the gradient (as `cubekit watershed`), with the gradient kept on\n"
+        "the device between the two. --connectivity sets both the watershed's neighbours and the RCMG window unless\n"
+        "--rcmg-connectivity is given.\n"
+        "Outputs: OUT = i32 labels, .npy (H, W) or ENVI (georeference kept); --png the regions picture;\n"
+        "--gradient-out the RCMG (.npy/ENVI float, .png scaled as rcmg's); --regions-out F.csv|F.json one row per region:\n"
+        "label, area, inclusive box x0,y0,x1,y1, centroid_x/y, mean_gradient and the mean spectrum (CSV: one column per\n"
+        "band, named by wavelength when the cube has them, else b<band>).\n"
+        "Examples:\n"
+        "  cubekit segment data/samson/samson_1.img regions.npy --png regions.png --regions-out regions.csv\n"
+        "  cubekit segment scene.mat labels.hdr --var data --connectivity 4 --levels 32 --gradient-out g.png --json");
+    app->add_option("IN", a->input, "input cube (any format cubekit reads)")->required();
+    app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
+    add_flags(*app, *a);
+    app->add_option("--gradient-out", a->gradient_out, "the RCMG gradient: .npy/ENVI float, or .png scaled for display");
+    app->add_option("--regions-out", a->regions_out,
+                    "per-region statistics: .csv or .json (area, box, centroid, mean spectrum, mean gradient)");
+    return [a] { run_segment(*a); };
+}
+
+}  // namespace cubekit::cli
