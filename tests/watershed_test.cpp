@@ -1145,6 +1145,10 @@ TEST(WatershedBoundary, VolumeUsesOnlyInGridForwardNeighbours) {
     // neighbours in the grid are (y 1, z 0), (y 0, z 1), (y 1, z 1), all label 1 → 0. The 26
     // forward step (dz +1, dy −1) leaves the grid at y = 0 and must be skipped (not read as the
     // last row of slice 0, label 2).
+    // FAILS as of this writing: watershed_boundary (src/watershed/watershed.cpp) tests qx < 0 but
+    // not qy < 0, and the 26-neighbourhood's forward steps (+1, −1, dx) have dy = −1, so at y = 0 it
+    // reads ((z + 1)·H − 1)·W + qx, a pixel of the last row of slice z (an in-bounds but wrong
+    // sample; at z = D − 1 the step is skipped by qz ≥ D). Fix: add `qy < 0 ||` to that test.
     Cube labels(1, 3, 2, DType::I32);
     for (int z = 0; z < 2; ++z) {
         labels.at<std::int32_t>(0, 0, z) = 1;

@@ -14,7 +14,8 @@
 ///
 /// The relief (`height`): u8, u16, i16, u32, i32, f32 or f64, one band (W×H×1), or a volume
 /// (options.volume: the bands are z-slices, W×H×D). Heights are compared exactly in their type
-/// (-0.0 == +0.0); NaN is refused (InvalidInput naming the first NaN pixel).
+/// (-0.0 == +0.0); NaN inside the mask is refused (InvalidInput naming the first NaN pixel; outside
+/// the mask it is no data and allowed); `levels` needs a finite range (no ±inf).
 ///
 /// Neighbours (spec §B3, in this order): 4-conn (−1,0), (0,−1), (0,+1), (+1,0); 8-conn the 3×3
 /// square without the centre, row by row, as (dy, dx); volumes 6 or 26, in lexicographic
@@ -60,8 +61,8 @@ struct WatershedOptions {
     /// Quantise the heights first to 0..levels−1 (spec B2: round((h − min)/(max − min)·(levels − 1)),
     /// f64, half away from zero); 0 = off.
     std::int64_t levels = 0;
-    /// h-minima: minima shallower than h are filled (reconstruction by erosion of h + h_min, in f64)
-    /// before the watershed; 0 = off.
+    /// h-minima: minima of depth ≤ h_min are filled (reconstruction by erosion of h + h_min over h,
+    /// in f64; Soille's HMIN) before the watershed; 0 = off.
     double h_min = 0;
     /// The bands are z-slices of a volume (3-D neighbours); false: one band, 2-D.
     bool volume = false;
@@ -75,7 +76,7 @@ void visit_fields(O& o, V&& visit) {
     visit(o.connectivity, Field{.name = "connectivity", .doc = "neighbours: 4 or 8 (2-D), 6 or 26 (volume)",
                                 .one_of = {4, 6, 8, 26}});
     visit(o.levels, Field{.name = "levels", .doc = "quantise the heights to 0..levels-1 first (0 = off)", .min = 0});
-    visit(o.h_min, Field{.name = "h_min", .doc = "fill minima shallower than H first (h-minima; 0 = off)", .min = 0.0});
+    visit(o.h_min, Field{.name = "h_min", .doc = "fill minima of depth <= H first (h-minima; 0 = off)", .min = 0.0});
     visit(o.volume, Field{.name = "volume", .doc = "the bands are z-slices of a 3-D volume (6/26 neighbours)"});
     visit(o.schedule, Field{.name = "schedule", .doc = "CUDA iteration: auto, sync or block-async (same labels)"});
 }
@@ -89,7 +90,7 @@ struct WatershedInputs {
 
 struct WatershedResult {
     Cube labels;               ///< W×H×D i32, BSQ: 1..regions (marker labels with markers), 0 outside the mask
-    std::int64_t regions = 0;  ///< regional minima R (with markers: the marker components reached)
+    std::int64_t regions = 0;  ///< regional minima R (with markers: the distinct marker labels > 0 inside the mask)
 };
 
 /// The watershed of `height` (a thin wrapper over watershed_into). Throws InvalidInput naming the

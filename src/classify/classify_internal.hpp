@@ -96,6 +96,15 @@ void for_each_spectrum(const Context& ctx, const CubeView& cube, const char* whe
                       [&](int x, int y, const double* s, bool finite, None&) { body(x, y, s, finite); });
 }
 
+/// A JSON object as text for files people read: one key per line, each value on its line.
+template <class Json>
+std::string one_key_per_line(const Json& object) {
+    std::string text = "{";
+    for (auto it = object.begin(); it != object.end(); ++it)
+        text += std::string(it == object.begin() ? "\n " : ",\n ") + Json(it.key()).dump() + ": " + it.value().dump();
+    return text + "\n}\n";
+}
+
 /// svm-scale's rule: x' = −1 + 2(x − min)/(max − min) per band; 0 for a constant band.
 inline double scale_band(double x, double lo, double hi) {
     return hi == lo ? 0.0 : -1.0 + 2.0 * (x - lo) / (hi - lo);

@@ -122,7 +122,7 @@ void write_class_means(const ClassMeans& model, const std::filesystem::path& pat
         means.push_back(std::vector<double>(model.means.begin() + std::ptrdiff_t(k * std::size_t(model.bands)),
                                             model.means.begin() + std::ptrdiff_t((k + 1) * std::size_t(model.bands))));
     j["means"] = means;
-    write_text_file(path, j.dump(1) + "\n");
+    write_text_file(path, detail::one_key_per_line(j));
 }
 
 ClassMeans read_class_means(const std::filesystem::path& path) {

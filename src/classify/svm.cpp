@@ -216,7 +216,7 @@ std::string scaling_json(const SvmModel& m) {
     nlohmann::ordered_json grid = nlohmann::ordered_json::array();
     for (const SvmGridPoint& g : m.grid) grid.push_back({{"c", g.c}, {"gamma", g.gamma}, {"accuracy", g.accuracy}});
     j["grid"] = grid;
-    return j.dump(1) + "\n";
+    return detail::one_key_per_line(j);
 }
 
 void read_scaling(const std::filesystem::path& path, SvmModel& m) {

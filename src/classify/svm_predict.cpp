@@ -6,9 +6,12 @@
 #include <libsvm/svm.h>
 
 #include <cmath>
+#include <optional>
 #include <limits>
+#include <optional>
 #include <string>
 
+#include "classify/classify_cuda.hpp"
 #include "classify/classify_internal.hpp"
 #include "cubekit/error.hpp"
 
@@ -79,12 +82,37 @@ std::int32_t predict_libsvm(const svm_model* model, const std::vector<double>& x
     return std::int32_t(svm_predict_values(model, nodes.data(), dec));
 }
 
+// The GPU kernel (svm_cuda.cu) for a CUDA context, the cubekit engine and K ≤ kSvmGpuMaxClasses:
+// the cube once on the device in BIP, classes (and decision values) downloaded.
+std::optional<SvmPrediction> predict_on_device(const Context& ctx, const CubeView& cube, const SvmModel& model,
+                                               const SvmPredictOptions& options) {
+#ifdef CUBEKIT_HAVE_CUDA
+    const int K = int(model.classes.size());
+    if (!ctx.is_cuda() || options.engine != SvmEngine::Cubekit || K > detail::kSvmGpuMaxClasses) return std::nullopt;
+    ctx.log("predict_svm: cuda, " + cube.describe() + ", " + std::to_string(model.num_sv()) + " support vectors");
+    const CubeInLayout in(ctx, cube, Layout::BIP, Memory::Device);
+    const int W = cube.width(), H = cube.height(), P = K * (K - 1) / 2;
+    DeviceCube classes(ctx, {W, H, 1, DType::I32, Layout::BSQ}), dec;
+    if (options.decision_values) dec = DeviceCube(ctx, {W, H, P, DType::F64, Layout::BIP});
+    SvmPrediction r;
+    r.non_finite = detail::predict_svm_cuda(ctx, in.view(), model, reinterpret_cast<std::int32_t*>(classes.mutable_view().data()),
+                                            options.decision_values ? reinterpret_cast<double*>(dec.mutable_view().data()) : nullptr);
+    r.classes = classes.download(ctx);
+    if (options.decision_values) r.decision_values = dec.download(ctx);
+    return r;
+#else
+    (void)ctx, (void)cube, (void)model, (void)options;
+    return std::nullopt;
+#endif
+}
+
 }  // namespace
 
 SvmPrediction predict_svm(const Context& ctx, const CubeView& cube, const SvmModel& model,
                           const SvmPredictOptions& options) {
     detail::check_cube(cube, "predict_svm");
     detail::check_svm_model(model, cube.bands(), "predict_svm");
+    if (std::optional<SvmPrediction> gpu = predict_on_device(ctx, cube, model, options)) return std::move(*gpu);
     ctx.log("predict_svm: cpu, " + std::string(enum_name(options.engine)) + " engine, " + cube.describe() + ", " +
             std::to_string(model.num_sv()) + " support vectors");
     std::optional<CubeInLayout> storage;
@@ -93,7 +121,8 @@ SvmPrediction predict_svm(const Context& ctx, const CubeView& cube, const SvmMod
     const int W = host.width(), H = host.height();
     std::vector<std::size_t> start(K + 1, 0);
     for (std::size_t k = 0; k < K; ++k) start[k + 1] = start[k] + std::size_t(model.sv_count[k]);
-    const detail::LibsvmModel libsvm(model);  // used by the LIBSVM engine only
+    std::optional<detail::LibsvmModel> libsvm;  // the LIBSVM engine's copy of the model
+    if (options.engine == SvmEngine::Libsvm) libsvm.emplace(model);
 
     SvmPrediction r;
     std::vector<std::int32_t> classes(host.num_pixels(), 0);
@@ -116,7 +145,7 @@ SvmPrediction predict_svm(const Context& ctx, const CubeView& cube, const SvmMod
         }
         for (std::size_t b = 0; b < B; ++b) l.t.x[b] = detail::scale_band(s[b], model.scale_min[b], model.scale_max[b]);
         classes[i] = options.engine == SvmEngine::Cubekit ? predict_twin(model, start, l.t, l.dec.data())
-                                                          : predict_libsvm(libsvm.get(), l.t.x, l.nodes, l.dec.data());
+                                                          : predict_libsvm(libsvm->get(), l.t.x, l.nodes, l.dec.data());
         if (options.decision_values) std::copy(l.dec.begin(), l.dec.end(), dec.begin() + std::ptrdiff_t(i * P));
     });
     for (char b : bad) r.non_finite += b;

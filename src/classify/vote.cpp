@@ -2,8 +2,10 @@
 // C-1): the CPU reference. Integer counts per region, so the result does not depend on the thread
 // count or the order of the pixels.
 #include <algorithm>
+#include <optional>
 #include <string>
 
+#include "classify/classify_cuda.hpp"
 #include "classify/classify_internal.hpp"
 #include "core/outputs.hpp"
 #include "cubekit/error.hpp"
@@ -103,12 +105,41 @@ VoteStats vote_labels(const Context& ctx, const CubeView& regions, const CubeVie
     return vote_cpu(ctx, r, c, options.tau, voted);
 }
 
+#ifdef CUBEKIT_HAVE_CUDA
+// The vote on the device when both label images are i32 (other types are checked and converted on
+// the host); nothing when the kernels decline (negative or sparse labels: the CPU reference decides).
+std::optional<VoteStats> vote_on_device(const Context& ctx, const CubeView& regions, const CubeView& class_map,
+                                        const MutableCubeView& out, const VoteOptions& options) {
+    if (!ctx.is_cuda() || regions.dtype() != DType::I32 || class_map.dtype() != DType::I32) return std::nullopt;
+    check_fields(options, "region_vote");
+    detail::check_label_image(class_map, "region_vote", "class_map");
+    detail::check_label_image(regions, "region_vote", "regions", class_map.width(), class_map.height(), "class_map");
+    ctx.log("region_vote: cuda, " + class_map.describe() + ", tau " + number_text(options.tau));
+    const CubeInLayout r(ctx, regions, Layout::BSQ, Memory::Device), c(ctx, class_map, Layout::BSQ, Memory::Device);
+    const bool dense = out.is_dense(Layout::BSQ);
+    DeviceCube scratch;
+    if (!dense) scratch = DeviceCube(ctx, {out.width(), out.height(), 1, DType::I32, Layout::BSQ});
+    const MutableCubeView target = dense ? out : scratch.mutable_view();
+    const std::optional<VoteStats> stats = detail::region_vote_cuda(
+        ctx, reinterpret_cast<const std::int32_t*>(r.view().data()), reinterpret_cast<const std::int32_t*>(c.view().data()),
+        std::int64_t(class_map.num_pixels()), options.tau, reinterpret_cast<std::int32_t*>(target.data()));
+    if (stats && !dense) copy_cube(ctx, scratch.view(), out);
+    return stats;
+}
+#else
+std::optional<VoteStats> vote_on_device(const Context&, const CubeView&, const CubeView&, const MutableCubeView&,
+                                        const VoteOptions&) {
+    return std::nullopt;
+}
+#endif
+
 }  // namespace
 
 VoteStats region_vote_into(const Context& ctx, const CubeView& regions, const CubeView& class_map,
                            const MutableCubeView& out, const VoteOptions& options) {
     detail::check_output_memory(ctx, out, "region_vote_into: out is");
     detail::check_output_shape(out, class_map.width(), class_map.height(), 1, DType::I32, "region_vote_into: out is");
+    if (const std::optional<VoteStats> stats = vote_on_device(ctx, regions, class_map, out, options)) return *stats;
     std::vector<std::int32_t> voted;
     const VoteStats stats = vote_labels(ctx, regions, class_map, options, voted);
     copy_cube(ctx, detail::label_cube(class_map.width(), class_map.height(), voted), out);
@@ -117,8 +148,15 @@ VoteStats region_vote_into(const Context& ctx, const CubeView& regions, const Cu
 
 VoteResult region_vote(const Context& ctx, const CubeView& regions, const CubeView& class_map,
                        const VoteOptions& options) {
-    std::vector<std::int32_t> voted;
     VoteResult result;
+    if (ctx.is_cuda() && regions.dtype() == DType::I32 && class_map.dtype() == DType::I32) {
+        result.classes = detail::host_result(ctx, {class_map.width(), class_map.height(), 1, DType::I32, Layout::BSQ},
+                                             [&](const MutableCubeView& out) {
+                                                 result.stats = region_vote_into(ctx, regions, class_map, out, options);
+                                             });
+        return result;
+    }
+    std::vector<std::int32_t> voted;
     result.stats = vote_labels(ctx, regions, class_map, options, voted);
     result.classes = detail::label_cube(class_map.width(), class_map.height(), voted);
     return result;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "core/cuda_check.hpp"
@@ -23,6 +24,13 @@ using namespace watershed_gpu;
 constexpr int kBlock = 256;
 
 unsigned blocks_for(std::int64_t n) { return unsigned((n + kBlock - 1) / kBlock); }
+
+double double_of_key_host(unsigned long long k) {
+    const unsigned long long u = (k >> 63) ? (k & ~(1ull << 63)) : ~k;
+    double v;
+    std::memcpy(&v, &u, 8);
+    return v;
+}
 
 Steps make_steps(int connectivity) {
     const std::vector<Step> list = watershed_steps(connectivity);
@@ -116,19 +124,20 @@ std::int64_t automaton(const Context& ctx, const Geometry& g, const T* h, const 
         join_minima<<<blocks, kBlock, 0, stream>>>(g, as<std::uint32_t>(d), as<int>(parent));
         CUBEKIT_CHECK_LAUNCH(ctx, "watershed join_minima", dim3(blocks), dim3(kBlock));
     }
-    flatten<<<blocks, kBlock, 0, stream>>>(g, as<int>(parent), as<int>(is_root));
+    int* root = as<int>(d);  // d is not read after the arrows
+    flatten<<<blocks, kBlock, 0, stream>>>(g, as<int>(parent), root, as<int>(is_root));
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed flatten", dim3(blocks), dim3(kBlock));
     if (markers) {
-        number<<<blocks, kBlock, 0, stream>>>(g, as<int>(parent), nullptr, markers, labels);
+        number<<<blocks, kBlock, 0, stream>>>(g, root, nullptr, markers, labels);
         CUBEKIT_CHECK_LAUNCH(ctx, "watershed number", dim3(blocks), dim3(kBlock));
         return 0;
     }
-    DeviceBuffer rank(ctx, std::size_t(n) * 4);  // reuses d's pool memory once d is freed
+    DeviceBuffer rank(ctx, std::size_t(n) * 4);
     std::size_t temp_bytes = 0;
     CUBEKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, as<int>(is_root), as<int>(rank), int(n), stream));
     DeviceBuffer temp(ctx, std::max<std::size_t>(temp_bytes, 1));
     CUBEKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, as<int>(is_root), as<int>(rank), int(n), stream));
-    number<<<blocks, kBlock, 0, stream>>>(g, as<int>(parent), as<int>(rank), nullptr, labels);
+    number<<<blocks, kBlock, 0, stream>>>(g, root, as<int>(rank), nullptr, labels);
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed number", dim3(blocks), dim3(kBlock));
     int tail[2] = {0, 0};
     CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&tail[0], as<int>(rank) + (n - 1), 4, cudaMemcpyDeviceToHost, stream));
@@ -137,31 +146,34 @@ std::int64_t automaton(const Context& ctx, const Geometry& g, const T* h, const 
     return std::int64_t(tail[0]) + tail[1];
 }
 
-// The first NaN (or none); for float reliefs only, before anything else runs on them.
+// The range keys of the relief and its first NaN inside the mask (refused). With `levels`, the range
+// is read back and must be finite (the rule divides by hi − lo).
 template <class T>
-void refuse_nan(const Context& ctx, const Geometry& g, const T* h, DeviceBuffer& range) {
+void check_relief(const Context& ctx, const Geometry& g, const T* h, DeviceBuffer& range, std::int64_t levels) {
     cudaStream_t stream = stream_of(ctx);
     const std::int64_t n = std::int64_t(g.width) * g.height * g.depth;
-    const unsigned long long init[2] = {~0ull, 0ull};
-    const int none = 0x7FFFFFFF;
+    struct Readback {
+        unsigned long long lo_hi[2];
+        int nan_first;
+    } init{{~0ull, 0ull}, 0x7FFFFFFF};
     auto* lo_hi = as<unsigned long long>(range);
     int* nan_first = reinterpret_cast<int*>(lo_hi + 2);
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(lo_hi, init, sizeof(init), cudaMemcpyHostToDevice, stream));
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(nan_first, &none, sizeof(int), cudaMemcpyHostToDevice, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(lo_hi, &init, sizeof(init), cudaMemcpyHostToDevice, stream));
     const unsigned blocks = std::min(blocks_for(n), 132u * 8u);
     range_keys<T><<<blocks, kBlock, 0, stream>>>(g, h, lo_hi, nan_first);
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed range_keys", dim3(blocks), dim3(kBlock));
-    if constexpr (std::is_floating_point_v<T>) {
-        int first = none;
-        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&first, nan_first, sizeof(int), cudaMemcpyDeviceToHost, stream));
-        CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-        if (first != none) {
-            const std::int64_t plane = std::int64_t(g.width) * g.height;
-            throw InvalidInput("watershed: the relief holds NaN (first at x " + std::to_string(first % g.width) +
-                               ", y " + std::to_string((first % plane) / g.width) + ", band " +
-                               std::to_string(first / plane) + "); heights must be comparable");
-        }
+    if (!std::is_floating_point_v<T>) return;  // integers: no NaN, a finite range
+    Readback r = init;
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&r, lo_hi, sizeof(r), cudaMemcpyDeviceToHost, stream));
+    CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (r.nan_first != init.nan_first) {
+        const std::int64_t plane = std::int64_t(g.width) * g.height, first = r.nan_first;
+        throw InvalidInput("watershed: the relief holds NaN (first at x " + std::to_string(first % g.width) + ", y " +
+                           std::to_string((first % plane) / g.width) + ", band " + std::to_string(first / plane) +
+                           "); heights must be comparable");
     }
+    if (levels > 0 && r.lo_hi[0] <= r.lo_hi[1])
+        check_levels_range(double_of_key_host(r.lo_hi[0]), double_of_key_host(r.lo_hi[1]), levels);
 }
 
 struct Pipeline {
@@ -181,7 +193,7 @@ struct Pipeline {
         const unsigned blocks = blocks_for(n());
         if (stage == 0 && options.levels > 0) {
             DeviceBuffer range(ctx, 32), q(ctx, std::size_t(n()) * 4);
-            refuse_nan<T>(ctx, g, h, range);
+            check_relief<T>(ctx, g, h, range, options.levels);
             quantize<T><<<blocks, kBlock, 0, stream>>>(g, h, as<unsigned long long>(range),
                                                         double(options.levels - 1), as<std::uint32_t>(q));
             CUBEKIT_CHECK_LAUNCH(ctx, "watershed quantize", dim3(blocks), dim3(kBlock));
@@ -219,7 +231,7 @@ std::int64_t watershed_cuda(const Context& ctx, const DeviceWatershed& w, const 
         using T = decltype(tag);
         if (std::is_floating_point_v<T> && options.levels == 0) {  // levels checks NaN itself
             DeviceBuffer range(ctx, 32);
-            refuse_nan<T>(ctx, pipeline.g, static_cast<const T*>(h), range);
+            check_relief<T>(ctx, pipeline.g, static_cast<const T*>(h), range, 0);
         }
         return pipeline.run(static_cast<const T*>(h), 0);
     });

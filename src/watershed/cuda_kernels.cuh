@@ -138,13 +138,16 @@ relax_tiles(Geometry g, const typename Rule::A* aux, typename Rule::V* v, int* f
         const int ly = threadIdx.y + r * kThreadsY + 1;
         if (present[ly][lx]) start[r] = sv[ly][lx];
     }
+    // Jacobi inside the tile: every thread computes its cells' new values from the current tile,
+    // then all write (no thread reads a cell while another writes it).
     bool any;
     do {
-        bool changed = false;
+        V next[kRows];
         for (int r = 0; r < kRows; ++r) {
             const int ly = threadIdx.y + r * kThreadsY + 1;
             if (!present[ly][lx]) continue;
             const V self = sv[ly][lx];
+            next[r] = self;
             if (Rule::fixed(self)) continue;
             const A a = sa[ly][lx];
             V acc = self;
@@ -152,9 +155,14 @@ relax_tiles(Geometry g, const typename Rule::A* aux, typename Rule::V* v, int* f
                 const int qy = ly + g.steps.dy[k], qx = lx + g.steps.dx[k];
                 if (present[qy][qx]) acc = Rule::combine(acc, a, sv[qy][qx], sa[qy][qx]);
             }
-            acc = Rule::finish(acc, a);
-            if (acc < self) {
-                sv[ly][lx] = acc;
+            next[r] = Rule::finish(acc, a);
+        }
+        __syncthreads();
+        bool changed = false;
+        for (int r = 0; r < kRows; ++r) {
+            const int ly = threadIdx.y + r * kThreadsY + 1;
+            if (present[ly][lx] && next[r] < sv[ly][lx]) {
+                sv[ly][lx] = next[r];
                 changed = true;
             }
         }
@@ -258,8 +266,10 @@ __global__ void join_minima(Geometry g, const std::uint32_t* d, int* parent) {
     }
 }
 
-// Phase 4: every cell's parent becomes its root (path halving along the way), and root flags.
-__global__ void flatten(Geometry g, int* parent, int* is_root) {
+// Phase 4: every cell's root into `root` (path halving on `parent` along the way), and root flags.
+// The roots go to their own array: another thread's halving may still rewrite parent[p] with an
+// ancestor that is not the root after this thread has finished.
+__global__ void flatten(Geometry g, int* parent, int* root, int* is_root) {
     const std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
     if (p >= g.size()) return;
     if (!g.in(p)) {
@@ -278,12 +288,12 @@ __global__ void flatten(Geometry g, int* parent, int* is_root) {
         parent[x] = ppx;
         x = ppx;
     }
-    parent[p] = x;
+    root[p] = x;
     is_root[p] = x == int(p);
 }
 
 // Phase 5: labels 1..R by the rank of the root, or the marker's label at the root; 0 outside.
-__global__ void number(Geometry g, const int* parent, const int* rank, const std::int32_t* markers,
+__global__ void number(Geometry g, const int* root_of, const int* rank, const std::int32_t* markers,
                        std::int32_t* labels) {
     const std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
     if (p >= g.size()) return;
@@ -291,8 +301,8 @@ __global__ void number(Geometry g, const int* parent, const int* rank, const std
         labels[p] = 0;
         return;
     }
-    const int root = parent[p];
-    labels[p] = markers ? markers[root] : rank[root] + 1;
+    const int root = root_of[p];
+    labels[p] = markers ? max(markers[root], 0) : rank[root] + 1;  // markers ≤ 0 are no seeds
 }
 
 // ---- relief preparation --------------------------------------------------------------------------

@@ -13,6 +13,7 @@ template <class T>
 std::vector<std::uint32_t> quantized(const Grid& g, const T* h, std::int64_t levels) {
     double lo = 0, hi = 0;
     relief_range_cpu(g, h, lo, hi);
+    check_levels_range(lo, hi, levels);
     std::vector<std::uint32_t> q(std::size_t(g.size()), 0);
     for (std::int64_t p = 0; p < g.size(); ++p)
         if (g.in(p)) q[std::size_t(p)] = level_of(double(h[p]), lo, hi, double(levels - 1));

@@ -88,10 +88,10 @@ const Cube& dense_host(const Context& ctx, const CubeView& v, std::optional<Cube
 }
 
 template <class T>
-void refuse_nan(const T* h, std::int64_t n, const CubeView& v) {
+void refuse_nan(const T* h, std::int64_t n, const CubeView& v, const std::uint8_t* inside) {
     if constexpr (std::is_floating_point_v<T>) {
         for (std::int64_t p = 0; p < n; ++p)
-            if (std::isnan(h[p])) {
+            if (std::isnan(h[p]) && (!inside || inside[p])) {  // NaN outside the mask: no data, allowed
                 const std::int64_t plane = std::int64_t(v.width()) * v.height();
                 throw InvalidInput("watershed: the relief holds NaN (first at x " + std::to_string(p % v.width()) +
                                    ", y " + std::to_string((p % plane) / v.width()) + ", band " +
@@ -125,7 +125,7 @@ std::int64_t watershed_on_host(const Context& ctx, const CubeView& height, const
     w.labels = out.data<std::int32_t>();
     std::int64_t regions = visit_dtype(relief.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        refuse_nan(relief.data<T>(), w.grid.size(), height);
+        refuse_nan(relief.data<T>(), w.grid.size(), height, w.grid.inside);
         return detail::watershed_host(ctx, w, relief.data<T>());
     });
     if (w.markers) regions = count_marker_labels(w.markers, w.grid.inside, w.grid.size());
@@ -180,7 +180,7 @@ Cube watershed_boundary(const Context& ctx, const CubeView& labels, int connecti
                 std::uint8_t edge = 0;
                 for (std::size_t k = steps.size() / 2; k < steps.size(); ++k) {  // forward neighbours
                     const int qx = x + steps[k].dx, qy = y + steps[k].dy, qz = z + steps[k].dz;
-                    if (qx < 0 || qx >= W || qy >= H || qz >= D) continue;
+                    if (qx < 0 || qx >= W || qy < 0 || qy >= H || qz >= D) continue;
                     edge |= l[(std::int64_t(qz) * H + qy) * W + qx] != l[p];
                 }
                 b[p] = edge;
@@ -201,7 +201,7 @@ Cube quantize_levels(const Context& ctx, const CubeView& height, std::int64_t le
     const detail::Grid g{height.width(), height.height(), height.bands(), nullptr};
     visit_dtype(dense.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        refuse_nan(dense.data<T>(), g.size(), height);
+        refuse_nan(dense.data<T>(), g.size(), height, nullptr);
         const std::vector<std::uint32_t> q = detail::quantize_levels_host(g, dense.data<T>(), levels);
         std::copy(q.begin(), q.end(), out.data<std::uint32_t>());
     });

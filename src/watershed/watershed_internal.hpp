@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "cubekit/error.hpp"
 #include "cubekit/watershed.hpp"
 
 #if defined(__CUDACC__)
@@ -65,6 +67,14 @@ CUBEKIT_WS_HD std::uint32_t level_of(double h, double lo, double hi, double leve
     return std::uint32_t(std::round(t));
 }
 
+/// Throws InvalidInput unless the `levels` rule is defined: hi − lo finite (no ±inf height, no
+/// overflow of the difference).
+inline void check_levels_range(double lo, double hi, std::int64_t levels) {
+    if (!std::isfinite(hi - lo))
+        throw InvalidInput("watershed: levels = " + std::to_string(levels) + " needs finite heights; the relief spans " +
+                           std::to_string(lo) + " .. " + std::to_string(hi));
+}
+
 /// The key of "no marker reaches this pixel" in an imposed relief.
 inline constexpr std::uint64_t unreached_key = std::numeric_limits<std::uint64_t>::max();
 
@@ -77,6 +87,13 @@ inline constexpr std::uint64_t unreached_key = std::numeric_limits<std::uint64_t
 template <class T>
 std::int64_t watershed_cpu(const Context& ctx, const Grid& grid, const T* h, const std::vector<Step>& steps,
                            const std::int32_t* minimum_labels, std::int32_t* labels);
+
+/// Phases 1 and 2 alone (tests): the plateau distance d (∞ = UINT32_MAX) and the arrows π as raster
+/// indices (p on minima, −1 outside), raster order.
+template <class T>
+std::vector<std::uint32_t> watershed_distance_cpu(const Grid& grid, const T* h, const std::vector<Step>& steps);
+template <class T>
+std::vector<std::int64_t> watershed_arrows_cpu(const Grid& grid, const T* h, const std::vector<Step>& steps);
 
 /// Reconstruction by erosion of `marker` (≥ floor everywhere) over `floor`, in place in `marker`:
 /// the greatest r ≤ marker with r(p) = max(floor(p), min over in-grid neighbours r(q)) wherever

@@ -101,12 +101,21 @@ std::optional<Classifier> classifier_of(const Args& a) {
     return std::nullopt;
 }
 
+/// The output format of `path` (by extension); errors name `flag`.
+FileFormat format_of(const std::string& path, const std::string& flag) {
+    try {
+        return output_format(path);
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(flag + " = " + path + ": " + e.what());
+    }
+}
+
 void check_flags(const Args& a) {
-    const FileFormat f = output_format(a.output);
+    const FileFormat f = format_of(a.output, "OUT");
     if (f != FileFormat::Npy && f != FileFormat::Envi && f != FileFormat::Png && f != FileFormat::Pnm)
         throw InvalidInput("classify: OUT = " + a.output + ": use .npy or ENVI (.hdr/.img) for the class map, .png for its colours");
     for (const std::string* o : {&a.png, &a.pixelwise_out}) {
-        const FileFormat g = o->empty() ? FileFormat::Png : output_format(*o);
+        const FileFormat g = o->empty() ? FileFormat::Png : format_of(*o, o == &a.png ? "--png" : "--pixelwise-out");
         if (g != FileFormat::Png && g != FileFormat::Pnm && (o == &a.png || (g != FileFormat::Npy && g != FileFormat::Envi)))
             throw InvalidInput(std::string(o == &a.png ? "--png = " : "--pixelwise-out = ") + *o +
                                (o == &a.png ? ": use .png" : ": use .npy, ENVI (.hdr/.img) or .png"));
@@ -153,6 +162,8 @@ Model read_model(const std::string& path) {
         else m.svm = read_svm_model(path), m.classifier = Classifier::Svm;
     } catch (const InvalidInput& e) {
         throw InvalidInput(std::string("--model-in: ") + e.what());
+    } catch (const IoError& e) {
+        throw IoError(std::string("--model-in: ") + e.what());
     }
     return m;
 }
@@ -169,11 +180,12 @@ Model train_model(const Context& ctx, const Cube& cube, const Cube& train, Class
     return m;
 }
 
-Cube predict(const Context& ctx, const Cube& cube, const Model& m) {
+/// The pixel-wise map; a model that does not fit the cube is named by `source` ("--model-in").
+Cube predict(const Context& ctx, const Cube& cube, const Model& m, const std::string& source) {
     try {
         return m.svm ? predict_svm(ctx, cube, *m.svm).classes : predict_class_means(ctx, cube, *m.means);
     } catch (const InvalidInput& e) {
-        throw InvalidInput(std::string(m.svm ? "--model-in: " : "") + e.what());
+        throw InvalidInput(source + e.what());
     }
 }
 
@@ -334,6 +346,8 @@ Labels read_run_labels(const Context& ctx, const Args& a, const CubeShape& in) {
             throw InvalidInput(std::string("--train: ") + e.what());
         }
         l.train = std::move(s.train), l.test = std::move(s.test), l.split = std::move(s.classes);
+        if (std::all_of(l.split.begin(), l.split.end(), [](const ClassCount& c) { return c.test == 0; }))
+            l.test.reset();  // every labelled pixel trains (--train-fraction 1): nothing to score
     } else if (!a.test.empty()) {
         l.test = read_labels(ctx, a.test, "--test", in);
     }
@@ -365,7 +379,8 @@ void pixelwise_step(const Context& ctx, const Args& a, const Cube& cube, const L
             throw InvalidInput("--model-in " + a.model_in + " holds a " + std::string(enum_name(run.model->classifier)) +
                                " model; --classifier says " + a.classifier);
     }
-    run.pixelwise = t.time("predict", [&] { return predict(ctx, cube, *run.model); });
+    const std::string source = a.model_in.empty() ? "" : "--model-in " + a.model_in + ": ";
+    run.pixelwise = t.time("predict", [&] { return predict(ctx, cube, *run.model, source); });
 }
 
 void segment_step(const Context& ctx, const Args& a, const Cube& cube, Run& run, Timings& t) {

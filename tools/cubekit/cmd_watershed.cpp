@@ -180,10 +180,12 @@ Cube read_relief(const std::string& path, const CommonOptions& common, bool volu
     return v.select_bands(parse_band_list(common.bands, v.bands(), "--bands"));
 }
 
-/// The watershed's CPU time: the reference's phases are sequential (breadth-first search,
-/// union-find, descent), so one thread's time is what auto compares (measured on the development
-/// machine, 2026-11-26: ~110 ns a pixel for a noise relief, f32, 8-connectivity).
-constexpr double kWatershedNsPerPixel = 110;
+/// The watershed's CPU time for auto's rule. The reference's phases are sequential (breadth-first
+/// search, union-find, descent), so one thread's time is the estimate whatever the thread count (the
+/// rule divides by the threads, hence the product). Measured on the 2-core development machine
+/// (loaded), 2026-11-26: 280 ns a pixel for 2440x2040 f32 noise and smooth reliefs, 8-connectivity,
+/// the same with 1 and 2 threads; not yet measured on the GPU machine's Xeon.
+constexpr double kWatershedNsPerPixel = 280;
 WorkEstimate estimate_watershed(const CubeShape& s, int threads) {
     const double n = double(s.num_elements());
     return {n * kWatershedNsPerPixel * 1e-6 * threads, double(s.num_bytes()) + 4 * n};
@@ -300,15 +302,24 @@ double write_label_outputs(const Context& ctx, const Args& a, Cube& labels, cons
     return paint_ms;
 }
 
-/// Every output name of the run, checked before any work: OUT (labels), the pictures, the maps.
-std::vector<std::string> check_output_names(const Args& a) {
-    const FileFormat f = output_format(a.output);
+/// The format an output name asks for; an unknown extension named with its flag.
+FileFormat format_of(const std::string& flag, const std::string& path) {
+    try {
+        return output_format(path);
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(flag + " = " + path + ": " + e.what());
+    }
+}
+
+/// Checks every output name of the run before any work: OUT (labels), the pictures, the maps, the table.
+void check_output_names(const Args& a) {
+    const FileFormat f = format_of("OUT", a.output);
     if (f != FileFormat::Npy && f != FileFormat::Envi)
         throw InvalidInput("OUT = " + a.output + ": the labels are i32; write .npy or ENVI (.hdr/.img), and the picture with --png");
-    if (!a.png.empty() && output_format(a.png) != FileFormat::Png)
+    if (!a.png.empty() && format_of("--png", a.png) != FileFormat::Png)
         throw InvalidInput("--png = " + a.png + ": expected a .png file name");
-    for (const std::string* p : {&a.boundary_out, &a.gradient_out})
-        if (!p->empty()) output_format(*p);
+    if (!a.boundary_out.empty()) format_of("--boundary-out", a.boundary_out);
+    if (!a.gradient_out.empty()) format_of("--gradient-out", a.gradient_out);
     const std::string ext = fs::path(a.regions_out).extension().string();
     if (!a.regions_out.empty() && ext != ".csv" && ext != ".json")
         throw InvalidInput("--regions-out = " + a.regions_out + ": expected a .csv or .json file name");
@@ -316,7 +327,6 @@ std::vector<std::string> check_output_names(const Args& a) {
     for (const std::string* p : {&a.png, &a.boundary_out, &a.gradient_out, &a.regions_out})
         if (!p->empty()) paths.push_back(*p);
     check_distinct(paths, a.flags.segment ? "segment" : "watershed");
-    return paths;
 }
 
 /// A volume of more than one slice has no one picture: --png and a PNG/PNM --boundary-out are refused.
