@@ -74,7 +74,7 @@ std::vector<Relief> rcmg_reliefs(const Context& gpu, const Cube& scene, int w, i
 // GPU SVM prediction (issue 16 item 5): a model trained on Salinas-A (5 % split, seed 1, C and γ by
 // cross-validation), applied to Salinas-A mirror-tiled to 610×340×204; against the CPU twin and
 // LIBSVM's svm_predict_values, both over pixel rows with OpenMP on every core.
-void svm_rows(const Context& gpu, const std::function<void(const std::string&)>& emit) {
+void svm_rows(const Context& gpu, const std::function<void(const std::string&)>& emit, const std::filesystem::path& out_dir) {
     const char* shared = std::getenv("CUBEKIT_SHARED_DATA");
     const std::filesystem::path dir = std::filesystem::path(shared ? shared : std::string(CUBEKIT_SOURCE_DIR) + "/../shared/data") /
                                       "classification/salinas_a";
@@ -89,15 +89,19 @@ void svm_rows(const Context& gpu, const std::function<void(const std::string&)>&
     const Cube cube = bench::tile_scene(sa, 610, 340, sa.bands(), DType::F32);
     Cube gpu_classes, cpu_classes;
     const double gpu_ms = wall_ms([&] { gpu_classes = predict_svm(gpu, cube, m).classes; }, 5);
-    const DeviceCube d_cube = DeviceCube::upload(gpu, cube.to_layout(Layout::BIP));
+    const DeviceCube d_cube = DeviceCube::upload(gpu, cube);  // BSQ, what the kernel reads
     const double resident_ms = wall_ms([&] { (void)predict_svm(gpu, d_cube, m); }, 5);
     const double twin_ms = wall_ms([&] { cpu_classes = predict_svm(cpu, cube, m).classes; }, 1);
     const double libsvm_ms = wall_ms([&] { (void)predict_svm(cpu, cube, m, {.engine = SvmEngine::Libsvm}); }, 1);
     const bool same = std::memcmp(gpu_classes.view().data(), cpu_classes.view().data(), gpu_classes.num_bytes()) == 0;
+    // For the PyTorch peer (bench/peers/svm_torch.py): the cube (H, W, B), the model, our classes.
+    write_cube(cube.to_layout(Layout::BIP), out_dir / "svm_cube.npy");
+    write_svm_model(m, out_dir / "svm_model");
+    write_cube(gpu_classes, out_dir / "svm_classes.npy");
     emit("");
     emit("SVM prediction, Salinas-A model (" + std::to_string(m.num_sv()) + " SVs, " + std::to_string(m.classes.size()) +
          " classes, C " + fmt(m.c, 0) + ", γ " + fmt(m.gamma, 5) + ") on Salinas-A tiled to 610×340×" + std::to_string(sa.bands()) +
-         " f32: GPU host cube → host classes " + fmt(gpu_ms, 2) + " ms (wall, median of 5), device-resident BIP cube " +
+         " f32: GPU host cube → host classes " + fmt(gpu_ms, 2) + " ms (wall, median of 5), device-resident BSQ cube " +
          fmt(resident_ms, 2) + " ms; CPU twin " + fmt(twin_ms, 0) + " ms, LIBSVM svm_predict_values " + fmt(libsvm_ms, 0) +
          " ms (OpenMP, " + std::to_string(cpu.threads()) + " threads, one run); GPU labels = CPU twin: " + (same ? "yes" : "**NO**") + ".");
 }
@@ -197,7 +201,7 @@ int main(int argc, char** argv) {
              "median " + fmt(median) + " ms, min " + fmt(best) + " ms, " + std::to_string(regions) + " regions; host cube → "
              "host labels (`segment`): " + fmt(host_ms, 2) + " ms. Target ≤ 1 ms (device-resident).");
     }
-    svm_rows(gpu, emit);
+    svm_rows(gpu, emit, images);
     if (!out_path.empty()) {
         std::string text;
         for (const std::string& l : lines) text += l + "\n";

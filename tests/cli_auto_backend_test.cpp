@@ -56,6 +56,61 @@ TEST(AutoBackend, FamiliesPickWhatWasFasterOnTheGpuMachine) {
     EXPECT_EQ(pick(estimate_zernike(shape(2048, 2048, 64, DType::U8), 324)), Backend::Cuda);
 }
 
+// Sequential work (the watershed's CPU reference) is not divided by the threads; estimates of steps add up.
+TEST(AutoBackend, SerialWorkIsNotDividedByTheThreads) {
+    const WorkEstimate serial{.cpu_serial_ms = kCudaProcessMs + 10};
+    EXPECT_EQ(choose_backend(serial, 1).backend, Backend::Cuda);
+    EXPECT_EQ(choose_backend(serial, 64).backend, Backend::Cuda);
+    EXPECT_DOUBLE_EQ(choose_backend({.cpu_thread_ms = 160, .cpu_serial_ms = 50}, 16).cpu_ms, 60);
+    const WorkEstimate sum = WorkEstimate{1, 2, 3} + WorkEstimate{10, 20, 30};
+    EXPECT_DOUBLE_EQ(sum.cpu_thread_ms, 11);
+    EXPECT_DOUBLE_EQ(sum.bytes_moved, 22);
+    EXPECT_DOUBLE_EQ(sum.cpu_serial_ms, 33);
+}
+
+// watershed, segment, classify: the CPU reference of the watershed is sequential (220 ns a pixel), the GPU's
+// own time (0.88 ms for 2440×2040 on the H100, 6-9 ms host to host) is far below a CUDA process's cost.
+TEST(AutoBackend, WatershedSegmentClassify) {
+    for (const int threads : {1, 16}) {
+        SCOPED_TRACE(threads);
+        const auto pick = [&](const WorkEstimate& w) { return choose_backend(w, threads).backend; };
+        // ~1.1 s of CPU against ~297 ms: the GPU, whatever the threads.
+        EXPECT_EQ(pick(estimate_watershed(shape(2440, 2040, 1, DType::U8))), Backend::Cuda);
+        EXPECT_EQ(pick(estimate_watershed(shape(2440, 2040, 1, DType::F32))), Backend::Cuda);
+        // The crossover is ~1.3 Mpixel: 1024² (231 ms) stays, 1280² (360 ms) goes.
+        EXPECT_EQ(pick(estimate_watershed(shape(1024, 1024, 1, DType::U8))), Backend::Cpu);
+        EXPECT_EQ(pick(estimate_watershed(shape(1280, 1280, 1, DType::U8))), Backend::Cuda);
+        EXPECT_EQ(pick(estimate_watershed(shape(95, 95, 1, DType::F32))), Backend::Cpu);
+        // A volume counts its voxels: 128 slices of 128².
+        EXPECT_EQ(pick(estimate_watershed(shape(128, 128, 128, DType::U8))), Backend::Cuda);
+        // segment of Samson on the CPU; of a 2440×2040×32 tile on the GPU.
+        EXPECT_EQ(pick(estimate_segment(shape(95, 95, 156, DType::I16))), Backend::Cpu);
+        EXPECT_EQ(pick(estimate_segment(shape(2440, 2040, 32, DType::F32))), Backend::Cuda);
+        // classify: nothing the GPU runs (sam, mindist, a class map; no segmentation) stays on the CPU.
+        EXPECT_EQ(pick(estimate_classify(shape(2440, 2040, 200, DType::F32), 0, false)), Backend::Cpu);
+        EXPECT_DOUBLE_EQ(estimate_classify(shape(610, 340, 103, DType::F32), 0, false).cpu_thread_ms, 0);
+        // Salinas-A, 56 support vectors, with the vote: the CPU.
+        EXPECT_EQ(pick(estimate_classify(shape(86, 83, 204, DType::F64), 56, true)), Backend::Cpu);
+        // Pavia University with a large model: 21.4 M samples × 1500 SVs, 26 s on one thread.
+        EXPECT_EQ(pick(estimate_classify(shape(610, 340, 103, DType::F32), 1500, false)), Backend::Cuda);
+    }
+    // The measured SVM prediction on the GPU machine: the CPU twin 219 ms at 16 threads (Salinas-A tiled to
+    // 610×340×204, 56 SVs) against a CUDA process's 295 ms + 9.4 ms host to host: the CPU.
+    const BackendChoice svm = choose_backend(estimate_classify(shape(610, 340, 204, DType::F32), 56, false), 16);
+    EXPECT_EQ(svm.backend, Backend::Cpu);
+    EXPECT_NEAR(svm.cpu_ms, 219, 1);
+    // segment of 610×340×103 (the bench's tile): 14.7 ms of RCMG at 16 threads + 46 ms of watershed.
+    const BackendChoice pavia = choose_backend(estimate_segment(shape(610, 340, 103, DType::F32)), 16);
+    EXPECT_EQ(pavia.backend, Backend::Cpu);
+    EXPECT_NEAR(pavia.cpu_ms, 610 * 340 * 103 * 11.0e-6 / 16 + 610 * 340 * 220e-6, 1e-9);
+    // The segmentation's share of classify is segment's work and more (the gradient goes through the host).
+    const CubeShape salinas = shape(86, 83, 204, DType::F64);
+    const WorkEstimate voted = estimate_classify(salinas, 0, true), segmented = estimate_segment(salinas);
+    EXPECT_DOUBLE_EQ(voted.cpu_thread_ms, segmented.cpu_thread_ms);
+    EXPECT_GT(voted.cpu_serial_ms, segmented.cpu_serial_ms);
+    EXPECT_GT(voted.bytes_moved, segmented.bytes_moved);
+}
+
 TEST(AutoBackend, LowerBoundOfTheSamplesFromTheFileSize) {
     const auto dir = testing::temp_dir("auto_bound");
     const auto write = [&](const std::string& name, const std::string& magic, std::size_t bytes) {
@@ -90,6 +145,42 @@ TEST(AutoBackend, CliReportsAndFollowsTheRule) {
     const auto forced = testing::run_cli("edges " + samson + " " + (dir / "f.png").string() + " --json --backend cpu");
     ASSERT_EQ(forced.exit_code, 0) << forced.err;
     EXPECT_FALSE(nlohmann::json::parse(forced.out).contains("backend_choice")) << forced.out;
+}
+
+// watershed, segment and classify report auto's decision from their estimates; --backend cpu bypasses it.
+TEST(AutoBackend, CliWatershedSegmentClassify) {
+    const auto dir = testing::temp_dir("auto_watershed");
+    const std::string samson = testing::source_path("data/samson/samson_1.img").string(), d = dir.string();
+    ASSERT_EQ(testing::run_cli("rcmg " + samson + " " + d + "/g.npy --quiet --backend cpu").exit_code, 0);
+    ASSERT_EQ(testing::run_cli("cluster " + samson + " " + d + "/cl.npy -k 4 --quiet --backend cpu").exit_code, 0);
+    const CubeShape scene = shape(95, 95, 156, DType::I16);
+    const struct {
+        std::string args;
+        WorkEstimate expected;
+    } cases[] = {
+        {"watershed " + d + "/g.npy " + d + "/w.npy", estimate_watershed(shape(95, 95, 1, DType::F32))},
+        {"segment " + samson + " " + d + "/s.npy", estimate_segment(scene)},
+        // sam: the class means run on the CPU on any backend; the vote's segmentation is the work.
+        {"classify " + samson + " " + d + "/c.npy --classifier sam --train " + d + "/cl.npy --train-fraction 0.1 --segment watershed",
+         estimate_classify(scene, 0, true)},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.args);
+        for (const char* threads : {"1", "2"}) {
+            const auto r = testing::run_cli(c.args + " --json --quiet --threads " + threads);
+            ASSERT_EQ(r.exit_code, 0) << r.err;
+            const nlohmann::json j = nlohmann::json::parse(r.out);
+            ASSERT_TRUE(j.contains("backend_choice")) << r.out;
+            const BackendChoice expected = choose_backend(c.expected, std::stoi(threads));
+            EXPECT_NEAR(j["backend_choice"]["cpu_estimate_ms"].get<double>(), expected.cpu_ms, 1e-9 * expected.cpu_ms) << r.out;
+            EXPECT_NEAR(j["backend_choice"]["gpu_estimate_ms"].get<double>(), expected.gpu_ms, 1e-9 * expected.gpu_ms) << r.out;
+            EXPECT_EQ(j["backend_choice"]["picked"], "cpu") << r.out;  // Samson is far below every crossover
+            EXPECT_EQ(j["backend"], "cpu");
+        }
+        const auto forced = testing::run_cli(c.args + " --json --quiet --backend cpu");
+        ASSERT_EQ(forced.exit_code, 0) << forced.err;
+        EXPECT_FALSE(nlohmann::json::parse(forced.out).contains("backend_choice")) << forced.out;
+    }
 }
 
 // A pick of the GPU runs there when a device exists, and on the CPU (said so) when none does. The

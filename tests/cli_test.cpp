@@ -1,7 +1,7 @@
 // CLI tests: run the built `cubekit` binary. A table of bad inputs (exit code, one stderr line naming
 // the flag or file and the offending value, nothing left in the output folder), then the positive
-// paths of info, rcmg, convert and demo, the RCMG CLI against the library, bit for bit, and
-// --png-compression on every command that writes PNGs.
+// paths of info, rcmg, convert and demo, the RCMG CLI against the library, bit for bit,
+// --png-compression on every command that writes PNGs, and --help of every subcommand.
 #include <matio.h>
 
 #include <algorithm>
@@ -159,6 +159,19 @@ fs::path regular_file(const fs::path& p) {
     return p;
 }
 
+/// A 12x10 f32 relief (a ramp) at dir/relief.npy, for watershed.
+fs::path relief_fixture(const fs::path& dir) {
+    Cube relief(12, 10, 1, DType::F32);
+    for (int y = 0; y < 10; ++y)
+        for (int x = 0; x < 12; ++x) relief.at<float>(x, y, 0) = float(x + 2 * y);
+    write_cube(relief, dir / "relief.npy");
+    return dir / "relief.npy";
+}
+/// watershed of the relief fixture into dir/out.npy and dir/out.png (which must not appear), then `extra`.
+std::string watershed_into(const fs::path& dir, const std::string& extra) {
+    return "watershed " + q(relief_fixture(dir)) + " " + q(dir / "out.npy") + " --png " + q(dir / "out.png") + " " + extra;
+}
+
 std::string skip_if_devices_at_least(int n) {
     const int count = Context::cuda_device_count();
     return count >= n ? "this machine has " + std::to_string(count) + " CUDA device(s)" : "";
@@ -249,6 +262,55 @@ std::vector<BadRow> bad_rows() {
         {"convert_crop_syntax", 2, [](const fs::path& d) { return Invocation{convert_into(d, "--crop 1,2,3"), {"--crop", "1,2,3"}}; }},
         {"convert_layout_zig", 2, [](const fs::path& d) { return Invocation{convert_into(d, "--layout zig"), {"--layout", "zig"}}; }},
         {"convert_out_type_u9", 2, [](const fs::path& d) { return Invocation{convert_into(d, "--out-type u9"), {"--out-type", "u9"}}; }},
+        // watershed, segment, classify, and the secondary inputs (FILE or FILE.mat:VAR) of every command:
+        // a missing file is refused by the system (3), a variable the file lacks is its content (2).
+        {"watershed_missing_mask", 3, [](const fs::path& d) {
+             return Invocation{watershed_into(d, "--mask " + q(d / "gone.png")), {"--mask", (d / "gone.png").string()}};
+         }},
+        {"watershed_markers_var_missing", 2, [](const fs::path& d) {
+             const fs::path m = mat_fixture(d / "seeds.mat", {{"seeds", {10, 12}}});
+             return Invocation{watershed_into(d, "--markers " + q(m.string() + ":nope")), {"--markers", "nope", "seeds"}};
+         }},
+        {"watershed_markers_other_size", 2, [](const fs::path& d) {
+             const fs::path m = mat_fixture(d / "seeds.mat", {{"seeds", {10, 11}}});
+             return Invocation{watershed_into(d, "--markers " + q(m.string() + ":seeds")), {"--markers", "11x10x1"}};
+         }},
+        {"watershed_connectivity_6", 2,
+         [](const fs::path& d) { return Invocation{watershed_into(d, "--connectivity 6"), {"--connectivity", "6"}}; }},
+        {"watershed_labels_as_png", 2, [](const fs::path& d) {
+             return Invocation{"watershed " + q(relief_fixture(d)) + " " + q(d / "out.png"), {"OUT", (d / "out.png").string()}};
+         }},
+        {"segment_bands_999", 2, [](const fs::path& d) {
+             return Invocation{"segment " + q(samson()) + " " + q(d / "out.npy") + " --bands 999", {"--bands", "999"}};
+         }},
+        {"segment_regions_out_txt", 2, [](const fs::path& d) {
+             return Invocation{"segment " + q(samson()) + " " + q(d / "out.npy") + " --regions-out " + q(d / "r.txt"),
+                               {"--regions-out", (d / "r.txt").string()}};
+         }},
+        {"classify_missing_train", 3, [](const fs::path& d) {
+             return Invocation{"classify " + q(samson()) + " " + q(d / "out.png") + " --train " + q(d / "gone.png"),
+                               {"--train", (d / "gone.png").string()}};
+         }},
+        {"classify_unknown_classifier", 2, [](const fs::path& d) {
+             return Invocation{"classify " + q(samson()) + " " + q(d / "out.png") + " --classifier nosuch",
+                               {"--classifier", "nosuch"}};
+         }},
+        {"detect_missing_target_mask", 3, [](const fs::path& d) {
+             return Invocation{"detect mf " + q(samson()) + " " + q(d / "out.npy") + " --target-mask " + q(d / "gone.png"),
+                               {"--target-mask", (d / "gone.png").string()}};
+         }},
+        {"detect_score_missing_mask", 3, [](const fs::path& d) {
+             return Invocation{"detect-score " + q(relief_fixture(d)) + " " + q(d / "gone.png"), {"MASK", (d / "gone.png").string()}};
+         }},
+        {"train_missing_labels", 3, [](const fs::path& d) {
+             return Invocation{"train rbfn " + q(samson()) + " --labels " + q(d / "gone.npy") + " -o " + q(d / "m.json"),
+                               {"--labels", (d / "gone.npy").string()}};
+         }},
+        {"cluster_mask_var_missing", 2, [](const fs::path& d) {
+             const fs::path m = mat_fixture(d / "valid.mat", {{"valid", {95, 95}}});
+             return Invocation{"cluster " + q(samson()) + " " + q(d / "out.npy") + " --mask " + q(m.string() + ":nope"),
+                               {"--mask", "nope"}};
+         }},
         {"demo_out_below_regular_file", 3, [](const fs::path& d) {
              const fs::path out = regular_file(d / "afile") / "demo";
              return Invocation{"demo --out " + q(out), {out.string()}};
@@ -522,6 +584,17 @@ std::vector<PngRun> png_runs() {
         {"zernike-reconstruct", [=](const fs::path& d) {  // from the moments the zernike row wrote just before
              return "zernike-reconstruct " + q(d / "z.json") + " " + q(d / "zrr.png");
          }, {"zrr.png"}},
+        {"watershed", [=](const fs::path& d) {  // the relief the rcmg row wrote
+             return "watershed " + q(d / "g.npy") + " " + q(d / "w.npy") + " --png " + q(d / "w.png") + " --boundary-out " +
+                    q(d / "wb.png");
+         }, {"w.png", "wb.png"}},
+        {"segment", [=](const fs::path& d) {
+             return "segment " + s + " " + q(d / "s.npy") + " --png " + q(d / "s.png") + " --gradient-out " + q(d / "sg.png");
+         }, {"s.png", "sg.png"}},
+        {"classify", [=](const fs::path& d) {  // the clusters of the cluster row as an external class map
+             return "classify " + s + " " + q(d / "k.png") + " --classifier " + q(d / "cl.npy") + " --segment watershed" +
+                    " --pixelwise-out " + q(d / "kp.png");
+         }, {"k.png", "kp.png"}},
         {"demo", [=](const fs::path& d) { return "demo --out " + q(d / "demo") + " --photo " + photo; },
          {"demo/samson_rcmg.png", "demo/samson_edges.png", "demo/chelsea_k16.png", "demo/chelsea_k16.indexed.png",
           "demo/chelsea_k16.palette.png"}},
@@ -584,7 +657,7 @@ TEST(CliPngCompression, ParametersUnchangedAndDefaultLevelDecodesAlike) {
 // --help of the commands that write PNGs shows the flag with its choices; the others do not offer it.
 TEST(CliPngCompression, HelpOfPngWritersOnly) {
     for (const char* sub : {"convert", "rcmg", "quantize", "cluster", "edges", "edges-baseline", "zernike",
-                            "zernike-reconstruct", "demo"}) {
+                            "zernike-reconstruct", "watershed", "segment", "classify", "demo"}) {
         const auto r = run_cli(std::string(sub) + " --help");
         EXPECT_NE(r.out.find("--png-compression TEXT:{fast,default,small}=fast"), std::string::npos) << sub << ":\n" << r.out;
     }
@@ -617,16 +690,23 @@ TEST(CliDemo, WritesPngNpyJson) {
 }
 
 TEST(CliHelp, EverySubcommandHasAnExampleAndVersionWorks) {
-    for (const char* sub : {"info", "convert", "rcmg", "demo", "edges", "edges-baseline", "edges-score", "pca",
-                            "zernike", "zernike-reconstruct"}) {
-        const auto r = run_cli(std::string(sub) + " --help");
-        EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
-        EXPECT_NE(r.out.find("Example"), std::string::npos) << sub << " --help:\n" << r.out;
-        EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
-    }
     const auto root = run_cli("--help");
     EXPECT_EQ(root.exit_code, 0);
     EXPECT_NE(root.out.find("Exit codes"), std::string::npos) << root.out;
+    for (const char* sub : {"info", "convert", "rcmg", "demo", "edges", "edges-baseline", "edges-score", "pca",
+                            "zernike", "zernike-reconstruct", "watershed", "segment", "classify"}) {
+        const auto r = run_cli(std::string(sub) + " --help");
+        EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
+        EXPECT_NE(r.out.find("Example"), std::string::npos) << sub << " --help:\n" << r.out;
+        EXPECT_NE(r.out.find("cubekit " + std::string(sub) + " "), std::string::npos) << sub << ": an example runs it";
+        // The root listing names it with a one-line description.
+        const std::size_t at = root.out.find("\n  " + std::string(sub) + " ");
+        ASSERT_NE(at, std::string::npos) << sub << " is not listed by cubekit --help:\n" << root.out;
+        const std::string line = root.out.substr(at + 1, root.out.find('\n', at + 1) - at - 1);
+        const std::size_t description = line.find_first_not_of(' ', 2 + std::string(sub).size());
+        ASSERT_NE(description, std::string::npos) << "no description: " << line;
+        EXPECT_TRUE(std::isupper(static_cast<unsigned char>(line[description]))) << "a capital first: " << line;
+    }
     const auto v = run_cli("--version");
     EXPECT_EQ(v.exit_code, 0) << v.err;
     EXPECT_EQ(v.out.rfind("cubekit ", 0), 0u) << v.out;

@@ -81,6 +81,17 @@ std::vector<Case> cases() {
          {"read", "context", "reconstruct", "write"}},
         {"demo", {}, {"demo", "--out", "{out}/demo", "--photo", photo, "--json"},
          {"context", "read", "rcmg", "write", "edges", "quantize"}},
+        {"watershed", {{"rcmg", samson, "{out}/g.npy"}},
+         {"watershed", "{out}/g.npy", "{out}/regions.npy", "--levels", "64", "--png", "{out}/regions.png", "--json"},
+         {"context", "read", "watershed", "paint", "write"}},
+        {"segment", {}, {"segment", samson, "{out}/regions.npy", "--png", "{out}/regions.png", "--regions-out",
+                         "{out}/regions.csv", "--json"},
+         {"context", "read", "segment", "stats", "paint", "write"}},
+        // auto: a CPU context for reading and training, then the rule's for the rest (one "context" step).
+        {"classify", {{"cluster", samson, "{out}/classes.npy", "-k", "4"}},
+         {"classify", samson, "{out}/map.png", "--classifier", "sam", "--train", "{out}/classes.npy", "--train-fraction",
+          "0.1", "--segment", "watershed", "--json"},
+         {"context", "read", "train", "predict", "rcmg", "watershed", "vote", "score", "write"}},
     };
 }
 

@@ -91,7 +91,7 @@ TEST(WatershedCli, LabelsAreTheLibrarysOnTiesAndFloats) {
             EXPECT_GT(lib.regions, 3);
             EXPECT_EQ(j["unlabelled_pixels"], 0);
             EXPECT_EQ(j["parameters"]["connectivity"], connectivity);
-            EXPECT_EQ(keys(j["parameters"]), (std::set<std::string>{"connectivity", "levels", "h_min", "volume", "schedule"}));
+            EXPECT_EQ(keys(j["parameters"]), (std::set<std::string>{"connectivity", "levels", "h_min", "min_area", "volume", "schedule"}));
             EXPECT_TRUE(j["markers"].is_null() && j["mask"].is_null());
             for (const char* step : {"context", "read", "watershed", "write", "total"})
                 EXPECT_TRUE(j["timings_ms"].contains(step)) << step;
@@ -328,6 +328,7 @@ TEST(WatershedCli, BadInputsExitNamingTheFlagAndWriteNothing) {
     write_cube(testing::random_cube(12, 10, 3, DType::F32, 8, 0, 1), in / "three.npy");
     write_cube(testing::random_cube(11, 10, 1, DType::U8, 9, 0, 3), in / "small.npy");
     write_cube(testing::random_cube(12, 10, 1, DType::F32, 10, 0, 3), in / "fractions.npy");
+    write_cube(testing::random_cube(12, 10, 1, DType::U8, 13, 0, 3), in / "seeds.npy");
     Cube nan = testing::random_cube(12, 10, 1, DType::F32, 11, 0, 1);
     nan.at<float>(4, 6, 0) = std::nanf("");
     write_cube(nan, in / "nan.npy");
@@ -340,6 +341,8 @@ TEST(WatershedCli, BadInputsExitNamingTheFlagAndWriteNothing) {
         {"watershed " + relief + " " + o + " --levels 1", 2, "--levels = 1"},
         {"watershed " + relief + " " + o + " --levels -3", 2, "--levels"},
         {"watershed " + relief + " " + o + " --h-min -1", 2, "--h-min"},
+        {"watershed " + relief + " " + o + " --min-area -1", 2, "--min-area"},
+        {"watershed " + relief + " " + o + " --min-area 4 --markers " + q(in / "seeds.npy"), 2, "--min-area = 4 with markers"},
         {"watershed " + relief + " " + o + " --schedule fast", 2, "--schedule"},
         {"watershed " + q(in / "three.npy") + " " + o, 2, "3 bands"},
         {"watershed " + relief + " " + o + " --markers " + q(in / "small.npy"), 2, "--markers"},

@@ -367,5 +367,46 @@ TEST(WatershedGpu, ErrorsAreTheCpusErrors) {
     EXPECT_NE(invalid_input_message([&] { watershed_into(gpu, d_h, host_labels.mutable_view()); }).find("labels"), std::string::npos);
 }
 
+
+TEST(WatershedGpu, MinAreaMatchesCpu) {
+    REQUIRE_GPU();
+    SEEDED();
+    // The merge runs on the host for both contexts (on a CUDA one after downloading the labels and
+    // the relief): every min_area case (ties, levels, h-minima, masks, volumes) gives the CPU's labels
+    // and R' with every schedule.
+    expect_family(gpu, min_area_cases(seed));
+    // The device-resident call: a window of a device relief and mask into a window of a poisoned
+    // device output; the rest of the output untouched.
+    const Cube big = smooth({150, 90}, seed + 5, DType::F32, 60), big_mask = random_mask({150, 90}, seed + 6);
+    const Cube crop = big.crop(11, 7, 101, 67), crop_mask = big_mask.crop(11, 7, 101, 67);
+    const DeviceCube d_big = DeviceCube::upload(gpu, big), d_big_mask = DeviceCube::upload(gpu, big_mask);
+    const CubeView win = d_big.view().window(11, 7, 101, 67), win_mask = d_big_mask.view().window(11, 7, 101, 67);
+    const CubeView ck = crop_mask.view();
+    for (std::int64_t min_area : {3, 25}) {
+        WatershedOptions o;
+        o.min_area = min_area;
+        o.levels = min_area == 3 ? 0 : 32;
+        const WatershedResult ref = watershed(cpu_context(), crop, o, {.mask = &ck});
+        SCOPED_TRACE("min_area " + std::to_string(min_area));
+        DeviceCube out = poisoned(gpu, {120, 80, 1, DType::I32, Layout::BSQ});
+        EXPECT_EQ(watershed_into(gpu, win, out.mutable_view().window(5, 9, 101, 67), o, {.mask = &win_mask}), ref.regions);
+        gpu.synchronize();
+        const Cube host = out.download(gpu);
+        EXPECT_TRUE(cubes_identical(ref.labels, Cube::from_view(host.view().window(5, 9, 101, 67), Layout::BSQ)));
+        std::size_t untouched = 0;
+        for (int y = 0; y < 80; ++y)
+            for (int x = 0; x < 120; ++x)
+                if (!(x >= 5 && x < 106 && y >= 9 && y < 76)) untouched += host.at<std::int32_t>(x, y, 0) == 0x7F7F7F7F;
+        EXPECT_EQ(untouched, 120u * 80u - 101u * 67u) << "samples outside the output window were written";
+    }
+    // Markers with min_area: the CPU's error.
+    const Cube h = ties({6, 5}, 1), markers = constant({6, 5}, DType::I32, 1);
+    const CubeView mv = markers.view();
+    WatershedOptions o;
+    o.min_area = 4;
+    EXPECT_EQ(invalid_input_message([&] { watershed(gpu, h, o, {.markers = &mv}); }),
+              invalid_input_message([&] { watershed(cpu_context(), h, o, {.markers = &mv}); }));
+}
+
 }  // namespace
 }  // namespace cubekit

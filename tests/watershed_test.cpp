@@ -1327,5 +1327,257 @@ TEST(WatershedErrors, BadMarkersAndMaskNameTheInput) {
     EXPECT_MESSAGE_HAS(with_mask(mask_shape), "mask");
 }
 
+
+// ---- Small regions (min_area) -----------------------------------------------------------------
+
+// The merge as the header states it, step by step on the pixels (O(merges · pixels), written
+// without the library's graph): `labels` are the automaton's, `r` the relief it compared. Returns
+// the renumbered labels; `regions` = R'.
+std::vector<std::int32_t> naive_min_area(const Relief& r, int connectivity, std::vector<std::int32_t> labels,
+                                         std::int64_t min_area, std::int64_t& regions) {
+    const Adjacency a = adjacency(r, connectivity);
+    std::set<std::int32_t> alone;  // regions found without a neighbour (they never gain one)
+    for (;;) {
+        std::map<std::int32_t, std::int64_t> area;
+        for (std::int64_t p = 0; p < r.size(); ++p)
+            if (r.inside[std::size_t(p)] && labels[std::size_t(p)] > 0) ++area[labels[std::size_t(p)]];
+        std::optional<std::pair<std::int64_t, std::int32_t>> small;  // (area, label)
+        for (const auto& [l, n] : area)
+            if (n < min_area && !alone.count(l) && (!small || std::make_pair(n, l) < *small)) small = std::make_pair(n, l);
+        if (!small) break;
+        const std::int32_t s = small->second;
+        std::map<std::int32_t, double> pass;  // neighbour label → lowest max(h(p), h(q))
+        for (std::int64_t p = 0; p < r.size(); ++p) {
+            if (labels[std::size_t(p)] != s) continue;
+            a.each(p, [&](std::int64_t q) {
+                const std::int32_t b = labels[std::size_t(q)];
+                if (b <= 0 || b == s) return;
+                const double m = std::max(r.h[std::size_t(p)], r.h[std::size_t(q)]);
+                auto it = pass.find(b);
+                if (it == pass.end()) pass[b] = m;
+                else it->second = std::min(it->second, m);
+            });
+        }
+        if (pass.empty()) {
+            alone.insert(s);
+            continue;
+        }
+        std::pair<double, std::int32_t> best{pass.begin()->second, pass.begin()->first};
+        for (const auto& [b, m] : pass) best = std::min(best, std::make_pair(m, b));
+        for (std::int32_t& l : labels)
+            if (l == s) l = best.second;
+    }
+    std::map<std::int32_t, std::int32_t> number;
+    for (std::int32_t& l : labels) {
+        if (l <= 0) continue;
+        auto it = number.find(l);
+        if (it == number.end()) it = number.emplace(l, std::int32_t(number.size()) + 1).first;
+        l = it->second;
+    }
+    regions = std::int64_t(number.size());
+    return labels;
+}
+
+// What every merge must give: 0 exactly outside the mask, labels 1..R' numbered by their first
+// pixel, each automaton region inside one merged region, every merged region connected, every
+// region below A without a neighbour; up to `naive_limit` (pixels × automaton regions) the naive
+// merge's labels exactly.
+void check_min_area(const Case& c, double naive_limit = 4e7) {
+    SCOPED_TRACE(c.name);
+    const Relief r = final_relief(c);
+    WatershedOptions plain_options = c.options;
+    plain_options.min_area = 0;
+    const WatershedResult plain = watershed(cpu_context(), c.height, plain_options, c.inputs());
+    const WatershedResult merged = watershed(cpu_context(), c.height, c.options, c.inputs());
+    const std::vector<std::int32_t> before = labels_of(plain.labels), after = labels_of(merged.labels);
+    std::int32_t next = 0;
+    std::map<std::int32_t, std::int32_t> image_of;  // automaton label → merged label
+    std::map<std::int32_t, std::int64_t> area;
+    for (std::int64_t p = 0; p < r.size(); ++p) {
+        const std::int32_t l = after[std::size_t(p)];
+        ASSERT_EQ(l > 0, bool(r.inside[std::size_t(p)])) << where(r, p);
+        if (l == 0) continue;
+        ASSERT_LE(l, next + 1) << "labels numbered by their first pixel, at " << where(r, p);
+        next = std::max(next, l);
+        ++area[l];
+        const auto [it, added] = image_of.emplace(before[std::size_t(p)], l);
+        ASSERT_EQ(it->second, l) << "automaton region " << before[std::size_t(p)] << " split, at " << where(r, p);
+    }
+    EXPECT_EQ(merged.regions, next);
+    EXPECT_LE(merged.regions, plain.regions);
+    const Pieces pieces = components(r, after, c.options.connectivity);
+    EXPECT_EQ(std::int64_t(pieces.label.size()), merged.regions) << "every merged region connected";
+    std::set<std::int32_t> has_neighbour;
+    const Adjacency a = adjacency(r, c.options.connectivity);
+    for (std::int64_t p = 0; p < r.size(); ++p)
+        a.each(p, [&](std::int64_t q) {
+            if (after[std::size_t(q)] != after[std::size_t(p)]) has_neighbour.insert(after[std::size_t(p)]);
+        });
+    for (const auto& [l, n] : area) {
+        if (n >= c.options.min_area) continue;
+        EXPECT_FALSE(has_neighbour.count(l)) << "region " << l << " of " << n << " pixels kept";
+    }
+    if (double(r.size()) * double(plain.regions) > naive_limit) return;
+    std::int64_t regions = 0;
+    EXPECT_EQ(after, naive_min_area(r, c.options.connectivity, before, c.options.min_area, regions));
+    EXPECT_EQ(merged.regions, regions);
+}
+
+WatershedOptions with_min_area(int connectivity, std::int64_t min_area) {
+    WatershedOptions o = with_connectivity(connectivity);
+    o.min_area = min_area;
+    return o;
+}
+
+TEST(WatershedMinArea, SmallMiddleBasinJoinsTheSideAcrossTheLowerPass) {
+    // The header's example: regions 1 (x 0..3), 2 (x 4..6, 3 pixels), 3 (x 7..10); passes 1–2:
+    // max(3, 6) = 6, 2–3: max(4, 3) = 4. A = 4: region 2 joins region 3 (the lower pass). Mirrored,
+    // the lower pass is on the left and region 2 joins region 1. A = 5: then the 4 pixels of
+    // region 1 join the 7 of the union (its only neighbour): one region.
+    const std::vector<double> h = {0, 1, 2, 3, 6, 1, 4, 3, 2, 1, 0};
+    const std::vector<double> mirrored(h.rbegin(), h.rend());
+    for (DType t : {DType::U8, DType::I16, DType::F32, DType::F64})
+        for (int conn : {4, 8}) {
+            SCOPED_TRACE(std::string(dtype_name(t)) + " c" + std::to_string(conn));
+            EXPECT_EQ(labels_of(watershed(cpu_context(), row_cube(h, t), with_min_area(conn, 0)).labels),
+                      ints({1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3}));
+            WatershedResult w = watershed(cpu_context(), row_cube(h, t), with_min_area(conn, 4));
+            EXPECT_EQ(w.regions, 2);
+            EXPECT_EQ(labels_of(w.labels), ints({1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2}));
+            w = watershed(cpu_context(), row_cube(mirrored, t), with_min_area(conn, 4));
+            EXPECT_EQ(w.regions, 2);
+            EXPECT_EQ(labels_of(w.labels), ints({1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2}));
+            w = watershed(cpu_context(), row_cube(h, t), with_min_area(conn, 5));
+            EXPECT_EQ(w.regions, 1);
+            EXPECT_EQ(labels_of(w.labels), std::vector<std::int32_t>(11, 1));
+        }
+}
+
+TEST(WatershedMinArea, EqualPassesGoToTheSmallerNeighbourLabel) {
+    // x 6 raised to 6: both passes of the middle region are 6; it joins region 1 (the smaller label).
+    const Cube h = row_cube({0, 1, 2, 3, 6, 1, 6, 3, 2, 1, 0}, DType::U8);
+    EXPECT_EQ(labels_of(watershed(cpu_context(), h).labels), ints({1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3}));
+    const WatershedResult w = watershed(cpu_context(), h, with_min_area(8, 4));
+    EXPECT_EQ(w.regions, 2);
+    EXPECT_EQ(labels_of(w.labels), ints({1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2}));
+}
+
+TEST(WatershedMinArea, EqualAreasMergeTheSmallerLabelFirst) {
+    // Regions 1 (x 0..1), 2 (x 2..3), 3 (x 4..8): areas 2, 2, 5; passes 1–2: max(3, 9) = 9, 2–3:
+    // max(1, 2) = 2. A = 3: region 1 goes first (label 1 < 2) into its only neighbour, region 2
+    // (now 4 pixels, done). Region 2 first would have joined region 3 and left region 1 to follow.
+    const Cube h = row_cube({2, 3, 9, 1, 2, 0, 1, 2, 3}, DType::U8);
+    EXPECT_EQ(labels_of(watershed(cpu_context(), h).labels), ints({1, 1, 2, 2, 3, 3, 3, 3, 3}));
+    const WatershedResult w = watershed(cpu_context(), h, with_min_area(4, 3));
+    EXPECT_EQ(w.regions, 2);
+    EXPECT_EQ(labels_of(w.labels), ints({1, 1, 1, 1, 2, 2, 2, 2, 2}));
+}
+
+TEST(WatershedMinArea, APitJoinsAcrossItsLowestPassInTwoDimensions) {
+    // 4-connectivity. The automaton: 1 = the left plain (first pixel (0, 0)), 2 = the pit at
+    // (x 3, y 0) with the 4 below it (which drains up to the 1), 3 = the right plain ((4, 2) = 2
+    // and (3, 2) drain right):
+    //   0 0 5 1 5 0 0      1 1 1 2 3 3 3
+    //   0 0 5 4 5 0 0      1 1 1 2 3 3 3
+    //   0 0 5 5 2 0 0      1 1 1 3 3 3 3
+    // The pit's passes: to 1 max(5, 1) = max(5, 4) = 5; to 3 max(1, 5) = max(4, 5) = 5 (right and
+    // below). A = 3: equal passes, the pit joins region 1; renumbered, the right plain becomes 2.
+    const Cube h = image_cube({{0, 0, 5, 1, 5, 0, 0}, {0, 0, 5, 4, 5, 0, 0}, {0, 0, 5, 5, 2, 0, 0}}, DType::U8);
+    EXPECT_EQ(labels_of(watershed(cpu_context(), h, with_connectivity(4)).labels),
+              ints({1, 1, 1, 2, 3, 3, 3, 1, 1, 1, 2, 3, 3, 3, 1, 1, 1, 3, 3, 3, 3}));
+    WatershedResult w = watershed(cpu_context(), h, with_min_area(4, 3));
+    EXPECT_EQ(w.regions, 2);
+    EXPECT_EQ(labels_of(w.labels), ints({1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2}));
+    // (3, 2) lowered to 3 (it still drains right, to the 2): the pass below the pit, max(4, 3) = 4,
+    // is now its lowest; the pit joins the right plain and the union keeps label 3, renumbered 2.
+    const Cube lowered = image_cube({{0, 0, 5, 1, 5, 0, 0}, {0, 0, 5, 4, 5, 0, 0}, {0, 0, 5, 3, 2, 0, 0}}, DType::U8);
+    EXPECT_EQ(labels_of(watershed(cpu_context(), lowered, with_connectivity(4)).labels),
+              ints({1, 1, 1, 2, 3, 3, 3, 1, 1, 1, 2, 3, 3, 3, 1, 1, 1, 3, 3, 3, 3}));
+    w = watershed(cpu_context(), lowered, with_min_area(4, 3));
+    EXPECT_EQ(w.regions, 2);
+    EXPECT_EQ(labels_of(w.labels), ints({1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2}));
+}
+
+TEST(WatershedMinArea, OffOrOneIsTheIdentity) {
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (const Case& c : tie_cases(seed)) {
+        SCOPED_TRACE(c.name);
+        const WatershedResult plain = watershed(cpu_context(), c.height, c.options);
+        for (std::int64_t a : {0, 1}) {
+            WatershedOptions o = c.options;
+            o.min_area = a;
+            const WatershedResult w = watershed(cpu_context(), c.height, o);
+            EXPECT_EQ(w.regions, plain.regions);
+            EXPECT_TRUE(testing::cubes_identical(w.labels, plain.labels));
+        }
+    }
+}
+
+TEST(WatershedMinArea, RandomCasesMatchTheNaiveMerge) {  // ties, levels, h-minima, masks, volumes (6 and 26)
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (const Case& c : min_area_cases(seed)) {
+        check_min_area(c);
+        if (HasFatalFailure()) return;
+    }
+}
+
+TEST(WatershedMinArea, ARegionAloneInItsMaskComponentStays) {
+    // A constant 8×3 relief with the mask column x = 5 off: the automaton gives 1 (x 0..4, 15
+    // pixels) and 2 (x 6..7, 6 pixels), which are nobody's neighbours. With A = 10 region 2 has no
+    // neighbour to join and stays.
+    Cube mask = watershed_testing::constant({8, 3}, DType::U8, 1);
+    for (int y = 0; y < 3; ++y) mask.at<std::uint8_t>(5, y, 0) = 0;
+    const CubeView mv = mask.view();
+    const Cube h = watershed_testing::constant({8, 3}, DType::U16, 7);
+    for (int conn : {4, 8}) {
+        const WatershedResult w = watershed(cpu_context(), h, with_min_area(conn, 10), {.mask = &mv});
+        EXPECT_EQ(w.regions, 2);
+        EXPECT_EQ(labels_of(w.labels), ints({1, 1, 1, 1, 1, 0, 2, 2, 1, 1, 1, 1, 1, 0, 2, 2, 1, 1, 1, 1, 1, 0, 2, 2}));
+    }
+    // A huge A over a whole connected relief: one region.
+    const Cube t = ties({40, 30}, 5);
+    EXPECT_EQ(watershed(cpu_context(), t, with_min_area(8, 1 << 20)).regions, 1);
+}
+
+TEST(WatershedMinArea, VolumesMergeAlongZ) {
+    // The header's example as a 1×1×11 column of z-slices: 6- and 26-connectivity give the row's
+    // answer along z.
+    const std::vector<double> h = {0, 1, 2, 3, 6, 1, 4, 3, 2, 1, 0};
+    Cube column(1, 1, 11, DType::F32);
+    for (int z = 0; z < 11; ++z) column.set_value(0, 0, z, h[std::size_t(z)]);
+    for (int conn : {6, 26}) {
+        const WatershedResult w = watershed(cpu_context(), column, with_min_area(conn, 4));
+        EXPECT_EQ(w.regions, 2);
+        EXPECT_EQ(labels_of(w.labels), ints({1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2}));
+    }
+}
+
+TEST(WatershedMinArea, IntoAStridedHostWindow) {
+    const Cube h = smooth({60, 45}, 11, DType::F32, 40);
+    const WatershedOptions o = with_min_area(8, 30);
+    const WatershedResult ref = watershed(cpu_context(), h, o);
+    EXPECT_LT(ref.regions, watershed(cpu_context(), h).regions);
+    Cube big(70, 50, 2, DType::I32, Layout::BIP);
+    std::fill(big.data<std::int32_t>(), big.data<std::int32_t>() + big.num_elements(), -7);
+    EXPECT_EQ(watershed_into(cpu_context(), h, big.mutable_view().window(4, 3, 60, 45).band_range(1, 1), o), ref.regions);
+    EXPECT_TRUE(testing::cubes_identical(ref.labels, Cube::from_view(big.view().window(4, 3, 60, 45).band_range(1, 1), Layout::BSQ)));
+    EXPECT_EQ(big.at<std::int32_t>(4, 3, 0), -7);
+    EXPECT_EQ(big.at<std::int32_t>(0, 0, 1), -7);
+}
+
+TEST(WatershedMinArea, BadValuesAndMarkersAreRefusedNamingTheField) {
+    const Cube h = ties({6, 5}, 1);
+    EXPECT_MESSAGE_HAS(invalid_input_message([&] { watershed(cpu_context(), h, with_min_area(8, -1)); }), "min_area");
+    const Cube markers = watershed_testing::constant({6, 5}, DType::I32, 1);
+    const CubeView mv = markers.view();
+    const std::string m = invalid_input_message([&] { watershed(cpu_context(), h, with_min_area(8, 4), {.markers = &mv}); });
+    EXPECT_MESSAGE_HAS(m, "min_area = 4");
+    EXPECT_MESSAGE_HAS(m, "markers");
+    // Off (0 or 1) with markers is fine.
+    EXPECT_EQ(watershed(cpu_context(), h, with_min_area(8, 1), {.markers = &mv}).regions, 1);
+}
+
 }  // namespace
 }  // namespace cubekit

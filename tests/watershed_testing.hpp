@@ -558,6 +558,27 @@ inline std::vector<HandCase> hand_cases() {
     return out;
 }
 
+/// The cases without markers of the ties, filter (levels, h-minima), mask and volume families, each
+/// with a WatershedOptions::min_area of 2, 5, 12 or 40 in turn (the small-region merge).
+inline std::vector<Case> min_area_cases(std::uint64_t seed) {
+    std::vector<Case> out;
+    const std::int64_t areas[] = {2, 5, 12, 40};
+    std::vector<std::vector<Case>> families;
+    families.push_back(tie_cases(seed));
+    families.push_back(filter_cases(seed + 1));
+    families.push_back(mask_cases(seed + 2));
+    families.push_back(volume_cases(seed + 3));
+    std::size_t k = 0;
+    for (std::vector<Case>& family : families)
+        for (Case& c : family) {
+            if (c.markers) continue;
+            c.options.min_area = areas[k++ % 4];
+            c.name += " min_area " + std::to_string(c.options.min_area);
+            out.push_back(std::move(c));
+        }
+    return out;
+}
+
 /// The message of the InvalidInput that f() throws, or a note saying what happened instead.
 template <class F>
 std::string invalid_input_message(F&& f) {

@@ -30,6 +30,24 @@
 ///
 /// Mask: a u8 image of the relief's shape, nonzero = inside. Pixels outside get label 0 and are
 /// not part of the relief (they are nobody's neighbour).
+///
+/// Small regions (options.min_area = A ≥ 2; 0 and 1 = off): after the automaton, regions of fewer
+/// than A pixels are merged into a neighbour. Two regions are adjacent when a pixel of one is a
+/// neighbour of a pixel of the other (the watershed's connectivity; label 0, outside the mask, is
+/// nobody's neighbour); their pass is the lowest max(h(p), h(q)) over such pixel pairs, with h the
+/// relief the automaton compared (after `levels` and h-minima; exact, in its type). Repeatedly, the
+/// region of smallest area below A (ties: the smallest label) is merged into the neighbour across
+/// its lowest pass (ties: the smallest neighbour label); the union keeps the neighbour's label, its
+/// area is the sum and its pass to every other region the lower of the two. A region with no
+/// neighbour left (alone in its mask component) stays, however small. The survivors are then
+/// renumbered 1..R' in the raster order of their first pixel, and R = R'. Each region stays
+/// connected. With markers, min_area is refused (the marker labels are the caller's). The merge
+/// runs on the host (a CUDA context downloads the labels and the relief, and uploads the result).
+/// Example, 1×11, 4-connectivity, A = 4:
+///
+///     h       0 1 2 3 6 1 4 3 2 1 0      automaton: regions 1 (x 0..3), 2 (x 4..6), 3 (x 7..10)
+///     passes  1–2: max(3, 6) = 6;  2–3: max(4, 3) = 4
+///     →       1 1 1 1 2 2 2 2 2 2 2      region 2 (3 pixels) joins region 3 across the pass 4; R = 2
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -64,6 +82,9 @@ struct WatershedOptions {
     /// h-minima: minima of depth ≤ h_min are filled (reconstruction by erosion of h + h_min over h,
     /// in f64; Soille's HMIN) before the watershed; 0 = off.
     double h_min = 0;
+    /// Merge regions of fewer than min_area pixels into the neighbour across their lowest pass
+    /// (see "Small regions" above); 0 or 1 = off. Not with markers.
+    std::int64_t min_area = 0;
     /// The bands are z-slices of a volume (3-D neighbours); false: one band, 2-D.
     bool volume = false;
     /// CUDA only: how the automaton is iterated.
@@ -77,6 +98,9 @@ void visit_fields(O& o, V&& visit) {
                                 .one_of = {4, 6, 8, 26}});
     visit(o.levels, Field{.name = "levels", .doc = "quantise the heights to 0..levels-1 first (0 = off)", .min = 0});
     visit(o.h_min, Field{.name = "h_min", .doc = "fill minima of depth <= H first (h-minima; 0 = off)", .min = 0.0});
+    visit(o.min_area, Field{.name = "min_area",
+                            .doc = "merge regions below A pixels into the neighbour across their lowest pass (0 = off)",
+                            .min = 0});
     visit(o.volume, Field{.name = "volume", .doc = "the bands are z-slices of a 3-D volume (6/26 neighbours)"});
     visit(o.schedule, Field{.name = "schedule", .doc = "CUDA iteration: auto, sync or block-async (same labels)"});
 }
@@ -90,7 +114,8 @@ struct WatershedInputs {
 
 struct WatershedResult {
     Cube labels;               ///< W×H×D i32, BSQ: 1..regions (marker labels with markers), 0 outside the mask
-    std::int64_t regions = 0;  ///< regional minima R (with markers: the distinct marker labels > 0 inside the mask)
+    std::int64_t regions = 0;  ///< regional minima R (with markers: the distinct marker labels > 0 inside the mask;
+                               ///< with min_area: the regions R' left after the merge)
 };
 
 /// The watershed of `height` (a thin wrapper over watershed_into). Throws InvalidInput naming the

@@ -248,6 +248,41 @@ def test_bad_input_raises_named_errors(rng):
         cubekit.segment(a, reject=7)
 
 
+def test_min_area_keyword_matches_cli(cli, tmp_path, rng):
+    relief = ties(rng, shape=(41, 33))
+    np.save(tmp_path / "r.npy", relief)
+    cli("watershed", tmp_path / "r.npy", tmp_path / "l.npy", "--min-area", 6, "--backend", "cpu", "-q")
+    labels, n = cubekit.watershed(relief, min_area=6, return_regions=True)
+    np.testing.assert_array_equal(labels, np.load(tmp_path / "l.npy"))
+    assert labels.dtype == np.int32 and labels.shape == relief.shape
+    assert 0 < n == labels.max() < cubekit.watershed(relief, return_regions=True)[1]
+    assert np.bincount(labels.ravel())[1:].min() >= 6  # one connected relief: no region is alone
+    np.testing.assert_array_equal(cubekit.watershed(relief, min_area=1), cubekit.watershed(relief))
+    assert inspect.signature(cubekit.watershed).parameters["min_area"].default == 0
+    assert "min_area" in cubekit.watershed.__doc__ and "min_area" in cubekit.segment.__doc__
+
+
+def test_segment_min_area_keyword(cli, tmp_path, samson):
+    cli("segment", SAMSON, tmp_path / "s.npy", "--min-area", 20, "--backend", "cpu", "-q")
+    s = cubekit.segment(samson[0], min_area=20)
+    np.testing.assert_array_equal(s.labels, np.load(tmp_path / "s.npy"))
+    np.testing.assert_array_equal(s.labels, cubekit.watershed(s.gradient, min_area=20))
+    assert s.count == len(s.regions) < cubekit.segment(samson[0], statistics=False).count
+    assert s.regions["area"].min() >= 20
+
+
+def test_min_area_errors_name_the_keyword(rng):
+    a = rng.random((8, 9)).astype(np.float32)
+    with pytest.raises(ValueError, match="min_area"):
+        cubekit.watershed(a, min_area=-1)
+    markers = np.zeros((8, 9), np.int32)
+    markers[2, 2] = 5
+    with pytest.raises(ValueError, match="min_area = 3 with markers"):
+        cubekit.watershed(a, markers, min_area=3)
+    with pytest.raises(ValueError, match="min_area"):
+        cubekit.segment(a, min_area=-2)
+
+
 # ---- GPU ------------------------------------------------------------------------------------------
 
 @gpu
@@ -259,6 +294,16 @@ def test_numpy_with_backend_cuda_matches_cpu(rng, samson):
     d, h = (cubekit.segment(samson[0], levels=32, backend=b) for b in ("cuda", "cpu"))
     np.testing.assert_array_equal(d.labels, h.labels)
     np.testing.assert_array_equal(d.regions["area"], h.regions["area"])
+
+
+@gpu
+def test_min_area_with_backend_cuda_matches_cpu(rng):
+    relief = ties(rng, shape=(61, 47))
+    mask = np.ones(relief.shape, bool)
+    mask[:, 20] = False
+    for keywords in ({"min_area": 5}, {"min_area": 12, "levels": 4, "mask": mask}):
+        np.testing.assert_array_equal(cubekit.watershed(relief, backend="cuda", **keywords),
+                                      cubekit.watershed(relief, **keywords))
 
 
 @gpu

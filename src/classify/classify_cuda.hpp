@@ -11,7 +11,7 @@ namespace cubekit::detail {
 /// The most classes the GPU SVM prediction keeps in registers (more: the CPU twin runs).
 inline constexpr int kSvmGpuMaxClasses = 16;
 
-/// SVM prediction of every pixel of `cube` (a dense BIP view on the context's device, any element
+/// SVM prediction of every pixel of `cube` (a dense BSQ view on the context's device, any element
 /// type) into device arrays: classes (W·H i32) and, unless null, dec (W·H × K(K−1)/2 f64). Returns
 /// the pixels with a non-finite band (class 0, decision values NaN). Waits for the result.
 std::int64_t predict_svm_cuda(const Context& ctx, const CubeView& cube, const SvmModel& model, std::int32_t* classes,

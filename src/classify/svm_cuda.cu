@@ -1,5 +1,5 @@
 // SVM prediction on the GPU (issue 16 item 3): the same arithmetic as the CPU twin of LIBSVM's
-// svm_predict_values (svm_predict.cpp), one thread per pixel. A block stages kChunk support vectors
+// svm_predict_values (svm_predict.cpp), one thread per pixel over a BSQ cube (a warp's loads coalesce). A block stages kChunk support vectors
 // (all bands, f64) and their coefficients in shared memory; each thread scales its pixel's bands
 // (svm-scale's rule, the same expression as detail::scale_band), accumulates the kChunk squared
 // distances in band order, and adds coef·exp(−γ·d) to the pair sums. The SVs are grouped by class in
@@ -40,10 +40,11 @@ __global__ void __launch_bounds__(kThreads) svm_predict(const T* cube, SvmArgs a
     double* coef = staged + kChunk * a.bands;
     const int p = blockIdx.x * kThreads + threadIdx.x;
     const bool active = p < a.pixels;
-    const T* x = cube + std::int64_t(p) * a.bands;
+    const T* x = cube + p;  // BSQ: band b of pixel p at x[b·pixels], coalesced across a warp
+    const std::int64_t stride = a.pixels;
     bool finite = active;
     if (active)
-        for (int b = 0; b < a.bands && finite; ++b) finite = isfinite(double(x[b]));
+        for (int b = 0; b < a.bands && finite; ++b) finite = isfinite(double(x[b * stride]));
     double sum[kSvmGpuMaxClasses * (kSvmGpuMaxClasses - 1) / 2];
     const int pairs = a.classes * (a.classes - 1) / 2;
     for (int q = 0; q < pairs; ++q) sum[q] = 0;
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) svm_predict(const T* cube, SvmArgs a
         for (int s = 0; s < kChunk; ++s) d2[s] = 0;
         for (int b = 0; b < a.bands; ++b) {
             const double lo = a.scale_min[b], hi = a.scale_max[b];
-            const double xs = hi == lo ? 0.0 : -1.0 + 2.0 * (double(x[b]) - lo) / (hi - lo);
+            const double xs = hi == lo ? 0.0 : -1.0 + 2.0 * (double(x[b * stride]) - lo) / (hi - lo);
 #pragma unroll
             for (int s = 0; s < kChunk; ++s)
                 if (s < n) {

@@ -83,14 +83,14 @@ std::int32_t predict_libsvm(const svm_model* model, const std::vector<double>& x
 }
 
 // The GPU kernel (svm_cuda.cu) for a CUDA context, the cubekit engine and K ≤ kSvmGpuMaxClasses:
-// the cube once on the device in BIP, classes (and decision values) downloaded.
+// the cube once on the device in BSQ (converted when it is not), classes (and decision values) downloaded.
 std::optional<SvmPrediction> predict_on_device(const Context& ctx, const CubeView& cube, const SvmModel& model,
                                                const SvmPredictOptions& options) {
 #ifdef CUBEKIT_HAVE_CUDA
     const int K = int(model.classes.size());
     if (!ctx.is_cuda() || options.engine != SvmEngine::Cubekit || K > detail::kSvmGpuMaxClasses) return std::nullopt;
     ctx.log("predict_svm: cuda, " + cube.describe() + ", " + std::to_string(model.num_sv()) + " support vectors");
-    const CubeInLayout in(ctx, cube, Layout::BIP, Memory::Device);
+    const CubeInLayout in(ctx, cube, Layout::BSQ, Memory::Device);
     const int W = cube.width(), H = cube.height(), P = K * (K - 1) / 2;
     DeviceCube classes(ctx, {W, H, 1, DType::I32, Layout::BSQ}), dec;
     if (options.decision_values) dec = DeviceCube(ctx, {W, H, P, DType::F64, Layout::BIP});

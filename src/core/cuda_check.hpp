@@ -35,6 +35,11 @@ inline void check_launch(const Context& ctx, const char* kernel, dim3 grid, dim3
 
 inline cudaStream_t stream_of(const Context& ctx) { return static_cast<cudaStream_t>(ctx.cuda_stream()); }
 
+/// Copies `bytes` (≤ 64 KiB) of device memory to `host` through a per-thread pinned buffer and waits
+/// for the context's stream; returns false (nothing copied) for larger sizes or when pinned memory
+/// is refused. For flags, counts and other small read-backs.
+bool read_small(const Context& ctx, const void* device, void* host, std::size_t bytes);
+
 /// The stream-ordered pool returns memory to the driver at every synchronisation once it holds
 /// more than its release threshold (default 0); keeping a call's scratch size lets a caller that
 /// synchronises between calls (a benchmark, a loop over scenes) reuse it instead of re-mapping it.

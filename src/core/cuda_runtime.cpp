@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -130,11 +131,44 @@ void DeviceBuffer::upload(const Context& ctx, const void* host, std::size_t byte
     ctx.count_transfer(true, bytes, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
+namespace {
+// Small read-backs (flags, counts, thresholds) go through a per-thread pinned buffer: a pageable
+// copy makes the driver stage it synchronously, which cost the public calls 10–50 µs each
+// (bench/results/2026-11-25-h100.md). Allocated once per thread and kept for the process.
+constexpr std::size_t kSmallReadback = 64 * 1024;
+std::byte* readback_staging() {
+    static thread_local std::byte* staging = [] {
+        void* p = nullptr;
+        if (cudaMallocHost(&p, kSmallReadback) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return static_cast<std::byte*>(nullptr);  // pinned memory refused: pageable copies
+        }
+        return static_cast<std::byte*>(p);
+    }();
+    return staging;
+}
+}  // namespace
+
+bool detail::read_small(const Context& ctx, const void* device, void* host, std::size_t bytes) {
+    std::byte* staging = bytes <= kSmallReadback ? readback_staging() : nullptr;
+    if (!staging) return false;
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(staging, device, bytes, cudaMemcpyDeviceToHost, detail::stream_of(ctx)));
+    ctx.synchronize();
+    std::memcpy(host, staging, bytes);
+    return true;
+}
+
 void DeviceBuffer::download(const Context& ctx, void* host, std::size_t bytes) const {
     ctx.synchronize();  // timed from when the work queued before it is done
     const auto t0 = std::chrono::steady_clock::now();
-    download_async(ctx, host, bytes);
-    ctx.synchronize();
+    if (bytes > size_) throw InvalidInput("DeviceBuffer::download: " + std::to_string(bytes) + " bytes from a buffer of " + std::to_string(size_));
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(device_));
+    if (bytes == 0 || detail::read_small(ctx, data_, host, bytes)) {
+        // done
+    } else {
+        download_async(ctx, host, bytes);
+        ctx.synchronize();
+    }
     ctx.count_transfer(false, bytes, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 

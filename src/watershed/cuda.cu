@@ -32,6 +32,13 @@ double double_of_key_host(unsigned long long k) {
     return v;
 }
 
+// A small read-back through the pinned staging buffer (a pageable copy if it is refused).
+void read_back(const Context& ctx, const void* device, void* host, std::size_t bytes) {
+    if (read_small(ctx, device, host, bytes)) return;
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_of(ctx)));
+    CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));
+}
+
 Steps make_steps(int connectivity) {
     const std::vector<Step> list = watershed_steps(connectivity);
     Steps s;
@@ -78,8 +85,7 @@ void relax(const Context& ctx, const Geometry& g, const typename Rule::A* aux, t
             }
         }
         int last = 0;
-        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&last, f + slot(round - 1), sizeof(int), cudaMemcpyDeviceToHost, stream));
-        CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        read_back(ctx, f + slot(round - 1), &last, sizeof(int));
         if (last == 0) return;
         ctx.check_cancelled("watershed");
         batch = std::min(batch * 2, 64);
@@ -140,9 +146,9 @@ std::int64_t automaton(const Context& ctx, const Geometry& g, const T* h, const 
     number<<<blocks, kBlock, 0, stream>>>(g, root, as<int>(rank), nullptr, labels);
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed number", dim3(blocks), dim3(kBlock));
     int tail[2] = {0, 0};
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&tail[0], as<int>(rank) + (n - 1), 4, cudaMemcpyDeviceToHost, stream));
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&tail[1], as<int>(is_root) + (n - 1), 4, cudaMemcpyDeviceToHost, stream));
-    CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(as<int>(d) + 0, as<int>(rank) + (n - 1), 4, cudaMemcpyDeviceToDevice, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(as<int>(d) + 1, as<int>(is_root) + (n - 1), 4, cudaMemcpyDeviceToDevice, stream));
+    read_back(ctx, as<int>(d), tail, sizeof tail);
     return std::int64_t(tail[0]) + tail[1];
 }
 
@@ -164,8 +170,7 @@ void check_relief(const Context& ctx, const Geometry& g, const T* h, DeviceBuffe
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed range_keys", dim3(blocks), dim3(kBlock));
     if (!std::is_floating_point_v<T>) return;  // integers: no NaN, a finite range
     Readback r = init;
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&r, lo_hi, sizeof(r), cudaMemcpyDeviceToHost, stream));
-    CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    read_back(ctx, lo_hi, &r, sizeof(r));
     if (r.nan_first != init.nan_first) {
         const std::int64_t plane = std::int64_t(g.width) * g.height, first = r.nan_first;
         throw InvalidInput("watershed: the relief holds NaN (first at x " + std::to_string(first % g.width) + ", y " +

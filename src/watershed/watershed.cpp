@@ -145,8 +145,15 @@ std::int64_t watershed_into(const Context& ctx, const CubeView& height, const Mu
                                "watershed_into: the labels are");
     ctx.log("watershed: " + std::string(ctx.backend_name()) + ", " + height.describe() + ", connectivity " +
             std::to_string(options.connectivity));
-    if (!ctx.is_cuda()) return watershed_on_host(ctx, height, labels, options, inputs);
-    return detail::watershed_on_device(ctx, height, labels, options, inputs);
+    if (options.min_area > 1 && inputs.markers)
+        throw InvalidInput("watershed: min_area = " + std::to_string(options.min_area) +
+                           " with markers; the marker labels are the caller's (give fewer markers instead)");
+    const std::int64_t regions = ctx.is_cuda() ? detail::watershed_on_device(ctx, height, labels, options, inputs)
+                                               : watershed_on_host(ctx, height, labels, options, inputs);
+    if (options.min_area <= 1) return regions;
+    // Small regions are merged on the host for now (a CUDA context downloads the labels and the
+    // relief, and uploads the merged labels): min_area.cpp.
+    return detail::merge_small_regions(ctx, height, labels, options, inputs.mask);
 }
 
 WatershedResult watershed(const Context& ctx, const CubeView& height, const WatershedOptions& options,

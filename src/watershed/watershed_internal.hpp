@@ -122,6 +122,16 @@ std::int64_t watershed_host(const Context& ctx, const HostWatershed& w, const T*
 template <class T>
 std::vector<std::uint32_t> quantize_levels_host(const Grid& g, const T* h, std::int64_t levels);
 
+// ---- Small regions (min_area.cpp) ------------------------------------------------------------
+
+/// WatershedOptions::min_area (the header's "Small regions"), the front door's call for either
+/// context: `labels` as a backend wrote them (host or device, any strides; 1..R, 0 outside),
+/// `height` the relief as given (levels and h-minima are applied here again). Runs on the host:
+/// device labels and relief are downloaded, the merged labels uploaded. Renumbers the labels
+/// 1..R' by their first pixel and returns R'.
+std::int64_t merge_small_regions(const Context& ctx, const CubeView& height, const MutableCubeView& labels,
+                                 const WatershedOptions& options, const CubeView* mask);
+
 // ---- CUDA (cuda.cu) --------------------------------------------------------------------------
 
 /// Markers as a dense host i32 cube in raster order (InvalidInput for labels beyond 2^31 − 1).

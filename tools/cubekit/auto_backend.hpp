@@ -3,7 +3,8 @@
 //
 // The rule: auto takes the GPU only when the CPU would take longer than the GPU process's fixed cost plus
 // its copies:  cpu_ms > kCudaProcessMs + bytes_moved / kPageableBytesPerMs, where
-//   cpu_ms      = the family's CPU work (units × ns per unit per thread, measured) / the CPU threads;
+//   cpu_ms      = the family's CPU work (units × ns per unit per thread, measured) / the CPU threads, plus its
+//               sequential work (the watershed reference), which no thread count shortens;
 //   kCudaProcessMs = what any CUDA process pays on the GPU machine and a CPU run does not: cuInit ~95 ms,
 //               the primary context ~93 ms, the driver's teardown at exit 82-110 ms, the first use of our
 //               kernels and memory pool ~15 ms (bench/cuda_startup_probe.py, bench/results/2026-11-26-h100.md);
@@ -30,9 +31,13 @@ inline constexpr double kPageableBytesPerMs = 15e6;
 
 /// The work of one command, as auto's rule sees it.
 struct WorkEstimate {
-    double cpu_thread_ms = 0;      ///< CPU time on one thread
+    double cpu_thread_ms = 0;      ///< CPU time on one thread of the work the threads share
     double bytes_moved = 0;        ///< host<->device bytes a GPU run copies
+    double cpu_serial_ms = 0;      ///< CPU time of sequential work: the same on any thread count
 };
+
+/// The work of two steps of one command, one after the other.
+WorkEstimate operator+(const WorkEstimate& a, const WorkEstimate& b);
 
 /// auto's decision and the numbers behind it (the --json summary's "backend_choice").
 struct BackendChoice {
@@ -55,6 +60,14 @@ WorkEstimate estimate_pca(const CubeShape& shape);
 /// Target detection: an RBF network of `neurons` Gaussian neurons over every pixel; the multi-resolution block sums.
 WorkEstimate estimate_detect_rbfn(const CubeShape& shape, std::int64_t neurons);
 WorkEstimate estimate_detect_multires(const CubeShape& shape);
+/// Watershed of a relief of this shape (every band a z-slice of a volume): the CPU reference is sequential.
+WorkEstimate estimate_watershed(const CubeShape& relief);
+/// segment: the RCMG of the cube, then the watershed of its one-band gradient (kept on the device).
+WorkEstimate estimate_segment(const CubeShape& cube);
+/// classify: the SVM prediction of a model with `support_vectors` support vectors (0: no SVM, or the class
+/// means of sam and mindist, which run on the CPU on any backend), and with `segment` RCMG -> watershed and
+/// the region vote. Training is CPU work on any backend and not counted.
+WorkEstimate estimate_classify(const CubeShape& cube, std::int64_t support_vectors, bool segment);
 /// Zernike moments: `moments` moments of every band (image) of the shape.
 WorkEstimate estimate_zernike(const CubeShape& shape, std::int64_t moments);
 /// Reconstruction of a width×height image from `moments` moments.

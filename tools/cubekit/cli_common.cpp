@@ -97,6 +97,32 @@ Input read_input(const std::filesystem::path& path, const CommonOptions& common)
     return in;
 }
 
+SecondaryInput split_secondary(const std::string& spec) {
+    const std::size_t colon = spec.rfind(':');
+    if (!std::filesystem::exists(spec) && colon != std::string::npos && colon > 0 &&
+        std::filesystem::is_regular_file(spec.substr(0, colon)))
+        return {spec.substr(0, colon), spec.substr(colon + 1)};
+    return {spec, ""};
+}
+
+Cube read_secondary(const std::string& spec, const std::string& flag) {
+    const SecondaryInput in = split_secondary(spec);
+    try {
+        return read_cube(in.path, {.var = in.var});
+    } catch (const IoError& e) {
+        throw IoError(flag + ": " + e.what());
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(flag + " " + spec + ": " + e.what());
+    }
+}
+
+void check_same_size(const Cube& c, const CubeShape& want, const std::string& flag, const std::string& spec) {
+    if (c.width() != want.width || c.height() != want.height || c.bands() != want.bands)
+        throw InvalidInput(flag + " " + spec + " is " + std::to_string(c.width()) + "x" + std::to_string(c.height()) + "x" +
+                           std::to_string(c.bands()) + "; expected " + std::to_string(want.width) + "x" +
+                           std::to_string(want.height) + "x" + std::to_string(want.bands) + ", the size of IN");
+}
+
 void say(const CommonOptions& common, const std::string& line) {
     if (!common.quiet) std::cerr << line << "\n";
 }

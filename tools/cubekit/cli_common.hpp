@@ -49,6 +49,27 @@ struct Input {
 /// Reads IN (format from content and extension), applying --var and --bands.
 Input read_input(const std::filesystem::path& path, const CommonOptions& common);
 
+/// A secondary input named on the command line (a mask, labels, markers, a class map): FILE, or FILE:VAR
+/// for variable VAR of a MATLAB file.
+struct SecondaryInput {
+    std::filesystem::path path;
+    std::string var;  ///< "" = the file's only array
+};
+
+/// Where `spec` points: the whole text when a file of that name exists; else FILE:VAR when the part before
+/// the last ':' is a regular file; else the whole text (whose read then reports it missing).
+SecondaryInput split_secondary(const std::string& spec);
+
+/// Reads the secondary input `spec` given with `flag` ("--mask", or "MASK" for a positional argument), every
+/// error naming the flag (README, exit codes): what the system refused — a missing file, a permission — is
+/// IoError "FLAG: <the reader's message, which names the file>" (exit 3); what the file holds — its format,
+/// a MATLAB variable it lacks — is InvalidInput "FLAG SPEC: ..." (exit 2).
+Cube read_secondary(const std::string& spec, const std::string& flag);
+
+/// Throws InvalidInput "FLAG SPEC is WxHxB; expected WxHxB, the size of IN" unless `c` has the width,
+/// height and bands of `want`.
+void check_same_size(const Cube& c, const CubeShape& want, const std::string& flag, const std::string& spec);
+
 /// What a command has after context_while_reading: the context, what `read()` returned, and auto's
 /// decision ("backend_choice" in the --json summary; null when --backend or --device decided).
 template <class T>

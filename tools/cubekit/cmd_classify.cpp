@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <tuple>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -61,30 +62,10 @@ struct Args {
 
 // ---- inputs ---------------------------------------------------------------------------------------
 
-/// A secondary input, FILE or FILE.mat:VAR (as `detect --target-mask` reads its mask): split on the
-/// last ':' when the whole text is no file and the part before it is one. Errors name `flag`.
-Cube read_secondary(const std::string& spec, const std::string& flag) {
-    ReadOptions ro;
-    std::string path = spec;
-    const auto colon = spec.rfind(':');
-    if (colon != std::string::npos && colon > 0 && !fs::exists(spec) && fs::is_regular_file(spec.substr(0, colon)))
-        path = spec.substr(0, colon), ro.var = spec.substr(colon + 1);
-    try {
-        return read_cube(path, ro);
-    } catch (const IoError& e) {
-        throw IoError(flag + ": " + e.what());
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(flag + " " + spec + ": " + e.what());
-    }
-}
-
 /// A label image of IN's width and height, as checked i32 labels (classify.hpp: to_label_image).
 Cube read_labels(const Context& ctx, const std::string& spec, const std::string& flag, const CubeShape& in) {
     const Cube c = read_secondary(spec, flag);
-    if (c.width() != in.width || c.height() != in.height || c.bands() != 1)
-        throw InvalidInput(flag + " " + spec + " is " + std::to_string(c.width()) + "x" + std::to_string(c.height()) + "x" +
-                           std::to_string(c.bands()) + "; expected " + std::to_string(in.width) + "x" +
-                           std::to_string(in.height) + "x1, the size of IN");
+    check_same_size(c, {.width = in.width, .height = in.height, .bands = 1}, flag, spec);
     try {
         return to_label_image(ctx, c);
     } catch (const InvalidInput& e) {
@@ -95,27 +76,17 @@ Cube read_labels(const Context& ctx, const std::string& spec, const std::string&
 /// What --classifier names: one of the classifiers, or an external class map (FILE or FILE:VAR).
 std::optional<Classifier> classifier_of(const Args& a) {
     if (const std::optional<Classifier> c = find_enum<Classifier>(a.classifier)) return c;
-    const auto colon = a.classifier.rfind(':');
-    if (!fs::exists(a.classifier) && !(colon != std::string::npos && fs::is_regular_file(a.classifier.substr(0, colon))))
+    if (!fs::exists(split_secondary(a.classifier).path))
         throw InvalidInput("--classifier = " + a.classifier + ": expected svm, sam, mindist or a class-map file (FILE or FILE.mat:VAR)");
     return std::nullopt;
 }
 
-/// The output format of `path` (by extension); errors name `flag`.
-FileFormat format_of(const std::string& path, const std::string& flag) {
-    try {
-        return output_format(path);
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(flag + " = " + path + ": " + e.what());
-    }
-}
-
 void check_flags(const Args& a) {
-    const FileFormat f = format_of(a.output, "OUT");
+    const FileFormat f = format_of("OUT", a.output);
     if (f != FileFormat::Npy && f != FileFormat::Envi && f != FileFormat::Png && f != FileFormat::Pnm)
         throw InvalidInput("classify: OUT = " + a.output + ": use .npy or ENVI (.hdr/.img) for the class map, .png for its colours");
     for (const std::string* o : {&a.png, &a.pixelwise_out}) {
-        const FileFormat g = o->empty() ? FileFormat::Png : format_of(*o, o == &a.png ? "--png" : "--pixelwise-out");
+        const FileFormat g = o->empty() ? FileFormat::Png : format_of(o == &a.png ? "--png" : "--pixelwise-out", *o);
         if (g != FileFormat::Png && g != FileFormat::Pnm && (o == &a.png || (g != FileFormat::Npy && g != FileFormat::Envi)))
             throw InvalidInput(std::string(o == &a.png ? "--png = " : "--pixelwise-out = ") + *o +
                                (o == &a.png ? ": use .png" : ": use .npy, ENVI (.hdr/.img) or .png"));
@@ -242,23 +213,6 @@ std::string scores_line(const std::string& what, const ClassificationScores& s) 
 
 // ---- the class-map PNG --------------------------------------------------------------------------------
 
-/// Colour of the k-th class of the legend: Matplotlib's "tab10", then the light half of "tab20"
-/// (as `cubekit cluster` colours its clusters); beyond, hues stepped by the golden angle.
-std::array<std::uint8_t, 3> class_colour(std::size_t k) {
-    static constexpr std::uint8_t kTable[20][3] = {
-        {0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c}, {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd},
-        {0x8c, 0x56, 0x4b}, {0xe3, 0x77, 0xc2}, {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22}, {0x17, 0xbe, 0xcf},
-        {0xae, 0xc7, 0xe8}, {0xff, 0xbb, 0x78}, {0x98, 0xdf, 0x8a}, {0xff, 0x98, 0x96}, {0xc5, 0xb0, 0xd5},
-        {0xc4, 0x9c, 0x94}, {0xf7, 0xb6, 0xd2}, {0xc7, 0xc7, 0xc7}, {0xdb, 0xdb, 0x8d}, {0x9e, 0xda, 0xe5}};
-    if (k < 20) return {kTable[k][0], kTable[k][1], kTable[k][2]};
-    const double h = std::fmod(double(k) * 0.6180339887498949, 1.0) * 6.0, s = 0.65, v = (k % 2) ? 0.75 : 0.95;
-    const int sector = int(h);
-    const double f = h - sector, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-    const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    return {std::uint8_t(std::lround(255 * rgb[sector % 6][0])), std::uint8_t(std::lround(255 * rgb[sector % 6][1])),
-            std::uint8_t(std::lround(255 * rgb[sector % 6][2]))};
-}
-
 /// 3×5 digits, one row of 3 bits per entry (bit 2 = left column).
 constexpr std::uint8_t kDigits[10][5] = {{7, 5, 5, 5, 7}, {2, 6, 2, 2, 7}, {7, 1, 7, 4, 7}, {7, 1, 7, 1, 7},
                                          {5, 5, 7, 1, 1}, {7, 4, 7, 1, 7}, {7, 4, 7, 5, 7}, {7, 1, 1, 1, 1},
@@ -293,12 +247,12 @@ Cube class_map_png(const Cube& map, const std::vector<std::int32_t>& classes) {
         for (int x = 0; x < map.width(); ++x) {
             const std::int32_t v = map.at<std::int32_t>(x, y, 0);
             const auto k = std::lower_bound(classes.begin(), classes.end(), v);
-            if (v != 0 && k != classes.end() && *k == v) fill(img, x, y, 1, 1, class_colour(std::size_t(k - classes.begin())));
+            if (v != 0 && k != classes.end() && *k == v) fill(img, x, y, 1, 1, class_colour(k - classes.begin()));
         }
     int x = kGap, y = map.height() + kGap;
     for (std::size_t k = 0; k < classes.size(); ++k) {
         if (x + legend_entry_width(classes[k]) > width && x > kGap) x = kGap, y += kRow;
-        fill(img, x, y, kSwatch, kSwatch, class_colour(k));
+        fill(img, x, y, kSwatch, kSwatch, class_colour(std::int64_t(k)));
         int tx = x + kSwatch + kGap;
         for (char d : std::to_string(classes[k])) {
             for (int r = 0; r < 5; ++r)
@@ -319,7 +273,7 @@ void write_map(const Cube& map, const std::string& path, const std::string& role
     if (f == FileFormat::Png || f == FileFormat::Pnm) {
         write_cube(class_map_png(map, classes), path, common.write);
         nlohmann::json legend = nlohmann::json::array();
-        for (std::size_t k = 0; k < classes.size(); ++k) legend.push_back({{"class", classes[k]}, {"rgb", class_colour(k)}});
+        for (std::size_t k = 0; k < classes.size(); ++k) legend.push_back({{"class", classes[k]}, {"rgb", class_colour(std::int64_t(k))}});
         outputs.add(path, {{"role", role + "_png"}, {"path", path}, {"format", format_name(f)}, {"legend", legend}});
         return;
     }
@@ -363,7 +317,17 @@ struct Run {
     std::vector<std::int32_t> classes;  ///< of the legend: the model's and every predicted value, ascending
 };
 
-void pixelwise_step(const Context& ctx, const Args& a, const Cube& cube, const Labels& labels, Run& run, Timings& t) {
+/// Runs step `key` (timed), its host <-> device copies moved to the steps upload and download.
+template <class F>
+auto timed_step(const Context& ctx, Timings& t, const std::string& key, F&& f) {
+    const TransferTotals copies = ctx.transfer_totals();
+    auto result = t.time(key, f);
+    t.split_transfers(ctx, copies, key);
+    return result;
+}
+
+/// The model: trained (--train), read (--model-in), or none for an external class map (read here).
+void model_step(const Context& ctx, const Args& a, const Cube& cube, const Labels& labels, Run& run, Timings& t) {
     const std::optional<Classifier> c = classifier_of(a);
     if (!c) {
         run.pixelwise = t.time("read", [&] { return read_labels(ctx, a.classifier, "--classifier", cube.shape()); });
@@ -379,17 +343,22 @@ void pixelwise_step(const Context& ctx, const Args& a, const Cube& cube, const L
             throw InvalidInput("--model-in " + a.model_in + " holds a " + std::string(enum_name(run.model->classifier)) +
                                " model; --classifier says " + a.classifier);
     }
+}
+
+/// The pixel-wise map of the model (an external class map is already there).
+void predict_step(const Context& ctx, const Args& a, const Cube& cube, Run& run, Timings& t) {
+    if (!run.model) return;
     const std::string source = a.model_in.empty() ? "" : "--model-in " + a.model_in + ": ";
-    run.pixelwise = t.time("predict", [&] { return predict(ctx, cube, *run.model, source); });
+    run.pixelwise = timed_step(ctx, t, "predict", [&] { return predict(ctx, cube, *run.model, source); });
 }
 
 void segment_step(const Context& ctx, const Args& a, const Cube& cube, Run& run, Timings& t) {
     RcmgOptions ro;
     ro.connectivity = a.flags.watershed.connectivity;
-    const Cube gradient = t.time("rcmg", [&] { return rcmg(ctx, cube, ro); });
-    const WatershedResult w = t.time("watershed", [&] { return watershed(ctx, gradient, a.flags.watershed); });
+    const Cube gradient = timed_step(ctx, t, "rcmg", [&] { return rcmg(ctx, cube, ro); });
+    const WatershedResult w = timed_step(ctx, t, "watershed", [&] { return watershed(ctx, gradient, a.flags.watershed); });
     run.regions = w.regions;
-    run.vote = t.time("vote", [&] { return region_vote(ctx, w.labels, run.pixelwise, a.flags.vote); });
+    run.vote = timed_step(ctx, t, "vote", [&] { return region_vote(ctx, w.labels, run.pixelwise, a.flags.vote); });
 }
 
 void legend_classes(Run& run) {
@@ -457,12 +426,27 @@ void classify_command(const Args& a) {
     check_flags(a);
     const CommonOptions& common = a.common;
     Timings t;
-    auto [ctx, cube, choice] = context_while_reading(
-        common, "classify", t, a.input, [&] { return read_input(a.input, common).cube; },
-        [&](const CubeShape& s) { return a.segment == "none" ? WorkEstimate{} : estimate_rcmg(s); });
-    const Labels labels = t.time("read", [&] { return read_run_labels(ctx, a, cube.shape()); });
+    // auto (without --device): reading the labels and training are CPU code on any backend, so they run on a
+    // CPU context, and auto's rule is applied to the rest (prediction, segmentation, vote) once the model and
+    // its support vectors are known. Otherwise the context the flags ask for is made while IN is read.
+    const bool decide_later = common.context.backend == Backend::Auto && common.context.device < 0;
+    CommonOptions first = common;
+    if (decide_later) first.context.backend = Backend::Cpu;
+    Prepared<Cube> p = context_while_reading(
+        first, "classify", t, a.input, [&] { return read_input(a.input, common).cube; },
+        [](const CubeShape&) { return WorkEstimate{}; });  // not consulted: the backend is cpu or given
+    const Cube& cube = p.input;
+    const Labels labels = t.time("read", [&] { return read_run_labels(p.ctx, a, cube.shape()); });
     Run run;
-    pixelwise_step(ctx, a, cube, labels, run, t);
+    model_step(p.ctx, a, cube, labels, run, t);
+    if (decide_later) {
+        const std::int64_t support_vectors = run.model && run.model->svm ? std::int64_t(run.model->svm->num_sv()) : 0;
+        std::tie(p.ctx, p.backend_choice) = context_for_work(
+            common, "classify", t, estimate_classify(cube.shape(), support_vectors, a.segment == "watershed"));
+    }
+    const Context& ctx = p.ctx;
+    const nlohmann::json& choice = p.backend_choice;
+    predict_step(ctx, a, cube, run, t);
     if (a.segment == "watershed") segment_step(ctx, a, cube, run, t);
     legend_classes(run);
     if (labels.test) {
@@ -497,7 +481,8 @@ void classify_command(const Args& a) {
 
 Action add_classify(CLI::App& root) {
     auto a = std::make_shared<Args>();
-    CLI::App* app = root.add_subcommand("classify", "spectral-spatial classification: pixel-wise classifier + majority vote in watershed regions");
+    CLI::App* app = root.add_subcommand(
+        "classify", "Spectral-spatial classification: a pixel-wise classifier, then a majority vote in watershed regions");
     app->footer(
         "Pixel-wise: an RBF-kernel SVM (LIBSVM C-SVC, one-against-one; inputs scaled per band to [-1, 1];\n"
         "C and gamma by --cv-folds cross-validation over C in {1, 10, ..., 10000}, gamma in {1/16, ..., 16}/bands),\n"

@@ -23,24 +23,6 @@ namespace cubekit::cli {
 
 namespace {
 
-/// Class-map colour of cluster j. 0–9: Matplotlib's "tab10", 10–19: the light half of "tab20";
-/// beyond: hues stepped by the golden angle, alternating two brightnesses.
-std::array<std::uint8_t, 3> class_colour(int j) {
-    static constexpr std::uint8_t kTable[20][3] = {
-        {0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c}, {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd},
-        {0x8c, 0x56, 0x4b}, {0xe3, 0x77, 0xc2}, {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22}, {0x17, 0xbe, 0xcf},
-        {0xae, 0xc7, 0xe8}, {0xff, 0xbb, 0x78}, {0x98, 0xdf, 0x8a}, {0xff, 0x98, 0x96}, {0xc5, 0xb0, 0xd5},
-        {0xc4, 0x9c, 0x94}, {0xf7, 0xb6, 0xd2}, {0xc7, 0xc7, 0xc7}, {0xdb, 0xdb, 0x8d}, {0x9e, 0xda, 0xe5}};
-    if (j < 20) return {kTable[j][0], kTable[j][1], kTable[j][2]};
-    // HSV → RGB with s = 0.65 and v = 0.95 or 0.75.
-    const double h = std::fmod(double(j) * 0.6180339887498949, 1.0) * 6.0, s = 0.65, v = (j % 2) ? 0.75 : 0.95;
-    const int sector = int(h);
-    const double f = h - sector, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-    const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    return {std::uint8_t(std::lround(255 * rgb[sector % 6][0])), std::uint8_t(std::lround(255 * rgb[sector % 6][1])),
-            std::uint8_t(std::lround(255 * rgb[sector % 6][2]))};
-}
-
 /// The label image as written: u8 when k ≤ 255 and no pixel is excluded; else u16 with excluded
 /// pixels = 65535 (k ≤ 65535); beyond, i32 with −1. Georeference kept, per-band metadata dropped.
 Cube label_image(const KmeansResult& r, int k, int width, int height, const Metadata& source) {

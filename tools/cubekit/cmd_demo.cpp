@@ -70,9 +70,8 @@ void demo_command(const DemoArgs& a) {
     // auto's estimate: the RCMG and the edges of the scene, and the photo's k-means (k = 16; bounded
     // from its file size, as it is read after the decision).
     const auto estimate = [&](const CubeShape& s) {
-        WorkEstimate w = estimate_rcmg(s), e = estimate_edges(s), q{};
-        if (!a.photo.empty()) q = estimate_kmeans(shape_lower_bound(a.photo), 16);
-        return WorkEstimate{w.cpu_thread_ms + e.cpu_thread_ms + q.cpu_thread_ms, w.bytes_moved + e.bytes_moved + q.bytes_moved};
+        const WorkEstimate scene = estimate_rcmg(s) + estimate_edges(s);
+        return a.photo.empty() ? scene : scene + estimate_kmeans(shape_lower_bound(a.photo), 16);
     };
     auto [ctx, cube, choice] = context_while_reading(
         common, "rcmg", timings, a.scene, [&] { return read_input(a.scene, common).cube; }, estimate);

@@ -23,21 +23,6 @@ struct ClassicalArgs {
     ClassicalOptions options;
 };
 
-/// A secondary input "FILE:VAR": split on the last ':' only when the part before it is a file.
-Cube read_secondary(const std::string& spec, const char* flag) {
-    ReadOptions ro;
-    std::string path = spec;
-    const auto colon = spec.rfind(':');
-    if (colon != std::string::npos && colon > 0 && std::filesystem::is_regular_file(spec.substr(0, colon)))
-        path = spec.substr(0, colon), ro.var = spec.substr(colon + 1);
-    if (!std::filesystem::exists(path)) throw InvalidInput(std::string(flag) + " = " + spec + ": no such file");
-    try {
-        return read_cube(path, ro);
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(std::string(flag) + " = " + spec + ": " + e.what());
-    }
-}
-
 WorkEstimate estimate_classical(const CubeShape& s, const ClassicalOptions& o) {
     if (o.window[1] == 0) return estimate_pca(s);
     const double n = o.window[1] * o.window[1] - o.window[0] * o.window[0], K = s.bands;

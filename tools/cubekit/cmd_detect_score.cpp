@@ -21,21 +21,6 @@ struct ScoreArgs {
     double far = 0.01;
 };
 
-/// "FILE:VAR" for a MATLAB variable: split on the last ':' only when the part before it is a file.
-Cube read_mask(const std::string& spec) {
-    ReadOptions ro;
-    std::string path = spec;
-    const auto colon = spec.rfind(':');
-    if (colon != std::string::npos && colon > 0 && std::filesystem::is_regular_file(spec.substr(0, colon)))
-        path = spec.substr(0, colon), ro.var = spec.substr(colon + 1);
-    if (!std::filesystem::exists(path)) throw InvalidInput("MASK = " + spec + ": no such file");
-    try {
-        return read_cube(path, ro);
-    } catch (const InvalidInput& e) {
-        throw InvalidInput("MASK = " + spec + ": " + e.what());
-    }
-}
-
 nlohmann::ordered_json result_json(const DetectionScore& r) {
     nlohmann::ordered_json j;
     j["auc"] = r.auc;
@@ -70,7 +55,7 @@ void score_command(const ScoreArgs& a) {
     if (common.context.backend == Backend::Auto) common.context.backend = Backend::Cpu;  // host work
     const Context ctx = timings.time("context", [&] { return make_context(common, "detect-score"); });
     const Cube scores = timings.time("read", [&] { return read_input(a.scores, common).cube; });
-    const Cube mask = timings.time("read mask", [&] { return read_mask(a.mask); });
+    const Cube mask = timings.time("read", [&] { return read_secondary(a.mask, "MASK"); });
     const DetectionScore r = timings.time("score", [&] { return score_detection(ctx, scores, mask, a.far); });
     if (!a.roc_out.empty()) {
         std::string csv = "threshold,far,pd\n";

@@ -33,24 +33,11 @@ nlohmann::json gradient_stats(const Cube& gradient) {
 
 /// Writes the gradient to every output (PNG/PNM scaled for display, others as floats). Each
 /// write is atomic; a failure of a later output also takes back the earlier ones.
-OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& outputs,
-                          const std::vector<FileFormat>& formats, const WriteOptions& write) {
+OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& outputs, const WriteOptions& write) {
     const double white = display_white_point(gradient);
     OutputList written;
     try {
-        for (std::size_t i = 0; i < outputs.size(); ++i) {
-            const std::string format(format_name(formats[i]));
-            if (formats[i] == FileFormat::Png || formats[i] == FileFormat::Pnm) {
-                write_cube(to_display_u8(gradient, white), outputs[i], write);
-                written.add(outputs[i], {{"path", outputs[i]}, {"format", format}, {"dtype", "u8"},
-                                         {"scale", {{"rule", "round(255 * min(v, white) / white), white = 99th percentile"},
-                                                    {"white", white}}}});
-            } else {
-                write_cube(gradient, outputs[i], write);
-                written.add(outputs[i], {{"path", outputs[i]}, {"format", format},
-                                         {"dtype", std::string(dtype_name(gradient.dtype()))}});
-            }
-        }
+        for (const std::string& out : outputs) write_float_image(gradient, out, "", write, written, white);
     } catch (...) {
         written.remove_all();
         throw;
@@ -63,13 +50,12 @@ OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& 
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
                         const std::vector<std::string>& outputs, const WriteOptions& write) {
     check_rcmg_arguments(cube.shape(), options);
-    std::vector<FileFormat> formats;
-    for (const std::string& out : outputs) formats.push_back(output_format(out));  // refuse bad names before work
+    for (const std::string& out : outputs) output_format(out);  // refuse bad names before work
     auto t0 = std::chrono::steady_clock::now();
     const Cube gradient = rcmg(ctx, cube, options);
     const double compute_ms = elapsed_ms(t0);
     t0 = std::chrono::steady_clock::now();
-    const OutputList written = write_gradient(gradient, outputs, formats, write);
+    const OutputList written = write_gradient(gradient, outputs, write);
     const double write_ms = elapsed_ms(t0);
 
     nlohmann::json j = summary("rcmg", ctx);

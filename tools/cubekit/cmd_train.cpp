@@ -23,22 +23,9 @@ struct TrainArgs {
     std::string output;
 };
 
-/// "FILE:VAR" names variable VAR of a MATLAB file; a path that exists as typed is a plain path.
-std::pair<std::string, std::string> split_variable(const std::string& spec) {
-    const std::size_t colon = spec.rfind(':');
-    if (std::filesystem::exists(spec) || colon == std::string::npos || colon == 0) return {spec, ""};
-    return {spec.substr(0, colon), spec.substr(colon + 1)};
-}
-
 /// A one-band label image of `cube`'s size as u8 (values 0, 1, 255 only).
 Cube read_labels(const std::string& spec, const Cube& cube) {
-    const auto [path, var] = split_variable(spec);
-    Cube raw;
-    try {
-        raw = read_cube(path, {.var = var});
-    } catch (const InvalidInput& e) {
-        throw InvalidInput("--labels " + spec + ": " + e.what());
-    }
+    const Cube raw = read_secondary(spec, "--labels");
     if (raw.bands() != 1 || raw.width() != cube.width() || raw.height() != cube.height())
         throw InvalidInput("--labels " + spec + " is " + raw.shape().describe() + "; expected " + std::to_string(cube.width()) + "x" +
                            std::to_string(cube.height()) + "x1, the size of its input");

@@ -112,36 +112,17 @@ Cube npy_volume_layout(const Cube& volume) {
                            Layout::BIP);
 }
 
-/// A secondary input, FILE or FILE.mat:VAR (as `detect --target-mask` and `train --labels` read
-/// theirs): split on the last ':' when the part before it is a file. Errors name `flag`.
-Cube read_secondary(const std::string& spec, const std::string& flag, bool volume) {
-    ReadOptions ro;
-    std::string path = spec;
-    const auto colon = spec.rfind(':');
-    if (colon != std::string::npos && colon > 0 && !fs::exists(spec) && fs::is_regular_file(spec.substr(0, colon)))
-        path = spec.substr(0, colon), ro.var = spec.substr(colon + 1);
-    try {
-        Cube c = read_cube(path, ro);
-        if (volume && npy_ndim(path) == 3) return npy_volume(c);
-        return c;
-    } catch (const IoError& e) {
-        throw IoError(flag + ": " + e.what());
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(flag + " " + spec + ": " + e.what());
-    }
-}
-
-void check_same_size(const Cube& c, const CubeShape& want, const std::string& flag, const std::string& spec) {
-    if (c.width() != want.width || c.height() != want.height || c.bands() != want.bands)
-        throw InvalidInput(flag + " " + spec + " is " + std::to_string(c.width()) + "x" + std::to_string(c.height()) + "x" +
-                           std::to_string(c.bands()) + "; expected " + std::to_string(want.width) + "x" +
-                           std::to_string(want.height) + "x" + std::to_string(want.bands) + ", the size of IN");
+/// A secondary input (cli_common.hpp: FILE or FILE.mat:VAR); with --volume a 3-D .npy is (D, H, W).
+Cube read_secondary_map(const std::string& spec, const std::string& flag, bool volume) {
+    Cube c = read_secondary(spec, flag);
+    if (volume && npy_ndim(split_secondary(spec).path) == 3) return npy_volume(c);
+    return c;
 }
 
 /// --markers: integer labels (> 0 = a seed); floats (MATLAB's doubles) only when every value is an
 /// integer of the i32 range.
 Cube read_markers(const std::string& spec, const CubeShape& relief, bool volume) {
-    Cube m = read_secondary(spec, "--markers", volume);
+    Cube m = read_secondary_map(spec, "--markers", volume);
     check_same_size(m, relief, "--markers", spec);
     if (!dtype_is_float(m.dtype())) return m;
     for (int b = 0; b < m.bands(); ++b)
@@ -158,7 +139,7 @@ Cube read_markers(const std::string& spec, const CubeShape& relief, bool volume)
 
 /// --mask: nonzero (and not NaN) = inside, as u8 0/1.
 Cube read_mask(const std::string& spec, const CubeShape& relief, bool volume) {
-    const Cube m = read_secondary(spec, "--mask", volume);
+    const Cube m = read_secondary_map(spec, "--mask", volume);
     check_same_size(m, relief, "--mask", spec);
     Cube inside(m.width(), m.height(), m.bands(), DType::U8, Layout::BSQ);
     for (int b = 0; b < m.bands(); ++b)
@@ -180,31 +161,7 @@ Cube read_relief(const std::string& path, const CommonOptions& common, bool volu
     return v.select_bands(parse_band_list(common.bands, v.bands(), "--bands"));
 }
 
-/// The watershed's CPU time for auto's rule. The reference's phases are sequential (breadth-first
-/// search, union-find, descent), so one thread's time is the estimate whatever the thread count (the
-/// rule divides by the threads, hence the product). Measured on the 2-core development machine
-/// (loaded), 2026-11-26: 280 ns a pixel for 2440x2040 f32 noise and smooth reliefs, 8-connectivity,
-/// the same with 1 and 2 threads; not yet measured on the GPU machine's Xeon.
-constexpr double kWatershedNsPerPixel = 280;
-WorkEstimate estimate_watershed(const CubeShape& s, int threads) {
-    const double n = double(s.num_elements());
-    return {n * kWatershedNsPerPixel * 1e-6 * threads, double(s.num_bytes()) + 4 * n};
-}
-
 // ---- outputs --------------------------------------------------------------------------------------
-
-/// Region colour: hues stepped by the golden angle through the labels (neighbours differ), three
-/// brightnesses; label 0 (outside the mask, unreached) black.
-std::array<std::uint8_t, 3> region_colour(std::int32_t label) {
-    if (label <= 0) return {0, 0, 0};
-    const double h = std::fmod(double(label) * 0.6180339887498949, 1.0) * 6.0, s = 0.6;
-    const double v = 0.65 + 0.15 * double(label % 3);
-    const int sector = int(h);
-    const double f = h - sector, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-    const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    const double* c = rgb[sector % 6];
-    return {std::uint8_t(std::lround(255 * c[0])), std::uint8_t(std::lround(255 * c[1])), std::uint8_t(std::lround(255 * c[2]))};
-}
 
 /// The regions in their colours with the boundary map (watershed_boundary) drawn black.
 Cube region_picture(const Cube& labels, const Cube& boundary) {
@@ -259,20 +216,6 @@ std::string regions_csv(const std::vector<RegionStats>& stats, const std::vector
     return s;
 }
 
-/// The gradient as rcmg writes it: display-scaled PNG/PNM, float elsewhere.
-void write_gradient(const Cube& g, const std::string& path, const CommonOptions& common, OutputList& written) {
-    const FileFormat f = output_format(path);
-    if (f == FileFormat::Png || f == FileFormat::Pnm) {
-        const double white = display_white_point(g);
-        write_cube(to_display_u8(g, white), path, common.write);
-        written.add(path, {{"role", "gradient"}, {"path", path}, {"format", format_name(f)}, {"dtype", "u8"},
-                           {"scale", {{"rule", "round(255 * min(v, white) / white), white = 99th percentile"}, {"white", white}}}});
-    } else {
-        write_cube(g, path, common.write);
-        written.add(path, "gradient", std::string(format_name(f)), std::string(dtype_name(g.dtype())));
-    }
-}
-
 /// The labels (OUT), the boundary map and the picture; every file in `written`. Returns the ms spent
 /// making the boundary map and the picture (the "paint" step, outside "write").
 double write_label_outputs(const Context& ctx, const Args& a, Cube& labels, const WatershedOptions& o,
@@ -300,15 +243,6 @@ double write_label_outputs(const Context& ctx, const Args& a, Cube& labels, cons
         written.add(a.png, "picture", "png", "u8");
     }
     return paint_ms;
-}
-
-/// The format an output name asks for; an unknown extension named with its flag.
-FileFormat format_of(const std::string& flag, const std::string& path) {
-    try {
-        return output_format(path);
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(flag + " = " + path + ": " + e.what());
-    }
 }
 
 /// Checks every output name of the run before any work: OUT (labels), the pictures, the maps, the table.
@@ -374,6 +308,31 @@ std::unique_ptr<Secondary> read_secondaries(const Args& a, const CubeShape& want
     return s;
 }
 
+/// Writes the outputs: `write` adds each to the list and returns the ms it spent painting (the boundary
+/// map and the picture), timed as "paint" and the rest as "write". A failure takes back what was written.
+template <class Write>
+OutputList write_timed(Timings& timings, Write&& write) {
+    const auto t0 = std::chrono::steady_clock::now();
+    OutputList written;
+    double paint_ms = 0;
+    try {
+        paint_ms = write(written);
+    } catch (...) {
+        written.remove_all();
+        throw;
+    }
+    if (paint_ms > 0) timings.add("paint", paint_ms);
+    timings.add("write", elapsed_ms(t0) - paint_ms);
+    return written;
+}
+
+/// The status line and the outputs on stderr, then the summary (--json).
+void report(const CommonOptions& common, nlohmann::json& j, const Timings& timings, const std::string& line) {
+    say(common, line);
+    for (const auto& out : j["outputs"]) say(common, "  wrote " + out["path"].get<std::string>());
+    emit_json(common, j, timings);
+}
+
 /// The summary's common part.
 nlohmann::json run_json(const std::string& command, const Context& ctx, const nlohmann::json& choice, const Args& a,
                         const Cube& in, std::int64_t regions, const Cube& labels, const OutputList& written) {
@@ -393,10 +352,8 @@ void run_watershed(const Args& a) {
     const WatershedOptions o = resolved(a);
     check_output_names(a);
     Timings timings;
-    const int threads = cpu_threads(common);
     auto [ctx, relief, choice] = context_while_reading(
-        common, "watershed", timings, a.input, [&] { return read_relief(a.input, common, o.volume); },
-        [&](const CubeShape& s) { return estimate_watershed(s, threads); });
+        common, "watershed", timings, a.input, [&] { return read_relief(a.input, common, o.volume); }, estimate_watershed);
     if (!o.volume && relief.bands() != 1)
         throw InvalidInput("IN = " + a.input + ": " + std::to_string(relief.bands()) +
                            " bands; the relief is one band (pick one with --bands B, or --volume: the bands are z-slices)");
@@ -412,23 +369,13 @@ void run_watershed(const Args& a) {
     }
     timings.split_transfers(ctx, copies, "watershed");
 
-    const auto t0 = std::chrono::steady_clock::now();
-    OutputList written;
-    double paint_ms = 0;
-    try {
-        paint_ms = write_label_outputs(ctx, a, r.labels, o, relief.metadata(), written);
-    } catch (...) {
-        written.remove_all();
-        throw;
-    }
-    if (paint_ms > 0) timings.add("paint", paint_ms);
-    timings.add("write", elapsed_ms(t0) - paint_ms);
+    const OutputList written = write_timed(
+        timings, [&](OutputList& w) { return write_label_outputs(ctx, a, r.labels, o, relief.metadata(), w); });
     nlohmann::json j = run_json("watershed", ctx, choice, a, relief, r.regions, r.labels, written);
     j["parameters"] = parameters_json(o);
-    say(common, "watershed: " + a.input + " (" + relief.shape().describe() + ") on " + ctx.device_name() + ", " +
-                    std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions");
-    for (const auto& out : j["outputs"]) say(common, "  wrote " + out["path"].get<std::string>());
-    emit_json(common, j, timings);
+    report(common, j, timings,
+           "watershed: " + a.input + " (" + relief.shape().describe() + ") on " + ctx.device_name() + ", " +
+               std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions");
 }
 
 /// --regions-out: the table as JSON or CSV (by its extension).
@@ -462,13 +409,8 @@ void run_segment(const Args& a) {
     if (rcmg_options.connectivity == 0) rcmg_options.connectivity = o.connectivity;
     check_output_names(a);
     Timings timings;
-    const int threads = cpu_threads(common);
     auto [ctx, in, choice] = context_while_reading(
-        common, "segment", timings, a.input, [&] { return read_input(a.input, common); },
-        [&](const CubeShape& s) {
-            const WorkEstimate r = estimate_rcmg(s), w = estimate_watershed({s.width, s.height, 1, DType::F32}, threads);
-            return WorkEstimate{r.cpu_thread_ms + w.cpu_thread_ms, r.bytes_moved + 4 * double(s.num_pixels())};
-        });
+        common, "segment", timings, a.input, [&] { return read_input(a.input, common); }, estimate_segment);
     const Cube& cube = in.cube;
     check_rcmg_arguments(cube.shape(), rcmg_options);
     const std::unique_ptr<Secondary> secondary =
@@ -483,27 +425,19 @@ void run_segment(const Args& a) {
             return region_statistics(ctx, r.labels, &cube_view, &gradient_view);
         });
 
-    const auto t0 = std::chrono::steady_clock::now();
-    OutputList written;
-    double paint_ms = 0;
-    try {
-        paint_ms = write_label_outputs(ctx, a, r.labels, o, cube.metadata(), written);
-        if (!a.gradient_out.empty()) write_gradient(r.gradient, a.gradient_out, common, written);
-        if (!a.regions_out.empty()) write_regions(a, in, stats, written);
-    } catch (...) {
-        written.remove_all();
-        throw;
-    }
-    if (paint_ms > 0) timings.add("paint", paint_ms);
-    timings.add("write", elapsed_ms(t0) - paint_ms);
+    const OutputList written = write_timed(timings, [&](OutputList& w) {
+        const double paint_ms = write_label_outputs(ctx, a, r.labels, o, cube.metadata(), w);
+        if (!a.gradient_out.empty()) write_float_image(r.gradient, a.gradient_out, "gradient", common.write, w);
+        if (!a.regions_out.empty()) write_regions(a, in, stats, w);
+        return paint_ms;
+    });
     nlohmann::json j = run_json("segment", ctx, choice, a, cube, r.regions, r.labels, written);
     j["parameters"] = {{"rcmg", parameters_json(rcmg_options)}, {"watershed", parameters_json(o)}};
     j["implementation"] = {{"rcmg", std::string(rcmg_implementation(ctx, rcmg_options))}};
-    say(common, "segment: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", RCMG " +
-                    std::to_string(rcmg_options.connectivity) + "-connectivity reject " + std::to_string(rcmg_options.reject) +
-                    ", watershed " + std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions");
-    for (const auto& out : j["outputs"]) say(common, "  wrote " + out["path"].get<std::string>());
-    emit_json(common, j, timings);
+    report(common, j, timings,
+           "segment: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", RCMG " +
+               std::to_string(rcmg_options.connectivity) + "-connectivity reject " + std::to_string(rcmg_options.reject) +
+               ", watershed " + std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions");
 }
 
 /// The flags both commands share: the options, the secondary inputs and the pictures.
@@ -530,7 +464,8 @@ Action add_watershed(CLI::App& root) {
         "Every pixel flows down its steepest neighbour (the lowest; plateaus towards their nearest lower border) into a\n"
         "regional minimum; each minimum's basin is a region (spec gradient-watershed.md B3). No watershed-line pixels:\n"
         "every pixel gets a label, and CPU and GPU give the same labels. Heights are compared exactly in their type\n"
-        "(u8 ... f64; NaN is refused). Over-segmentation of raw gradients: --levels N, --h-min H or --markers.\n"
+        "(u8 ... f64; NaN is refused). Over-segmentation of raw gradients: --levels N, --h-min H, --min-area A (regions\n"
+        "below A pixels join the neighbour across their lowest pass) or --markers.\n"
         "Outputs: OUT = i32 labels, .npy (H, W) or ENVI: 1..R numbered by each minimum's first pixel in raster order,\n"
         "the marker labels with --markers, 0 outside --mask (and where no marker reaches). --volume: IN's bands are\n"
         "z-slices, a 3-D .npy is (D, H, W) and OUT .npy is (D, H, W) too.\n"

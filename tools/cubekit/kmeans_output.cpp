@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_common.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 
@@ -24,19 +25,12 @@ void add_kmeans_flags(CLI::App& app, KmeansFlags& f, const std::string& explicit
     doc = legacy->get_description();
     doc.replace(doc.find("with init explicit"), 18, "with --init explicit");
     legacy->description(doc);
-    app.add_option("--mask", f.mask, "one-band image of the same size; 0 = pixel excluded (label -1, copied unchanged)");
+    app.add_option("--mask", f.mask, "one-band image of the same size (FILE or FILE.mat:VAR); 0 = pixel excluded (label -1, copied unchanged)");
 }
 
 std::vector<std::uint8_t> read_mask(const std::string& path, const CubeShape& image) {
     const std::string where = "--mask " + path + ": ";
-    Cube mask;
-    try {
-        mask = read_cube(path);
-    } catch (const IoError& e) {  // the reader names the file; say which flag gave it
-        throw IoError("--mask: " + std::string(e.what()));
-    } catch (const InvalidInput& e) {
-        throw InvalidInput("--mask: " + std::string(e.what()));
-    }
+    const Cube mask = read_secondary(path, "--mask");
     if (mask.bands() != 1)
         throw InvalidInput(where + std::to_string(mask.bands()) + " bands (" + mask.shape().describe() +
                            "); expected one band (0 = excluded)");

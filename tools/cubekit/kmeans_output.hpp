@@ -31,7 +31,7 @@ struct KmeansFlags {
 /// explicit its centroids.
 void add_kmeans_flags(CLI::App& app, KmeansFlags& flags, const std::string& explicit_from);
 
-/// Reads --mask FILE: one band of any type, the image's width and height; nonzero (and not NaN)
+/// Reads --mask FILE (or FILE.mat:VAR, cli_common.hpp: read_secondary): one band of any type, the image's width and height; nonzero (and not NaN)
 /// = used, 0 = excluded. Throws InvalidInput naming --mask and the file for another band count,
 /// another size, or a mask that excludes every pixel.
 std::vector<std::uint8_t> read_mask(const std::string& path, const CubeShape& image);

@@ -14,6 +14,14 @@ std::string beside(const std::string& out, const std::string& suffix) {
     return (p.parent_path() / (p.stem().string() + suffix)).string();
 }
 
+FileFormat format_of(const std::string& flag, const std::string& path) {
+    try {
+        return output_format(path);
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(flag + " = " + path + ": " + e.what());
+    }
+}
+
 void check_distinct(const std::vector<std::string>& paths, const std::string& what) {
     for (std::size_t i = 0; i < paths.size(); ++i)
         for (std::size_t j = i + 1; j < paths.size(); ++j)
@@ -72,12 +80,58 @@ double display_white_point(const Cube& one_band) {
     return finite[k] > 0 ? finite[k] : largest;
 }
 
+void write_float_image(const Cube& image, const std::string& path, const std::string& role, const WriteOptions& write,
+                       OutputList& written, double white) {
+    const FileFormat f = output_format(path);
+    nlohmann::json entry = {{"path", path}, {"format", std::string(format_name(f))}};
+    if (!role.empty()) entry["role"] = role;
+    if (f == FileFormat::Png || f == FileFormat::Pnm) {
+        if (std::isnan(white)) white = display_white_point(image);
+        write_cube(to_display_u8(image, white), path, write);
+        entry["dtype"] = "u8";
+        entry["scale"] = {{"rule", "round(255 * min(v, white) / white), white = 99th percentile"}, {"white", white}};
+    } else {
+        write_cube(image, path, write);
+        entry["dtype"] = std::string(dtype_name(image.dtype()));
+    }
+    written.add(path, std::move(entry));
+}
+
 Cube binary_map_for_file(const Cube& maps, const std::string& path, bool invert) {
     Cube out = maps.clone();
     if (output_format(path) == FileFormat::Npy) return out;
     std::uint8_t* v = out.data<std::uint8_t>();
     for (std::size_t i = 0; i < out.num_elements(); ++i) v[i] = ((v[i] != 0) != invert) ? 255 : 0;
     return out;
+}
+
+namespace {
+
+/// Hue i·φ (φ = the golden ratio, in turns) at saturation s and brightness v (HSV → RGB).
+Rgb golden_angle_colour(std::int64_t i, double s, double v) {
+    const double h = std::fmod(double(i) * 0.6180339887498949, 1.0) * 6.0;
+    const int sector = int(h);
+    const double f = h - sector, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+    const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
+    const double* c = rgb[sector % 6];
+    return {std::uint8_t(std::lround(255 * c[0])), std::uint8_t(std::lround(255 * c[1])), std::uint8_t(std::lround(255 * c[2]))};
+}
+
+}  // namespace
+
+Rgb class_colour(std::int64_t j) {
+    static constexpr std::uint8_t kTable[20][3] = {
+        {0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c}, {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd},
+        {0x8c, 0x56, 0x4b}, {0xe3, 0x77, 0xc2}, {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22}, {0x17, 0xbe, 0xcf},
+        {0xae, 0xc7, 0xe8}, {0xff, 0xbb, 0x78}, {0x98, 0xdf, 0x8a}, {0xff, 0x98, 0x96}, {0xc5, 0xb0, 0xd5},
+        {0xc4, 0x9c, 0x94}, {0xf7, 0xb6, 0xd2}, {0xc7, 0xc7, 0xc7}, {0xdb, 0xdb, 0x8d}, {0x9e, 0xda, 0xe5}};
+    if (j >= 0 && j < 20) return {kTable[j][0], kTable[j][1], kTable[j][2]};
+    return golden_angle_colour(j, 0.65, (j % 2) ? 0.75 : 0.95);
+}
+
+Rgb region_colour(std::int64_t label) {
+    if (label <= 0) return {0, 0, 0};
+    return golden_angle_colour(label, 0.6, 0.65 + 0.15 * double(label % 3));
 }
 
 std::string readable_json(const nlohmann::ordered_json& j) {

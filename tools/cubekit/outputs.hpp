@@ -4,16 +4,24 @@
 // output set, display scaling of float images and of 0/1 maps, and JSON text for files people read.
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 
 namespace cubekit::cli {
 
 /// `out` with its extension replaced by `suffix`, in the same folder: beside("a/x.png", ".palette.json")
 /// = "a/x.palette.json".
 std::string beside(const std::string& out, const std::string& suffix);
+
+/// The format an output name asks for (io.hpp: output_format); an unknown or read-only extension is
+/// InvalidInput "FLAG = PATH: ..." (`flag`: "OUT", "--png", ...).
+FileFormat format_of(const std::string& flag, const std::string& path);
 
 /// Throws InvalidInput naming `what` when two of `paths` are the same file name.
 void check_distinct(const std::vector<std::string>& paths, const std::string& what);
@@ -44,9 +52,28 @@ private:
 /// that percentile is 0; 0 when nothing is finite).
 double display_white_point(const Cube& one_band);
 
+/// Writes a one-band float image (a gradient) to `path` and lists it in `written` as `role` (none when
+/// ""): PNG/PNM scaled for display, round(255 * min(v, white) / white), with `white` the display white
+/// point (display_white_point(image) when NaN), its entry carrying the "scale"; other formats as floats.
+void write_float_image(const Cube& image, const std::string& path, const std::string& role, const WriteOptions& write,
+                       OutputList& written, double white = std::numeric_limits<double>::quiet_NaN());
+
 /// A 0/1 map (u8, any bands) as a file holds it: .npy keeps 0/1; image formats get 255 for a set
 /// pixel and 0 otherwise (the reverse with `invert`).
 Cube binary_map_for_file(const Cube& maps, const std::string& path, bool invert = false);
+
+/// An 8-bit sRGB colour.
+using Rgb = std::array<std::uint8_t, 3>;
+
+/// Colour j (0-based) of a class map and its legend (cluster, classify): Matplotlib's "tab10" for 0-9, the
+/// light half of "tab20" for 10-19; beyond, hues stepped by the golden angle, saturation 0.65, brightness
+/// 0.95 and 0.75 alternating.
+Rgb class_colour(std::int64_t j);
+
+/// Colour of region `label` of a segmentation (watershed, segment): hues stepped by the golden angle through
+/// the labels (so that neighbouring labels differ), saturation 0.6, brightness 0.65, 0.8 or 0.95 by label
+/// mod 3; label <= 0 (outside the mask, unreached) black.
+Rgb region_colour(std::int64_t label);
 
 /// A JSON object as text for files people read: one key per line, and each element of an array
 /// of objects on one line of its own.

@@ -5,8 +5,9 @@
 //             shared libraries, static initialisers (see startup_ms() for how it is measured)
 //   context   making the cubekit::Context (with the CUDA backend: the CUDA start-up)
 //   read      reading the input(s)
-//   <step>    the compute step(s) under the command's names: rcmg, edges, kmeans, paint, pca, zernike,
-//             reconstruct, convert, stats, score
+//   <step>    the compute step(s) under the command's names: rcmg, edges, kmeans, quantize (demo), paint,
+//             pca, zernike, reconstruct, convert, stats, score, target, detect, synth, train, predict,
+//             watershed, segment, vote
 //   upload, download  with the CUDA backend, the host <-> device copies of the input and the outputs,
 //             taken out of the compute step they happened in (Context::transfer_totals)
 //   write     writing the output files
