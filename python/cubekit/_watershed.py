@@ -372,8 +372,8 @@ Example
 >>> import numpy as np, cubekit
 >>> cube = np.zeros((20, 30, 3), np.float32); cube[:, 15:] = 1; cube[8:12, 4:8] = 2
 >>> s = cubekit.segment(cube, levels=8)
->>> s.count, s.labels.shape, s.regions["area"].sum() == 600
-(3, (20, 30), True)
+>>> s.count, s.labels.shape, int(s.regions["area"].sum())
+(3, (20, 30), 600)
 """
 segment.__doc__ += "\nOptions\n-------\n" + _runtime.option_docs(
     [d for d in _SEGMENT_RCMG + _SEGMENT_WS if d[0] != "connectivity"]) + "\n\nCommon\n------\n" + _runtime.COMMON_DOC + "\n"

@@ -12,6 +12,7 @@
 namespace cubekit::detail {
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* what) {
+    (void)cudaGetLastError();  // a failed call leaves its error for the next launch check to misreport
     const std::string message = std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
     if (err == cudaErrorMemoryAllocation) throw OutOfMemory(message);
     throw DeviceError(message);

@@ -145,10 +145,11 @@ std::int64_t automaton(const Context& ctx, const Geometry& g, const T* h, const 
     CUBEKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, as<int>(is_root), as<int>(rank), int(n), stream));
     number<<<blocks, kBlock, 0, stream>>>(g, root, as<int>(rank), nullptr, labels);
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed number", dim3(blocks), dim3(kBlock));
-    int tail[2] = {0, 0};
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(as<int>(d) + 0, as<int>(rank) + (n - 1), 4, cudaMemcpyDeviceToDevice, stream));
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(as<int>(d) + 1, as<int>(is_root) + (n - 1), 4, cudaMemcpyDeviceToDevice, stream));
-    read_back(ctx, as<int>(d), tail, sizeof tail);
+    int tail[2] = {0, 0};  // R = rank[n − 1] + is_root[n − 1], gathered for one read-back
+    DeviceBuffer last(ctx, sizeof tail);
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(as<int>(last) + 0, as<int>(rank) + (n - 1), 4, cudaMemcpyDeviceToDevice, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(as<int>(last) + 1, as<int>(is_root) + (n - 1), 4, cudaMemcpyDeviceToDevice, stream));
+    read_back(ctx, as<int>(last), tail, sizeof tail);
     return std::int64_t(tail[0]) + tail[1];
 }
 
