@@ -394,11 +394,7 @@ TEST(BaselineEdges, BadOptionsAreRefused) {
 
 namespace fs = std::filesystem;
 
-std::string q(const fs::path& p) {
-    std::string s = "'";
-    for (char c : p.string()) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return s + "'";
-}
+using cubekit::testing::q;
 
 TEST(BaselineCli, PngAndNpyOutputsMatchTheLibrary) {
     const fs::path dir = testing::temp_dir("baseline_cli_outputs");

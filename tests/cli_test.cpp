@@ -36,11 +36,7 @@ using cubekit::testing::temp_dir;
 // ---- helpers --------------------------------------------------------------------------------------
 
 /// Single-quotes for the shell (run_cli passes its argument string to /bin/sh as is).
-std::string q(const fs::path& p) {
-    std::string s = "'";
-    for (char c : p.string()) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return s + "'";
-}
+using cubekit::testing::q;
 
 const fs::path& samson() {
     static const fs::path p = source_path("data/samson/samson_1.img");

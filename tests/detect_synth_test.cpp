@@ -433,7 +433,7 @@ TEST(SynthScene, BadOptionsThrowNamingTheField) {
 
 // ---- the CLI -----------------------------------------------------------------------------------------
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+using testing::q;
 
 TEST(SynthCli, WritesTheSceneTruthAndIdsOfTheLibrary) {
     const fs::path dir = testing::temp_dir("synth_cli");

@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_cli;
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+using testing::q;
 const fs::path& samson() {
     static const fs::path p = testing::source_path("data/samson/samson_1.img");
     return p;

@@ -36,7 +36,7 @@ namespace fs = std::filesystem;
 using testing::run_cli;
 using testing::source_path;
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+using testing::q;
 
 // ---- the CLI's spelling of a field, written here independently of tools/cubekit -------------------
 

@@ -493,11 +493,7 @@ TEST(PcaBadInput, ComponentsShapesAndModels) {
 // ---- CLI -------------------------------------------------------------------------------------------
 
 /// Single-quotes for the shell (run_cli passes its argument string to /bin/sh as is).
-std::string q(const fs::path& p) {
-    std::string s = "'";
-    for (char c : p.string()) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return s + "'";
-}
+using cubekit::testing::q;
 
 nlohmann::json read_json(const fs::path& p) {
     std::ifstream in(p);

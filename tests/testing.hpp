@@ -65,4 +65,11 @@ struct CliResult {
 };
 CliResult run_cli(const std::string& args);
 
+/// `p` in single quotes (a quote inside escaped), for the command lines given to run_cli.
+inline std::string q(const std::filesystem::path& p) {
+    std::string s = "'";
+    for (char c : p.string()) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return s + "'";
+}
+
 }  // namespace cubekit::testing

@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_cli;
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+using testing::q;
 
 std::size_t files_in(const fs::path& dir) {
     std::size_t n = 0;
