@@ -22,6 +22,7 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -97,6 +98,15 @@ Cube rcmg(const Context& ctx, const CubeView& cube, const RcmgOptions& options =
 ///     cubekit::rcmg_into(gpu, d_cube.view().window(0, 0, W, H), d_out);
 void rcmg_into(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options = {});
 
+/// RCMG of a host cube into a host output (W×H×1 of options.out_type, any strides) in tiles with a
+/// 1-pixel halo (tiles.hpp): within `tiles`' memory budgets, streamed through pinned buffers and
+/// several CUDA streams, over several devices when `tiles.devices` names them. The result is
+/// bit-identical to rcmg() on the whole scene.
+///
+///     cubekit::Cube g(W, H, 1, cubekit::DType::F32);
+///     auto run = cubekit::rcmg_tiled(gpu, scene, g.mutable_view(), {}, {.devices = {0, 1}});
+TiledRun rcmg_tiled(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options = {},
+                    const TileOptions& tiles = {});
 /// The implementation rcmg() runs with these options on this context: "cpu", "cuda-spatial",
 /// "cuda-spectral" or "cuda-shared-pairs".
 std::string_view rcmg_implementation(const Context& ctx, const RcmgOptions& options);

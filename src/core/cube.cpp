@@ -305,6 +305,33 @@ CubeShape dense_shape(const CubeView& v, Layout layout) {
 
 namespace detail {
 // Host ↔ host, any strides (used by copy_cube and the CPU-only build).
+// Both sides hold each row's samples contiguously (x stride 1: BSQ and BIL and their windows; or
+// whole spectra of a row contiguous: BIP windows): one memcpy per row, rows in parallel. This is
+// the staging copy of the tiled path, so it must run near memory bandwidth.
+static bool copy_host_rows(const CubeView& src, const MutableCubeView& dst) {
+    const std::int64_t W = src.width(), H = src.height(), B = src.bands();
+    const std::size_t e = dtype_size(src.dtype());
+    const Strides &s = src.strides(), &d = dst.strides();
+    if (s.x == 1 && d.x == 1) {
+        const std::int64_t rows = H * B;
+#pragma omp parallel for schedule(static)
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t y = r % H, b = r / H;
+            std::memcpy(dst.data() + dst.offset(0, int(y), int(b)) * std::int64_t(e),
+                        src.data() + src.offset(0, int(y), int(b)) * std::int64_t(e), std::size_t(W) * e);
+        }
+        return true;
+    }
+    if (s.b == 1 && d.b == 1 && s.x == B && d.x == B) {
+#pragma omp parallel for schedule(static)
+        for (std::int64_t y = 0; y < H; ++y)
+            std::memcpy(dst.data() + dst.offset(0, int(y), 0) * std::int64_t(e),
+                        src.data() + src.offset(0, int(y), 0) * std::int64_t(e), std::size_t(W * B) * e);
+        return true;
+    }
+    return false;
+}
+
 void copy_cube_host(const CubeView& src, const MutableCubeView& dst) {
     if (src.empty()) return;
     const auto layout = src.dense_layout();
@@ -312,6 +339,7 @@ void copy_cube_host(const CubeView& src, const MutableCubeView& dst) {
         std::memmove(dst.data(), src.data(), src.num_bytes());
         return;
     }
+    if (copy_host_rows(src, dst)) return;
     switch (dtype_size(src.dtype())) {
         case 1: copy_host_elements<std::uint8_t>(src, dst); break;
         case 2: copy_host_elements<std::uint16_t>(src, dst); break;

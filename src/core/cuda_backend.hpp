@@ -18,6 +18,8 @@ int device_of_pointer_impl(const void* pointer);
 void* open_cuda_stream(int device, std::string& device_name, void* borrowed = nullptr);
 void close_cuda_stream(void* stream, int device) noexcept;
 void synchronize_stream(void* stream);
+/// Bytes of device memory free on `device` now (cudaMemGetInfo); 0 in a CPU-only build.
+std::size_t device_free_bytes(int device);
 
 /// Host ↔ host copy between any strides (OpenMP).
 void copy_cube_host(const CubeView& src, const MutableCubeView& dst);

@@ -36,6 +36,13 @@ void keep_pool_memory(const Context& ctx, std::size_t bytes) {
     CUBEKIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
+std::size_t device_free_bytes(int device) {
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(device));
+    std::size_t free = 0, total = 0;
+    CUBEKIT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return free;
+}
+
 int device_of_pointer_impl(const void* pointer) {
     cudaPointerAttributes a{};
     if (cudaPointerGetAttributes(&a, pointer) != cudaSuccess) {

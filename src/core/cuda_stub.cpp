@@ -11,6 +11,7 @@ int device_of_pointer_impl(const void*) { return -1; }
 void* open_cuda_stream(int, std::string&, void*) { throw DeviceError("context: this cubekit was built without CUDA"); }
 void close_cuda_stream(void*, int) noexcept {}
 void synchronize_stream(void*) {}
+std::size_t device_free_bytes(int) { return 0; }
 void copy_cube_cuda(const Context&, const CubeView&, const MutableCubeView&) {
     throw DeviceError("copy_cube: device memory needs CUDA; this cubekit was built without it");
 }

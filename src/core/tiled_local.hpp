@@ -1,0 +1,50 @@
+#pragma once
+// The tiled runner of the families that are local with a halo (tiles.hpp): each tile's read window
+// is computed by the family's own whole-scene call, and the tile's core is copied into the output.
+//
+// CPU context: the kernel reads the window of the caller's host view where it is (no staging copy)
+// and writes a host tile buffer. CUDA context: devices × lanes workers, each a thread with its own
+// Context (stream), pinned staging for the window and the tile output, and device buffers, running
+// copy-in → upload → kernel → download → copy-out per tile; lanes of one device overlap each
+// other's copies and kernels. Tiles are dealt from one counter, so any number of devices works and
+// the output does not depend on which worker computed a tile.
+#include <cstddef>
+#include <functional>
+#include <string_view>
+
+#include "cubekit/context.hpp"
+#include "cubekit/tiles.hpp"
+#include "cubekit/view.hpp"
+
+namespace cubekit::detail {
+
+struct LocalTileKernel {
+    int halo = 0;
+    /// The output: element type and bands (one output pixel per input pixel, BSQ).
+    DType out_dtype = DType::F32;
+    int out_bands = 1;
+    /// Device scratch the kernel needs per pixel of the read window, beyond its input and output
+    /// (e.g. a reordered copy when the staged layout is not the one it reads).
+    std::size_t device_work_bytes_per_pixel = 0;
+    /// Computes the output of the whole read window: `in` is the window (host view of the caller's
+    /// data on the CPU; a dense device copy in the input's own nesting on CUDA), `out` dense BSQ in
+    /// the same memory. Queued on the context's stream (the runner synchronises).
+    std::function<void(const Context& ctx, const CubeView& in, const MutableCubeView& out)> run;
+};
+
+/// Runs `kernel` over the tiles of `in` (host memory) into `out` (host memory, in's width and
+/// height, kernel.out_bands bands of kernel.out_dtype, any strides). Throws InvalidInput naming
+/// `where` when a budget cannot hold one tile with its halo; exceptions of a worker stop the others
+/// and reach the caller. Reports progress (tiles done) through ctx.
+TiledRun run_local_tiles(const Context& ctx, const CubeView& in, const MutableCubeView& out,
+                         const LocalTileKernel& kernel, const TileOptions& options, std::string_view where);
+
+/// The tile size run_local_tiles uses: {width, height} of a core. `host_bpp`/`device_bpp` are the
+/// bytes each worker holds per pixel of a read window on the host and on a device, `workers` the
+/// number of workers sharing the budgets (the device budget is per device, shared by its lanes),
+/// `device_free` the free memory of a device (0 = not a CUDA run).
+std::pair<int, int> choose_tile_size(int width, int height, int halo, std::size_t host_bpp, std::size_t device_bpp,
+                                     int workers, int lanes, std::size_t device_free, const TileOptions& options,
+                                     std::string_view where);
+
+}  // namespace cubekit::detail

@@ -1,0 +1,136 @@
+// Tiles with halos (issue 17): the plan, the budgets, and tiled == whole on the CPU backend.
+// (The CUDA streamed path and several devices: tiles_gpu_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/tiled_local.hpp"
+#include "cubekit/gradient.hpp"
+#include "cubekit/tiles.hpp"
+#include "testing.hpp"
+
+namespace cubekit {
+namespace {
+
+using testing::cpu_context;
+using testing::cubes_identical;
+
+TEST(Tiles, CoresPartitionTheSceneAndWindowsHoldTheHalo) {
+    for (int halo : {0, 1, 3, 9})
+        for (auto [w, h, tw, th] : std::vector<std::array<int, 4>>{{1, 1, 1, 1}, {10, 7, 3, 2}, {64, 5, 64, 1},
+                                                                   {17, 29, 5, 31}, {8, 8, 100, 100}}) {
+            SCOPED_TRACE(::testing::Message() << w << "x" << h << " tiles " << tw << "x" << th << " halo " << halo);
+            std::vector<int> covered(std::size_t(w) * std::size_t(h), 0);
+            for (const Tile& t : plan_tiles(w, h, tw, th, halo)) {
+                EXPECT_LE(t.width, tw);
+                EXPECT_LE(t.height, th);
+                for (int y = t.y0; y < t.y0 + t.height; ++y)
+                    for (int x = t.x0; x < t.x0 + t.width; ++x) ++covered[std::size_t(y) * std::size_t(w) + std::size_t(x)];
+                // The window is the core grown by the halo and clipped to the scene.
+                EXPECT_EQ(t.read_x0, std::max(0, t.x0 - halo));
+                EXPECT_EQ(t.read_y0, std::max(0, t.y0 - halo));
+                EXPECT_EQ(t.read_x0 + t.read_width, std::min(w, t.x0 + t.width + halo));
+                EXPECT_EQ(t.read_y0 + t.read_height, std::min(h, t.y0 + t.height + halo));
+            }
+            for (int c : covered) ASSERT_EQ(c, 1);
+        }
+    EXPECT_THROW(plan_tiles(0, 5, 1, 1, 0), InvalidInput);
+    EXPECT_THROW(plan_tiles(5, 5, 1, 1, -1), InvalidInput);
+}
+
+TEST(Tiles, ParsesByteCountsAndDevices) {
+    EXPECT_EQ(parse_bytes("1048576", "memory_limit"), 1048576u);
+    EXPECT_EQ(parse_bytes("512K", "m"), 512u << 10);
+    EXPECT_EQ(parse_bytes("64m", "m"), 64u << 20);
+    EXPECT_EQ(parse_bytes("2G", "m"), std::size_t(2) << 30);
+    for (const char* bad : {"", "M", "-1", "1.5G", "64MB", "0x10", "12 M", "99999999999999999999"}) {
+        try {
+            parse_bytes(bad, "--memory-limit");
+            ADD_FAILURE() << "accepted '" << bad << "'";
+        } catch (const InvalidInput& e) {
+            EXPECT_NE(std::string(e.what()).find("--memory-limit = '"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_EQ(parse_devices("0,1", "--devices"), (std::vector<int>{0, 1}));
+    EXPECT_EQ(parse_devices("3", "--devices"), (std::vector<int>{3}));
+    for (const char* bad : {"", "0,", ",1", "a", "-1", "0,0", "1;2"}) EXPECT_THROW(parse_devices(bad, "--devices"), InvalidInput) << bad;
+}
+
+TEST(Tiles, TileSizeFollowsTheBudget) {
+    TileOptions o;
+    // No budget on the CPU: the whole scene in one tile.
+    EXPECT_EQ(detail::choose_tile_size(100, 80, 1, 4, 0, 1, 1, 0, o, "t"), std::make_pair(100, 80));
+    // 4 bytes per pixel, 4000 bytes: 1000 pixels = 10 rows of 100, minus the 2 halo rows.
+    o.memory_limit = 4000;
+    EXPECT_EQ(detail::choose_tile_size(100, 80, 1, 4, 0, 1, 1, 0, o, "t"), std::make_pair(100, 8));
+    // Too narrow for full rows: squares of floor(sqrt(250)) = 15, minus 2 halos = 13.
+    o.memory_limit = 1000;
+    EXPECT_EQ(detail::choose_tile_size(100, 80, 1, 4, 0, 1, 1, 0, o, "t"), std::make_pair(13, 13));
+    // Less than one pixel with its halo: refused, naming the flag.
+    o.memory_limit = 30;
+    try {
+        detail::choose_tile_size(100, 80, 1, 4, 0, 1, 1, 0, o, "rcmg");
+        ADD_FAILURE() << "a budget of 7 pixels was accepted for a 3x3 halo window";
+    } catch (const InvalidInput& e) {
+        EXPECT_NE(std::string(e.what()).find("--memory-limit"), std::string::npos) << e.what();
+    }
+    // The device budget is shared by the lanes of a device.
+    o = {};
+    o.device_memory_limit = 8000;
+    EXPECT_EQ(detail::choose_tile_size(100, 80, 0, 4, 4, 2, 2, 1 << 30, o, "t"), std::make_pair(100, 10));
+    // Forced sizes win.
+    o.tile_width = 7, o.tile_height = 3;
+    EXPECT_EQ(detail::choose_tile_size(100, 80, 1, 4, 4, 2, 2, 1 << 30, o, "t"), std::make_pair(7, 3));
+}
+
+// Tiled RCMG equals the whole-scene RCMG bit for bit, for tiles down to 1x1 (halo wider than a
+// tile), strips, layouts, types and both connectivities; the output poisoned first.
+TEST(Tiles, RcmgTiledEqualsWholeOnTheCpu) {
+    const Context& cpu = cpu_context();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    struct Case { int w, h, b; DType type; Layout layout; };
+    for (const Case& c : {Case{23, 17, 5, DType::F32, Layout::BSQ}, Case{9, 31, 3, DType::U16, Layout::BIP},
+                          Case{40, 6, 7, DType::F64, Layout::BIL}, Case{1, 13, 2, DType::I16, Layout::BSQ}}) {
+        const Cube cube = testing::random_cube(c.w, c.h, c.b, c.type, seed, 0, c.type == DType::I16 ? 300 : 1000, c.layout);
+        for (int conn : {4, 8}) {
+            const RcmgOptions options{.connectivity = conn};
+            const Cube whole = rcmg(cpu, cube, options);
+            for (auto [tw, th] : std::vector<std::pair<int, int>>{{1, 1}, {2, 3}, {5, 2}, {c.w, 1}, {c.w, 4}, {7, 7}}) {
+                SCOPED_TRACE(::testing::Message() << c.w << "x" << c.h << "x" << c.b << " tiles " << tw << "x" << th
+                                                << " connectivity " << conn);
+                Cube out(c.w, c.h, 1, DType::F32);
+                std::memset(out.bytes(), 0xFF, out.num_bytes());
+                const TiledRun run = rcmg_tiled(cpu, cube, out.mutable_view(), options, {.tile_width = tw, .tile_height = th});
+                EXPECT_EQ(run.tiles, std::size_t((c.w + std::min(tw, c.w) - 1) / std::min(tw, c.w)) *
+                                         std::size_t((c.h + std::min(th, c.h) - 1) / std::min(th, c.h)));
+                ASSERT_TRUE(cubes_identical(whole, out));
+            }
+        }
+    }
+}
+
+// A memory budget alone forces tiles; the reported peak stays within it; the output may be a
+// window of a larger cube (any strides).
+TEST(Tiles, MemoryLimitForcesTilesWithinTheBudget) {
+    const Context& cpu = cpu_context();
+    const Cube cube = testing::random_cube(50, 40, 4, DType::F32, testing::test_seed(), -5, 5);
+    const Cube whole = rcmg(cpu, cube);
+    Cube big(60, 45, 1, DType::F32);
+    std::memset(big.bytes(), 0, big.num_bytes());
+    const MutableCubeView out = big.mutable_view().window(3, 2, 50, 40);
+    const TiledRun run = rcmg_tiled(cpu, cube, out, {}, {.memory_limit = 2000});
+    EXPECT_GT(run.tiles, 1u);
+    EXPECT_LE(run.peak_bytes, 2000u);
+    const Cube got = Cube::from_view(out, Layout::BSQ);
+    EXPECT_TRUE(cubes_identical(whole, got));
+    EXPECT_EQ(big.value(0, 0, 0), 0.0);  // outside the window: untouched
+    EXPECT_THROW(rcmg_tiled(cpu, cube, out, {}, {.memory_limit = 20}), InvalidInput);
+    EXPECT_THROW(rcmg_tiled(cpu, cube, out, {}, {.devices = {0}}), InvalidInput);  // devices on a CPU context
+    Cube wrong(50, 40, 1, DType::F64);
+    EXPECT_THROW(rcmg_tiled(cpu, cube, wrong.mutable_view(), {}, {}), InvalidInput);
+}
+
+}  // namespace
+}  // namespace cubekit
