@@ -10,6 +10,7 @@
 #include "option_flags.hpp"
 #include "outputs.hpp"
 #include "rcmg_command.hpp"
+#include "tile_flags.hpp"
 
 namespace cubekit::cli {
 
@@ -47,12 +48,24 @@ OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& 
 
 }  // namespace
 
+// A host cube this large goes through the streamed tiles on a GPU even without a budget: its upload
+// overlaps the kernels and the download (measured in bench/tiles_bench.cpp).
+constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
+
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
-                        const std::vector<std::string>& outputs, const WriteOptions& write) {
+                        const std::vector<std::string>& outputs, const WriteOptions& write,
+                        const std::optional<TileOptions>& tiles) {
     check_rcmg_arguments(cube.shape(), options);
     for (const std::string& out : outputs) output_format(out);  // refuse bad names before work
     auto t0 = std::chrono::steady_clock::now();
-    const Cube gradient = rcmg(ctx, cube, options);
+    std::optional<TiledRun> tiled;
+    Cube gradient;
+    if (tiles || (ctx.is_cuda() && cube.num_bytes() >= kStreamedMinBytes)) {
+        gradient = Cube::uninitialized(cube.width(), cube.height(), 1, options.out_type);
+        tiled = rcmg_tiled(ctx, cube, gradient.mutable_view(), options, tiles.value_or(TileOptions{}));
+    } else {
+        gradient = rcmg(ctx, cube, options);
+    }
     const double compute_ms = elapsed_ms(t0);
     t0 = std::chrono::steady_clock::now();
     const OutputList written = write_gradient(gradient, outputs, write);
@@ -62,6 +75,7 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
     j["input"] = {{"path", input}, {"shape", shape_json(cube.shape())}};
     j["parameters"] = parameters_json(options);
     j["implementation"] = std::string(rcmg_implementation(ctx, options));
+    if (tiled) j["tiled"] = tiled_json(*tiled);
     j["timings_ms"] = {{"rcmg", compute_ms}, {"write", write_ms}};
     j["outputs"] = written.json();
     j["gradient"] = gradient_stats(gradient);
@@ -74,6 +88,7 @@ Action add_rcmg(CLI::App& root) {
         std::string input;
         std::vector<std::string> outputs;
         RcmgOptions options;
+        TileFlags tiles;
     };
     auto args = std::make_shared<Args>();
     CLI::App* app = root.add_subcommand("rcmg", "Robust Color Morphological Gradient: one-band edge strength of a cube");
@@ -85,21 +100,29 @@ Action add_rcmg(CLI::App& root) {
         "p99 = the 99th percentile of the gradient (stated in --json).\n"
         "Examples:\n"
         "  cubekit rcmg data/samson/samson_1.img gradient.png gradient.npy\n"
-        "  cubekit rcmg scene.mat g.hdr --var data --connectivity 4 --precision f32 --json");
+        "  cubekit rcmg scene.mat g.hdr --var data --connectivity 4 --precision f32 --json\n"
+        "  cubekit rcmg big.hdr g.npy --devices 0,1 --device-memory-limit 2G   # tiles over two GPUs\n"
+        "Tiles: --memory-limit, --device-memory-limit or --devices run the scene in tiles with a 1-pixel halo (the\n"
+        "result is bit-identical); on a GPU an input of 64 MiB or more is always streamed in tiles.");
     app->add_option("IN", args->input, "input cube (any format cubekit reads)")->required();
     app->add_option("OUT", args->outputs, "one or more outputs: .npy, .hdr/.img (ENVI), .png")->required();
     bind_flags(*app, args->options);
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);
+    add_tile_flags(*app, args->tiles);
     return [args] {
-        const CommonOptions& common = args->common;
+        CommonOptions common = args->common;
+        std::optional<TileOptions> tiles;
+        if (args->tiles.given()) tiles = tile_options(args->tiles);  // a bad flag fails before the read
+        if (!args->tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
         const RcmgOptions& options = args->options;
         for (const std::string& out : args->outputs) output_format(out);  // a bad OUT fails before any work
         Timings timings;
         auto [ctx, cube, choice] = context_while_reading(
             common, "rcmg", timings, args->input, [&] { return read_input(args->input, common).cube; }, estimate_rcmg);
         const TransferTotals copies = ctx.transfer_totals();
-        nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs, common.write);
+        if (tiles) check_tile_devices(args->tiles, *tiles, ctx);
+        nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs, common.write, tiles);
         if (!choice.is_null()) j["backend_choice"] = choice;
         timings.add(j["timings_ms"]);  // rcmg, write
         timings.split_transfers(ctx, copies, "rcmg");
@@ -107,6 +130,11 @@ Action add_rcmg(CLI::App& root) {
                         j["implementation"].get<std::string>() + "], " + std::to_string(options.connectivity) +
                         "-connectivity, reject " + std::to_string(options.reject) + ", max gradient " +
                         std::to_string(j["gradient"]["max"].get<double>()));
+        if (j.contains("tiled"))
+            say(common, "  in " + std::to_string(j["tiled"]["tiles"].get<std::size_t>()) + " tiles of " +
+                            std::to_string(j["tiled"]["tile_width"].get<int>()) + "x" +
+                            std::to_string(j["tiled"]["tile_height"].get<int>()) + ", working memory " +
+                            std::to_string(j["tiled"]["peak_bytes"].get<std::size_t>()) + " bytes");
         for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
         emit_json(common, j, timings);
     };

@@ -1,0 +1,66 @@
+// The flags of the tiled path (tile_flags.hpp).
+#include "tile_flags.hpp"
+
+#include <charconv>
+
+#include "cubekit/error.hpp"
+
+namespace cubekit::cli {
+
+namespace {
+
+// "WxH" with both parts positive integers.
+std::pair<int, int> parse_tile_size(const std::string& text) {
+    const std::size_t x = text.find('x');
+    int w = 0, h = 0;
+    const auto whole = [](std::string_view s, int& v) {
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return !s.empty() && ec == std::errc() && end == s.data() + s.size() && v > 0;
+    };
+    if (x == std::string::npos || !whole(std::string_view(text).substr(0, x), w) ||
+        !whole(std::string_view(text).substr(x + 1), h))
+        throw InvalidInput("--tile-size = '" + text + "'; expected WIDTHxHEIGHT in pixels, e.g. 512x256");
+    return {w, h};
+}
+
+}  // namespace
+
+void add_tile_flags(CLI::App& app, TileFlags& flags) {
+    app.add_option("--memory-limit", flags.memory_limit,
+                   "host working-memory budget (bytes; K, M, G suffixes): the scene runs in tiles that fit it");
+    app.add_option("--device-memory-limit", flags.device_memory_limit,
+                   "device-memory budget per GPU (bytes; K, M, G): forces tiles (default: the free memory)");
+    app.add_option("--devices", flags.devices, "CUDA devices to deal the tiles to: 0,1 or all (implies --backend cuda)");
+    app.add_option("--tile-size", flags.tile_size, "force tiles of WIDTHxHEIGHT pixels (testing; the budgets choose otherwise)");
+}
+
+TileOptions tile_options(const TileFlags& flags) {
+    TileOptions o;
+    const auto positive = [](const std::string& text, const char* flag) {
+        const std::size_t v = parse_bytes(text, flag);
+        if (v == 0) throw InvalidInput(std::string(flag) + " = 0; expected a positive byte count (leave the flag out for no limit)");
+        return v;
+    };
+    if (!flags.memory_limit.empty()) o.memory_limit = positive(flags.memory_limit, "--memory-limit");
+    if (!flags.device_memory_limit.empty()) o.device_memory_limit = positive(flags.device_memory_limit, "--device-memory-limit");
+    if (!flags.devices.empty() && flags.devices != "all") o.devices = parse_devices(flags.devices, "--devices");
+    if (!flags.tile_size.empty()) std::tie(o.tile_width, o.tile_height) = parse_tile_size(flags.tile_size);
+    return o;
+}
+
+void check_tile_devices(const TileFlags& flags, TileOptions& options, const Context& ctx) {
+    if (flags.devices.empty()) return;
+    if (!ctx.is_cuda()) throw InvalidInput("--devices " + flags.devices + ": the backend is the CPU");
+    if (flags.devices == "all") options.devices = parse_devices("all", "--devices");
+    for (int d : options.devices)
+        if (d >= Context::cuda_device_count())
+            throw DeviceError("--devices " + flags.devices + ": device " + std::to_string(d) + " is not available (" +
+                              std::to_string(Context::cuda_device_count()) + " visible)");
+}
+
+nlohmann::json tiled_json(const TiledRun& run) {
+    return {{"tiles", run.tiles}, {"tile_width", run.tile_width}, {"tile_height", run.tile_height},
+            {"peak_bytes", run.peak_bytes}, {"device_peak_bytes", run.device_peak_bytes}, {"devices", run.devices}};
+}
+
+}  // namespace cubekit::cli

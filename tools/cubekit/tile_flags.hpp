@@ -1,0 +1,28 @@
+#pragma once
+// The flags of the tiled path (issue 17): --memory-limit, --device-memory-limit, --devices, --tile-size.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "cubekit/context.hpp"
+#include "cubekit/tiles.hpp"
+
+namespace cubekit::cli {
+
+struct TileFlags {
+    std::string memory_limit, device_memory_limit, devices, tile_size;
+    bool given() const { return !memory_limit.empty() || !device_memory_limit.empty() || !devices.empty() || !tile_size.empty(); }
+};
+
+/// Adds the four flags to a subcommand whose family has a tiled path.
+void add_tile_flags(CLI::App& app, TileFlags& flags);
+/// The options the flags ask for; every error names its flag (exit 2). Call it before reading the input.
+TileOptions tile_options(const TileFlags& flags);
+/// Throws when --devices was given to a CPU context or names a device that does not exist (exit 4).
+/// Resolves --devices all.
+void check_tile_devices(const TileFlags& flags, TileOptions& options, const Context& ctx);
+/// {"tiles", "tile_width", "tile_height", "peak_bytes", "device_peak_bytes", "devices"} for --json.
+nlohmann::json tiled_json(const TiledRun& run);
+
+}  // namespace cubekit::cli
