@@ -240,6 +240,14 @@ std::vector<BadRow> bad_rows() {
         flag_row("threads_minus_1", "--threads -1", {"--threads", "-1"}),
         flag_row("png_compression_tiny", "--png-compression tiny", {"--png-compression", "tiny"}),
         flag_row("backend_gpu", "--backend gpu", {"--backend", "gpu"}),
+        flag_row("memory_limit_units", "--memory-limit 12Q", {"--memory-limit", "12Q"}),
+        flag_row("memory_limit_zero", "--memory-limit 0", {"--memory-limit", "0"}),
+        flag_row("memory_limit_too_small", "--memory-limit 30", {"--memory-limit", "30", "raise"}),
+        flag_row("device_memory_limit_negative", "--device-memory-limit -5M", {"--device-memory-limit", "-5M"}),
+        flag_row("tile_size_one_number", "--tile-size 64", {"--tile-size", "64"}),
+        flag_row("tile_size_zero", "--tile-size 0x8", {"--tile-size", "0x8"}),
+        flag_row("devices_twice", "--devices 0,0", {"--devices", "0,0"}),
+        flag_row("devices_on_cpu", "--devices 0 --backend cpu", {"--devices", "CPU"}),
         {"unknown_output_extension", 2, [](const fs::path& d) {
              return Invocation{"rcmg " + q(samson()) + " " + q(d / "out.xyz"), {(d / "out.xyz").string()}};
          }},

@@ -6,7 +6,10 @@
 #include <vector>
 
 #include "core/tiled_local.hpp"
+#include <nlohmann/json.hpp>
+
 #include "cubekit/gradient.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
 #include "testing.hpp"
 
@@ -130,6 +133,32 @@ TEST(Tiles, MemoryLimitForcesTilesWithinTheBudget) {
     EXPECT_THROW(rcmg_tiled(cpu, cube, out, {}, {.devices = {0}}), InvalidInput);  // devices on a CPU context
     Cube wrong(50, 40, 1, DType::F64);
     EXPECT_THROW(rcmg_tiled(cpu, cube, wrong.mutable_view(), {}, {}), InvalidInput);
+}
+
+}  // namespace
+}  // namespace cubekit
+
+namespace cubekit {
+namespace {
+
+// The CLI's tiled path writes the same file as the whole-scene run and reports its tiles.
+TEST(TilesCli, RcmgMemoryLimitWritesTheSameGradient) {
+    const auto dir = testing::temp_dir("tiles_cli");
+    const std::string in = testing::q(testing::source_path("data/samson/samson_1.img"));
+    const auto whole = testing::run_cli("rcmg " + in + " " + testing::q(dir / "whole.npy") + " --backend cpu --quiet");
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    const auto tiled = testing::run_cli("rcmg " + in + " " + testing::q(dir / "tiled.npy") +
+                                        " --backend cpu --memory-limit 2K --json --quiet");
+    ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
+    const auto j = nlohmann::json::parse(tiled.out);
+    EXPECT_GT(j["tiled"]["tiles"].get<int>(), 10);
+    EXPECT_LE(j["tiled"]["peak_bytes"].get<std::size_t>(), 2048u);
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "whole.npy"), read_cube(dir / "tiled.npy")));
+    const auto forced = testing::run_cli("rcmg " + in + " " + testing::q(dir / "forced.npy") +
+                                         " --backend cpu --tile-size 7x5 --json --quiet");
+    ASSERT_EQ(forced.exit_code, 0) << forced.err;
+    EXPECT_EQ(nlohmann::json::parse(forced.out)["tiled"]["tiles"].get<int>(), 14 * 19);
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "whole.npy"), read_cube(dir / "forced.npy")));
 }
 
 }  // namespace

@@ -1,0 +1,68 @@
+"""cubekit.dask (issue 17, item 4): chunked results equal the whole-array call bit for bit, on the
+threaded scheduler and on a distributed LocalCluster (Debian's dask/distributed); the per-chunk
+function on CuPy chunks on the GPU machine (no Dask there: the chunk function is called directly
+on CuPy windows with their halos, as Dask would)."""
+import numpy as np
+import pytest
+
+import cubekit
+from conftest import gpu
+
+da = pytest.importorskip("dask.array", reason="python3-dask not installed")
+import cubekit.dask  # noqa: E402  (after the skip: the module imports dask lazily, the test needs it)
+
+
+def _random(shape, seed=0, dtype=np.float32):
+    return (np.random.default_rng(seed).random(shape) * 1000).astype(dtype)
+
+
+@pytest.mark.parametrize("chunks", [(17, 13, -1), (7, 7, 2), (1, 3, -1), (-1, -1, -1), (2, 2, 1)])
+def test_rcmg_chunks_equal_whole(chunks):
+    x = _random((61, 47, 5))
+    whole = cubekit.rcmg(x)
+    g = cubekit.dask.rcmg(da.from_array(x, chunks=chunks))
+    assert g.shape == (61, 47) and g.dtype == np.float32
+    got = g.compute()
+    assert np.array_equal(got.view(np.uint32), whole.view(np.uint32))
+
+
+@pytest.mark.parametrize("keywords", [{"connectivity": 4}, {"reject": 0}, {"reject": 3, "out_type": "f64"}])
+def test_rcmg_options_and_types(keywords):
+    x = _random((40, 33, 3), seed=1, dtype=np.uint16)
+    whole = cubekit.rcmg(x, **keywords)
+    got = cubekit.dask.rcmg(da.from_array(x, chunks=(9, 11, 3)), **keywords).compute()
+    assert got.dtype == whole.dtype and np.array_equal(got, whole)
+    assert np.array_equal(cubekit.dask.rcmg(da.from_array(x[..., 0], chunks=(5, 6)), **keywords).compute(),
+                          cubekit.rcmg(x[..., 0], **keywords))
+
+
+def test_rcmg_refuses_out_and_bad_shapes():
+    with pytest.raises(ValueError, match="'out'"):
+        cubekit.dask.rcmg(da.zeros((4, 4, 2), chunks=2), out=np.zeros((4, 4), np.float32))
+    with pytest.raises(ValueError, match="dimensions"):
+        cubekit.dask.rcmg(da.zeros((2, 4, 4, 2), chunks=2))
+
+
+def test_rcmg_on_a_distributed_local_cluster():
+    distributed = pytest.importorskip("distributed", reason="python3-distributed not installed")
+    x = _random((120, 90, 6), seed=2)
+    whole = cubekit.rcmg(x)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        got = client.compute(cubekit.dask.rcmg(da.from_array(x, chunks=(32, 32, 6)))).result()
+    assert np.array_equal(got.view(np.uint32), whole.view(np.uint32))
+
+
+@gpu
+def test_rcmg_chunk_function_on_cupy_windows():
+    cp = pytest.importorskip("cupy")
+    x = _random((130, 70, 9), seed=3)
+    whole = cubekit.rcmg(x)
+    d = cp.asarray(x)
+    out = np.empty_like(whole)
+    for y0 in range(0, 130, 40):  # what the overlap hands each chunk: its rows plus one on each side
+        r0, r1 = max(0, y0 - 1), min(130, y0 + 40 + 1)
+        g = cubekit.rcmg(d[r0:r1])
+        assert isinstance(g, cp.ndarray)
+        out[y0:y0 + 40] = cp.asnumpy(g)[y0 - r0:y0 - r0 + min(40, 130 - y0)]
+    assert np.array_equal(out.view(np.uint32), whole.view(np.uint32))
