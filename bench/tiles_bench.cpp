@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     const Context gpu({.backend = Backend::Cuda});
     const Cube scene = read_cube(scene_path);
     const Cube cube = mirror_tile(scene, width, height);
-    const double in_gb = double(cube.num_bytes()) / 1e9, out_gb = double(cube.num_pixels()) * 4 / 1e9;
+    const double in_gb = double(cube.num_bytes()) / 1e9, out_gb = double(cube.width()) * double(cube.height()) * 4 / 1e9;
     const int ndev = Context::cuda_device_count();
     std::printf("## Tiled host-in/host-out RCMG (issue 17)\n\n");
     std::printf("%s on %d device(s); cube %dx%dx%d %s BSQ mirror-tiled from %s: %.2f GB in, %.2f GB out (f32); "

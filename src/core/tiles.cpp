@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -178,6 +179,61 @@ TiledRun run_cpu(const Context& ctx, const CubeView& in, const MutableCubeView& 
     return {.tiles = tiles.size(), .tile_width = tw, .tile_height = th, .peak_bytes = buffer.size()};
 }
 
+// Pinned staging buffers kept for the process: page-locking costs about as much as copying the bytes
+// over the link (cudaMallocHost of 64 MiB takes milliseconds), so a second tiled call reuses the first
+// one's buffers. Never freed (as the ring of staged_copy.cpp: static destructors run after the CUDA
+// runtime's teardown); at most kPoolBytes are kept idle.
+constexpr std::size_t kPoolBytes = std::size_t(4) << 30;
+
+class PinnedPool {
+public:
+    static PinnedPool& get() {
+        static PinnedPool* pool = new PinnedPool;  // leaked on purpose, see above
+        return *pool;
+    }
+    std::unique_ptr<PinnedBuffer> take(std::size_t bytes) {
+        {
+            const std::lock_guard lock(mutex_);
+            for (auto it = idle_.begin(); it != idle_.end(); ++it)
+                if ((*it)->size() >= bytes) {
+                    std::unique_ptr<PinnedBuffer> b = std::move(*it);
+                    idle_.erase(it);
+                    idle_bytes_ -= b->size();
+                    return b;
+                }
+        }
+        return std::make_unique<PinnedBuffer>(std::max<std::size_t>(bytes, 1));
+    }
+    void give(std::unique_ptr<PinnedBuffer> b) {
+        const std::lock_guard lock(mutex_);
+        if (idle_bytes_ + b->size() > kPoolBytes) return;  // freed here
+        idle_bytes_ += b->size();
+        idle_.push_back(std::move(b));
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<PinnedBuffer>> idle_;
+    std::size_t idle_bytes_ = 0;
+};
+
+// A pinned buffer from the pool, given back when it goes out of scope; freed instead when an exception
+// unwinds (a copy may still be queued on it; cudaFreeHost waits for the device).
+class Staging {
+public:
+    explicit Staging(std::size_t bytes) : buffer_(PinnedPool::get().take(bytes)), exceptions_(std::uncaught_exceptions()) {}
+    ~Staging() {
+        if (std::uncaught_exceptions() == exceptions_) PinnedPool::get().give(std::move(buffer_));
+    }
+    Staging(const Staging&) = delete;
+    Staging& operator=(const Staging&) = delete;
+    std::byte* data() { return buffer_->data(); }
+
+private:
+    std::unique_ptr<PinnedBuffer> buffer_;
+    int exceptions_;
+};
+
 // What every CUDA worker shares: the plan, the counters, the first failure.
 struct Shared {
     const Context& ctx;
@@ -200,7 +256,7 @@ void cuda_worker(Shared& s, int device) {
         omp_set_num_threads(s.threads_per_worker);  // this thread's OpenMP teams (the staging copies)
         const std::size_t in_bpp = std::size_t(s.in.bands()) * dtype_size(s.in.dtype());
         const std::size_t out_bpp = std::size_t(s.k.out_bands) * dtype_size(s.k.out_dtype);
-        PinnedBuffer pin_in(s.max_pixels * in_bpp), pin_out(s.max_pixels * out_bpp);
+        Staging pin_in(s.max_pixels * in_bpp), pin_out(s.max_pixels * out_bpp);
         DeviceBuffer dev_in(wctx, s.max_pixels * in_bpp), dev_out(wctx, s.max_pixels * out_bpp);
         const Layout staged = s.in.nearest_layout();  // a copy in the input's own nesting moves whole rows
         for (;;) {
