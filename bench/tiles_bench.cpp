@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cubekit/buffer.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
 #include "bench_common.hpp"
@@ -112,6 +113,31 @@ int main(int argc, char** argv) {
                     info.tiles, info.tile_width, info.tile_height, ms, (in_gb + out_gb) / ms * 1e3, floor, 100 * floor / ms,
                     same ? "yes" : "NO");
         std::fflush(stdout);
+    }
+
+    // What the streamed path is made of, measured alone: the host staging copy (pageable cube -> pinned,
+    // every host thread) and the pinned uploads (every GPU at once, one stream each).
+    {
+        PinnedBuffer pinned(cube.num_bytes());
+        const MutableCubeView staged = MutableCubeView::host(pinned.data(), width, height, cube.bands(), cube.dtype(),
+                                                             dense_strides(width, height, cube.bands(), Layout::BSQ));
+        const double copy_ms = median_wall_ms([&] { copy_cube(gpu, cube.view().window(0, 0, width, height), staged); });
+        std::printf("\nHost staging copy alone (pageable -> pinned, %d threads): %.1f ms, %.1f GB/s.\n", gpu.threads(), copy_ms,
+                    in_gb / copy_ms * 1e3);
+        for (int n = 1; n <= ndev; ++n) {
+            std::vector<Context> ctxs;
+            std::vector<DeviceBuffer> bufs;
+            const std::size_t part = cube.num_bytes() / std::size_t(n);
+            for (int d = 0; d < n; ++d) {
+                ctxs.emplace_back(ContextOptions{.backend = Backend::Cuda, .device = d});
+                bufs.emplace_back(ctxs.back(), part);
+            }
+            const double up_ms = median_wall_ms([&] {
+                for (int d = 0; d < n; ++d) bufs[std::size_t(d)].upload_async(ctxs[std::size_t(d)], pinned.data() + part * std::size_t(d), part);
+                for (int d = 0; d < n; ++d) ctxs[std::size_t(d)].synchronize();
+            });
+            std::printf("Pinned upload alone, %d GPU(s) at once: %.1f ms, %.1f GB/s.\n", n, up_ms, in_gb / up_ms * 1e3);
+        }
     }
 
     // The kernel alone, cube resident on the device.
