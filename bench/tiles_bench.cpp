@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
         }
     }
 
+#ifdef CUBEKIT_HAVE_CUDA
     // The kernel alone, cube resident on the device.
     {
         const DeviceCube d_cube = DeviceCube::upload(gpu, cube);
@@ -150,6 +151,7 @@ int main(int argc, char** argv) {
         std::printf("\nDevice-resident kernel (no copies): %.2f ms median, %.2f min (%.0f GB/s of input).\n", ms, double(best),
                     in_gb / ms * 1e3);
     }
+#endif
     if (!envi_out.empty()) {
         const auto t0 = std::chrono::steady_clock::now();
         write_cube(cube, envi_out + "/big.hdr");
