@@ -22,6 +22,7 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
 
 namespace cubekit {
@@ -106,6 +107,13 @@ void rcmg_into(const Context& ctx, const CubeView& cube, const MutableCubeView& 
 ///     cubekit::Cube g(W, H, 1, cubekit::DType::F32);
 ///     auto run = cubekit::rcmg_tiled(gpu, scene, g.mutable_view(), {}, {.devices = {0, 1}});
 TiledRun rcmg_tiled(const Context& ctx, const CubeView& cube, const MutableCubeView& out, const RcmgOptions& options = {},
+                    const TileOptions& tiles = {});
+/// The same from a file read by windows (io.hpp): the scene never has to fit in memory.
+///
+///     cubekit::CubeFile f("flight_line.hdr");
+///     cubekit::Cube g(f.shape().width, f.shape().height, 1, cubekit::DType::F32);
+///     cubekit::rcmg_tiled(gpu, f, g.mutable_view(), {}, {.memory_limit = 1ull << 30});
+TiledRun rcmg_tiled(const Context& ctx, const CubeFile& file, const MutableCubeView& out, const RcmgOptions& options = {},
                     const TileOptions& tiles = {});
 /// The implementation rcmg() runs with these options on this context: "cpu", "cuda-spatial",
 /// "cuda-spectral" or "cuda-shared-pairs".

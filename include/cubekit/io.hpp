@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,39 @@ void visit_fields(O& o, V&& visit) {
 /// Reads any supported file into a host cube (its stored element type and layout; images are BIP
 /// with bands = channels, .npy arrives as BIP (H, W, B), .mat as BSQ).
 Cube read_cube(const std::filesystem::path& path, const ReadOptions& options = {});
+
+/// A cube file read by windows, so that a scene larger than memory never has to fit (issue 17):
+/// ENVI (any interleave and byte order) and C-order .npy are read with positioned reads of the
+/// window's rows only; every other format (compressed .mat, PNG, JPEG, Fortran-order .npy, GDAL)
+/// is read whole when opened and its windows are copied from memory (windowed() tells which).
+///
+///     cubekit::CubeFile f("flight_line.hdr");                    // reads the header only
+///     cubekit::Cube w = cubekit::Cube::uninitialized(512, 64, f.shape().bands, f.shape().dtype, f.shape().layout);
+///     f.read_window(0, 1024, 512, 64, w.mutable_view());       // rows 1024..1087, columns 0..511
+class CubeFile {
+public:
+    /// Opens `path` (format from content, as read_cube; `options.var` for MATLAB files). Throws as read_cube.
+    explicit CubeFile(const std::filesystem::path& path, const ReadOptions& options = {});
+    ~CubeFile();
+    CubeFile(CubeFile&&) noexcept;
+    CubeFile& operator=(CubeFile&&) noexcept;
+    CubeFile(const CubeFile&) = delete;
+    CubeFile& operator=(const CubeFile&) = delete;
+    /// Size, element type and the file's layout (the nesting a window is read fastest in).
+    const CubeShape& shape() const;
+    const Metadata& metadata() const;
+    /// True when windows are read from the file; false when the cube was read whole on opening.
+    bool windowed() const;
+    /// Copies the window [x0, x0+w) × [y0, y0+h), all bands, into `dst` (host memory, w × h × bands of
+    /// shape().dtype, any strides; fastest when dense in shape().layout), byte-swapped to the host's order.
+    /// Safe to call from several threads at once. Throws InvalidInput naming the window when it leaves
+    /// the cube or `dst` does not match, IoError (naming the file) when a read fails.
+    void read_window(int x0, int y0, int w, int h, const MutableCubeView& dst) const;
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
 
 /// How hard PNG output is compressed. Fast (the default): zlib level 1 after the Sub filter (None
 /// for palette images). Measured with libpng on the 2-core development machine, 2026-11-25: a

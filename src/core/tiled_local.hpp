@@ -10,9 +10,11 @@
 // the output does not depend on which worker computed a tile.
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "cubekit/context.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
 #include "cubekit/view.hpp"
 
@@ -32,11 +34,24 @@ struct LocalTileKernel {
     std::function<void(const Context& ctx, const CubeView& in, const MutableCubeView& out)> run;
 };
 
-/// Runs `kernel` over the tiles of `in` (host memory) into `out` (host memory, in's width and
-/// height, kernel.out_bands bands of kernel.out_dtype, any strides). Throws InvalidInput naming
-/// `where` when a budget cannot hold one tile with its halo; exceptions of a worker stop the others
-/// and reach the caller. Reports progress (tiles done) through ctx.
-TiledRun run_local_tiles(const Context& ctx, const CubeView& in, const MutableCubeView& out,
+/// Where the tiles' input comes from: a host view (read in place by the CPU backend), or a reader of
+/// windows (a CubeFile: a scene that is not in memory) that fills a dense host buffer in `layout`.
+struct TileSource {
+    int width = 0, height = 0, bands = 0;
+    DType dtype = DType::F32;
+    Layout layout = Layout::BSQ;  ///< the nesting windows are staged in (a copy in it moves whole rows)
+    std::optional<CubeView> view;  ///< set when the input is in host memory
+    std::function<void(int x0, int y0, int w, int h, const MutableCubeView& dst)> read;
+    bool in_memory() const { return view.has_value(); }
+};
+TileSource tile_source(const CubeView& in);
+TileSource tile_source(const CubeFile& file);
+
+/// Runs `kernel` over the tiles of `in` into `out` (host memory, in's width and height,
+/// kernel.out_bands bands of kernel.out_dtype, any strides). Throws InvalidInput naming `where`
+/// when a budget cannot hold one tile with its halo; exceptions of a worker stop the others and
+/// reach the caller. Reports progress (tiles done) through ctx.
+TiledRun run_local_tiles(const Context& ctx, const TileSource& in, const MutableCubeView& out,
                          const LocalTileKernel& kernel, const TileOptions& options, std::string_view where);
 
 /// The tile size run_local_tiles uses: {width, height} of a core. `host_bpp`/`device_bpp` are the

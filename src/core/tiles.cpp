@@ -161,22 +161,30 @@ std::size_t max_read_pixels(const std::vector<Tile>& tiles) {
     return m;
 }
 
-TiledRun run_cpu(const Context& ctx, const CubeView& in, const MutableCubeView& out, const LocalTileKernel& k,
+// The CPU backend reads a view in place; a file's windows are read into a buffer first.
+TiledRun run_cpu(const Context& ctx, const TileSource& in, const MutableCubeView& out, const LocalTileKernel& k,
                  const TileOptions& options, std::string_view where) {
     const std::size_t out_bpp = std::size_t(k.out_bands) * dtype_size(k.out_dtype);
-    const auto [tw, th] = choose_tile_size(in.width(), in.height(), k.halo, out_bpp, 0, 1, 1, 0, options, where);
-    const std::vector<Tile> tiles = plan_tiles(in.width(), in.height(), tw, th, k.halo);
-    HostBuffer buffer(max_read_pixels(tiles) * out_bpp);
+    const std::size_t in_bpp = in.in_memory() ? 0 : std::size_t(in.bands) * dtype_size(in.dtype);
+    const auto [tw, th] = choose_tile_size(in.width, in.height, k.halo, out_bpp + in_bpp, 0, 1, 1, 0, options, where);
+    const std::vector<Tile> tiles = plan_tiles(in.width, in.height, tw, th, k.halo);
+    HostBuffer buffer(max_read_pixels(tiles) * out_bpp), window(max_read_pixels(tiles) * in_bpp);
     for (std::size_t i = 0; i < tiles.size(); ++i) {
         ctx.check_cancelled(where);
         const Tile& t = tiles[i];
         const MutableCubeView tile_out = dense_host(buffer.data(), t.read_width, t.read_height, k.out_bands,
                                                     k.out_dtype, Layout::BSQ);
-        k.run(ctx, in.window(t.read_x0, t.read_y0, t.read_width, t.read_height), tile_out);
+        if (in.in_memory()) {
+            k.run(ctx, in.view->window(t.read_x0, t.read_y0, t.read_width, t.read_height), tile_out);
+        } else {
+            const MutableCubeView w = dense_host(window.data(), t.read_width, t.read_height, in.bands, in.dtype, in.layout);
+            in.read(t.read_x0, t.read_y0, t.read_width, t.read_height, w);
+            k.run(ctx, w, tile_out);
+        }
         copy_core(tile_out, t, out);
         if (tiles.size() > 1) ctx.progress(i + 1, tiles.size());
     }
-    return {.tiles = tiles.size(), .tile_width = tw, .tile_height = th, .peak_bytes = buffer.size()};
+    return {.tiles = tiles.size(), .tile_width = tw, .tile_height = th, .peak_bytes = buffer.size() + window.size()};
 }
 
 // Pinned staging buffers kept for the process: page-locking costs about as much as copying the bytes
@@ -237,7 +245,7 @@ private:
 // What every CUDA worker shares: the plan, the counters, the first failure.
 struct Shared {
     const Context& ctx;
-    const CubeView& in;
+    const TileSource& in;
     const MutableCubeView& out;
     const LocalTileKernel& k;
     const std::vector<Tile>& tiles;
@@ -254,21 +262,21 @@ void cuda_worker(Shared& s, int device) {
     try {
         const Context wctx({.backend = Backend::Cuda, .device = device, .threads = s.threads_per_worker});
         omp_set_num_threads(s.threads_per_worker);  // this thread's OpenMP teams (the staging copies)
-        const std::size_t in_bpp = std::size_t(s.in.bands()) * dtype_size(s.in.dtype());
+        const std::size_t in_bpp = std::size_t(s.in.bands) * dtype_size(s.in.dtype);
         const std::size_t out_bpp = std::size_t(s.k.out_bands) * dtype_size(s.k.out_dtype);
         Staging pin_in(s.max_pixels * in_bpp), pin_out(s.max_pixels * out_bpp);
         DeviceBuffer dev_in(wctx, s.max_pixels * in_bpp), dev_out(wctx, s.max_pixels * out_bpp);
-        const Layout staged = s.in.nearest_layout();  // a copy in the input's own nesting moves whole rows
         for (;;) {
             if (s.stop.load() || s.ctx.cancel_requested()) break;
             const std::size_t i = s.next.fetch_add(1);
             if (i >= s.tiles.size()) break;
             const Tile& t = s.tiles[i];
-            const int rw = t.read_width, rh = t.read_height, B = s.in.bands();
-            copy_cube_host(s.in.window(t.read_x0, t.read_y0, rw, rh), dense_host(pin_in.data(), rw, rh, B, s.in.dtype(), staged));
+            const int rw = t.read_width, rh = t.read_height, B = s.in.bands;
+            const Layout staged = s.in.layout;
+            s.in.read(t.read_x0, t.read_y0, rw, rh, dense_host(pin_in.data(), rw, rh, B, s.in.dtype, staged));
             const std::size_t n = std::size_t(rw) * std::size_t(rh);
             dev_in.upload_async(wctx, pin_in.data(), n * in_bpp);
-            const CubeView d_in = CubeView::device(dev_in.data(), device, rw, rh, B, s.in.dtype(), dense_strides(rw, rh, B, staged));
+            const CubeView d_in = CubeView::device(dev_in.data(), device, rw, rh, B, s.in.dtype, dense_strides(rw, rh, B, staged));
             const MutableCubeView d_out = MutableCubeView::device(dev_out.data(), device, rw, rh, s.k.out_bands, s.k.out_dtype,
                                                                   dense_strides(rw, rh, s.k.out_bands, Layout::BSQ));
             s.k.run(wctx, d_in, d_out);
@@ -287,19 +295,19 @@ void cuda_worker(Shared& s, int device) {
     }
 }
 
-TiledRun run_cuda(const Context& ctx, const CubeView& in, const MutableCubeView& out, const LocalTileKernel& k,
+TiledRun run_cuda(const Context& ctx, const TileSource& in, const MutableCubeView& out, const LocalTileKernel& k,
                   const TileOptions& options, std::string_view where) {
     const std::vector<int> devices = options.devices.empty() ? std::vector<int>{ctx.device()} : options.devices;
     const int lanes = std::max(1, options.lanes);
     std::size_t device_free = std::numeric_limits<std::size_t>::max();
     for (int d : devices) device_free = std::min(device_free, device_free_bytes(d));
-    const std::size_t in_bpp = std::size_t(in.bands()) * dtype_size(in.dtype());
+    const std::size_t in_bpp = std::size_t(in.bands) * dtype_size(in.dtype);
     const std::size_t out_bpp = std::size_t(k.out_bands) * dtype_size(k.out_dtype);
     const int workers_max = int(devices.size()) * lanes;
-    const auto [tw, th] = choose_tile_size(in.width(), in.height(), k.halo, in_bpp + out_bpp,
+    const auto [tw, th] = choose_tile_size(in.width, in.height, k.halo, in_bpp + out_bpp,
                                            in_bpp + out_bpp + k.device_work_bytes_per_pixel, workers_max, lanes,
                                            device_free, options, where);
-    const std::vector<Tile> tiles = plan_tiles(in.width(), in.height(), tw, th, k.halo);
+    const std::vector<Tile> tiles = plan_tiles(in.width, in.height, tw, th, k.halo);
     const int workers = int(std::min<std::size_t>(std::size_t(workers_max), tiles.size()));
     Shared s{ctx, in, out, k, tiles, max_read_pixels(tiles), std::max(1, ctx.threads() / workers)};
     std::vector<std::thread> threads;
@@ -321,14 +329,31 @@ TiledRun run_cuda(const Context& ctx, const CubeView& in, const MutableCubeView&
 
 }  // namespace
 
-TiledRun run_local_tiles(const Context& ctx, const CubeView& in, const MutableCubeView& out, const LocalTileKernel& k,
+TileSource tile_source(const CubeView& in) {
+    if (in.on_device())
+        throw InvalidInput("tiles: the tiled path takes host input (a cube on the device fits there already)");
+    TileSource s{.width = in.width(), .height = in.height(), .bands = in.bands(), .dtype = in.dtype(),
+                 .layout = in.nearest_layout(), .view = in};
+    s.read = [in](int x0, int y0, int w, int h, const MutableCubeView& dst) { copy_cube_host(in.window(x0, y0, w, h), dst); };
+    return s;
+}
+
+TileSource tile_source(const CubeFile& file) {
+    const CubeShape& shape = file.shape();
+    TileSource s{.width = shape.width, .height = shape.height, .bands = shape.bands, .dtype = shape.dtype, .layout = shape.layout};
+    s.read = [&file](int x0, int y0, int w, int h, const MutableCubeView& dst) { file.read_window(x0, y0, w, h, dst); };
+    return s;
+}
+
+TiledRun run_local_tiles(const Context& ctx, const TileSource& in, const MutableCubeView& out, const LocalTileKernel& k,
                          const TileOptions& options, std::string_view where) {
-    if (in.on_device() || out.on_device())
-        throw InvalidInput(std::string(where) + ": the tiled path takes host input and output (a device cube fits already)");
-    if (out.width() != in.width() || out.height() != in.height() || out.bands() != k.out_bands || out.dtype() != k.out_dtype)
-        throw InvalidInput(std::string(where) + ": output " + out.describe() + " does not match the input " +
-                           in.describe());
-    if (in.empty()) return {};
+    if (out.on_device())
+        throw InvalidInput(std::string(where) + ": the tiled path writes host output (a cube on the device fits there already)");
+    if (out.width() != in.width || out.height() != in.height || out.bands() != k.out_bands || out.dtype() != k.out_dtype)
+        throw InvalidInput(std::string(where) + ": output " + out.describe() + " does not match the input (" +
+                           std::to_string(in.width) + "x" + std::to_string(in.height) + ", " + std::to_string(k.out_bands) +
+                           " band(s) of " + std::string(dtype_name(k.out_dtype)) + " expected)");
+    if (in.width == 0 || in.height == 0 || in.bands == 0) return {};
     if (!ctx.is_cuda() && !options.devices.empty())
         throw InvalidInput(std::string(where) + ": devices were named but the backend is the CPU");
     return ctx.is_cuda() ? run_cuda(ctx, in, out, k, options, where) : run_cpu(ctx, in, out, k, options, where);

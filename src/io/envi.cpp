@@ -151,7 +151,7 @@ fs::path find_data_file(const fs::path& hdr, std::string& tried) {
 
 }  // namespace
 
-Cube read_envi(const fs::path& path) {
+RawCube describe_envi(const fs::path& path) {
     // Resolve the header and the data file from whichever of the two was given.
     fs::path hdr, data;
     if (lower_extension(path) == ".hdr") {
@@ -280,11 +280,22 @@ Cube read_envi(const fs::path& path) {
                           " x " + std::to_string(esize) + " bytes, from " + hdr.filename().string() + "), the file has " +
                           std::to_string(file.size()));
     }
-    Cube cube = Cube::uninitialized(width, height, bands, dtype, layout);  // read_at fills every byte
-    file.read_at(std::uint64_t(offset), cube.bytes(), payload);
-    const bool file_little = byte_order == 0;
-    if (file_little != host_is_little_endian()) byteswap_inplace(cube.bytes(), elements, esize);
-    cube.metadata() = std::move(meta);
+    RawCube raw;
+    raw.data = data;
+    raw.offset = std::uint64_t(offset);
+    raw.shape = CubeShape{width, height, bands, dtype, layout};
+    raw.swap = (byte_order == 0) != host_is_little_endian();
+    raw.metadata = std::move(meta);
+    return raw;
+}
+
+Cube read_envi(const fs::path& path) {
+    RawCube raw = describe_envi(path);
+    const CubeShape& s = raw.shape;
+    Cube cube = Cube::uninitialized(s.width, s.height, s.bands, s.dtype, s.layout);  // read_at fills every byte
+    InputFile(kRead, raw.data).read_at(raw.offset, cube.bytes(), cube.num_bytes());
+    if (raw.swap) byteswap_inplace(cube.bytes(), cube.num_elements(), dtype_size(s.dtype));
+    cube.metadata() = std::move(raw.metadata);
     return cube;
 }
 

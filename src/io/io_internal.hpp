@@ -112,6 +112,19 @@ private:
 /// when neither exists. A path that is itself a .hdr returns itself.
 fs::path find_envi_header(const fs::path& data_path);
 
+/// A cube stored as raw samples in a file (ENVI data, .npy): where they are and how they are laid out.
+struct RawCube {
+    fs::path data;              ///< the file holding the samples
+    std::uint64_t offset = 0;   ///< byte offset of sample (0, 0, 0)
+    CubeShape shape;            ///< layout = the file's nesting (BSQ, BIL or BIP)
+    bool fortran = false;       ///< .npy in Fortran order (element (h, w, b) at h + H (w + W b)): no layout
+    bool swap = false;          ///< the file's byte order is not the host's
+    Metadata metadata;
+};
+/// The description of an ENVI cube (header checked, data file size checked) without reading it.
+RawCube describe_envi(const fs::path& path);
+/// The description of a .npy file (header checked, data size checked) without reading it.
+RawCube describe_npy(const fs::path& path);
 Cube read_envi(const fs::path& path);
 void write_envi(const Cube& cube, const fs::path& path, const WriteOptions& options);
 Cube read_npy(const fs::path& path);

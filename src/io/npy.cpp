@@ -128,7 +128,7 @@ const char* npy_code(DType t) {
 
 }  // namespace
 
-Cube read_npy(const fs::path& path) {
+RawCube describe_npy(const fs::path& path) {
     InputFile file(kRead, path);
     unsigned char pre[12] = {};
     const std::size_t got = file.read_some_at(0, pre, sizeof(pre));
@@ -213,8 +213,24 @@ Cube read_npy(const fs::path& path) {
                           " bytes of data after the " + std::to_string(offset) + "-byte header, the file has " +
                           std::to_string(file.size() - offset));
 
+    RawCube raw;
+    raw.data = path;
+    raw.offset = offset;
+    raw.shape = CubeShape{W, H, B, dtype, Layout::BIP};  // C order (H, W, B) is exactly BIP
+    raw.fortran = fortran->boolean;
+    raw.swap = file_little != host_is_little_endian();
+    return raw;
+}
+
+Cube read_npy(const fs::path& path) {
+    const RawCube raw = describe_npy(path);
+    const int W = raw.shape.width, H = raw.shape.height, B = raw.shape.bands;
+    const DType dtype = raw.shape.dtype;
+    const std::size_t bytes = raw.shape.num_bytes(), count = raw.shape.num_elements();
+    const std::uint64_t offset = raw.offset;
+    const InputFile file(kRead, path);
     Cube cube = Cube::uninitialized(W, H, B, dtype, Layout::BIP);  // every byte is read or scattered below
-    if (!fortran->boolean) {
+    if (!raw.fortran) {
         file.read_at(offset, cube.bytes(), bytes);  // C order (H, W, B) is exactly BIP
     } else {
         // Fortran order: element (h, w, b) is at h + H*(w + W*b) — column-major within each band,
@@ -231,7 +247,7 @@ Cube read_npy(const fs::path& path) {
                     for (std::size_t h = 0; h < Hs; ++h) dst[(h * Ws + w) * Bs + b] = src[h + Hs * (w + Ws * b)];
         });
     }
-    if (file_little != host_is_little_endian()) byteswap_inplace(cube.bytes(), count, esize);
+    if (raw.swap) byteswap_inplace(cube.bytes(), count, dtype_size(dtype));
     return cube;
 }
 

@@ -52,12 +52,51 @@ OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& 
 // overlaps the kernels and the download (measured in bench/tiles_bench.cpp).
 constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
 
+// ENVI and .npy files are read by windows (CubeFile); other formats whole.
+bool raw_format(const std::string& path) {
+    try {
+        const FileFormat f = detect_format(path);
+        return f == FileFormat::Envi || f == FileFormat::Npy;
+    } catch (const Error&) {
+        return false;  // the whole read names the problem
+    }
+}
+
+// A file this large is read by windows when its format allows (a tiled run, CPU or GPU).
+bool large_file(const std::string& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    return !ec && size >= kStreamedMinBytes;
+}
+
+namespace {
+
+// Writes the outputs and fills the summary of a computed gradient.
+nlohmann::json finish_rcmg(const Context& ctx, const std::string& input, const CubeShape& shape, const Cube& gradient,
+                           const std::optional<TiledRun>& tiled, double compute_ms, const RcmgOptions& options,
+                           const std::vector<std::string>& outputs, const WriteOptions& write) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const OutputList written = write_gradient(gradient, outputs, write);
+    const double write_ms = elapsed_ms(t0);
+    nlohmann::json j = summary("rcmg", ctx);
+    j["input"] = {{"path", input}, {"shape", shape_json(shape)}};
+    j["parameters"] = parameters_json(options);
+    j["implementation"] = std::string(rcmg_implementation(ctx, options));
+    if (tiled) j["tiled"] = tiled_json(*tiled);
+    j["timings_ms"] = {{"rcmg", compute_ms}, {"write", write_ms}};
+    j["outputs"] = written.json();
+    j["gradient"] = gradient_stats(gradient);
+    return j;
+}
+
+}  // namespace
+
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
                         const std::vector<std::string>& outputs, const WriteOptions& write,
                         const std::optional<TileOptions>& tiles) {
     check_rcmg_arguments(cube.shape(), options);
     for (const std::string& out : outputs) output_format(out);  // refuse bad names before work
-    auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     std::optional<TiledRun> tiled;
     Cube gradient;
     if (tiles || (ctx.is_cuda() && cube.num_bytes() >= kStreamedMinBytes)) {
@@ -66,19 +105,17 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
     } else {
         gradient = rcmg(ctx, cube, options);
     }
-    const double compute_ms = elapsed_ms(t0);
-    t0 = std::chrono::steady_clock::now();
-    const OutputList written = write_gradient(gradient, outputs, write);
-    const double write_ms = elapsed_ms(t0);
+    return finish_rcmg(ctx, input, cube.shape(), gradient, tiled, elapsed_ms(t0), options, outputs, write);
+}
 
-    nlohmann::json j = summary("rcmg", ctx);
-    j["input"] = {{"path", input}, {"shape", shape_json(cube.shape())}};
-    j["parameters"] = parameters_json(options);
-    j["implementation"] = std::string(rcmg_implementation(ctx, options));
-    if (tiled) j["tiled"] = tiled_json(*tiled);
-    j["timings_ms"] = {{"rcmg", compute_ms}, {"write", write_ms}};
-    j["outputs"] = written.json();
-    j["gradient"] = gradient_stats(gradient);
+nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const CubeFile& file, const RcmgOptions& options,
+                        const std::vector<std::string>& outputs, const WriteOptions& write, const TileOptions& tiles) {
+    check_rcmg_arguments(file.shape(), options);
+    const auto t0 = std::chrono::steady_clock::now();
+    Cube gradient = Cube::uninitialized(file.shape().width, file.shape().height, 1, options.out_type);
+    const TiledRun tiled = rcmg_tiled(ctx, file, gradient.mutable_view(), options, tiles);
+    nlohmann::json j = finish_rcmg(ctx, input, file.shape(), gradient, tiled, elapsed_ms(t0), options, outputs, write);
+    j["input"]["windowed"] = true;
     return j;
 }
 
@@ -118,15 +155,30 @@ Action add_rcmg(CLI::App& root) {
         const RcmgOptions& options = args->options;
         for (const std::string& out : args->outputs) output_format(out);  // a bad OUT fails before any work
         Timings timings;
-        auto [ctx, cube, choice] = context_while_reading(
-            common, "rcmg", timings, args->input, [&] { return read_input(args->input, common).cube; }, estimate_rcmg);
+        // A tiled run reads a raw file (ENVI, .npy) by windows: the scene never has to fit in memory.
+        std::optional<CubeFile> file;
+        if ((tiles || large_file(args->input)) && common.bands.empty() && raw_format(args->input)) {
+            file.emplace(timings.time("read", [&] { return CubeFile(args->input, common.read); }));
+            if (!file->windowed()) file.reset();  // a Fortran-order .npy: read whole below
+        }
+        std::optional<Prepared<Cube>> prepared;
+        if (!file)
+            prepared.emplace(context_while_reading(
+                common, "rcmg", timings, args->input, [&] { return read_input(args->input, common).cube; }, estimate_rcmg));
+        else {
+            auto [c, choice] = context_for_work(common, "rcmg", timings, estimate_rcmg(file->shape()));
+            prepared.emplace(Prepared<Cube>{std::move(c), Cube(), std::move(choice)});
+        }
+        const Context& ctx = prepared->ctx;
         const TransferTotals copies = ctx.transfer_totals();
         if (tiles) check_tile_devices(args->tiles, *tiles, ctx);
-        nlohmann::json j = run_rcmg(ctx, args->input, cube, options, args->outputs, common.write, tiles);
-        if (!choice.is_null()) j["backend_choice"] = choice;
+        nlohmann::json j = file ? run_rcmg(ctx, args->input, *file, options, args->outputs, common.write, tiles.value_or(TileOptions{}))
+                                : run_rcmg(ctx, args->input, prepared->input, options, args->outputs, common.write, tiles);
+        const CubeShape shape = file ? file->shape() : prepared->input.shape();
+        if (!prepared->backend_choice.is_null()) j["backend_choice"] = prepared->backend_choice;
         timings.add(j["timings_ms"]);  // rcmg, write
         timings.split_transfers(ctx, copies, "rcmg");
-        say(common, "rcmg: " + args->input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
+        say(common, "rcmg: " + args->input + " (" + shape.describe() + ") on " + ctx.device_name() + " [" +
                         j["implementation"].get<std::string>() + "], " + std::to_string(options.connectivity) +
                         "-connectivity, reject " + std::to_string(options.reject) + ", max gradient " +
                         std::to_string(j["gradient"]["max"].get<double>()));

@@ -20,5 +20,8 @@ namespace cubekit::cli {
 nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube& cube, const RcmgOptions& options,
                         const std::vector<std::string>& outputs, const WriteOptions& write,
                         const std::optional<TileOptions>& tiles = std::nullopt);
+/// The same from a file read by windows (always tiled): `cubekit rcmg` on a large ENVI or .npy file.
+nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const CubeFile& file, const RcmgOptions& options,
+                        const std::vector<std::string>& outputs, const WriteOptions& write, const TileOptions& tiles);
 
 }  // namespace cubekit::cli

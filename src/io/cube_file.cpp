@@ -1,0 +1,166 @@
+// CubeFile (io.hpp): a cube file read by windows. Raw formats (ENVI, C-order .npy) read only the
+// window's runs of contiguous samples, several at once; others are read whole when opened.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <optional>
+
+#include "core/cuda_backend.hpp"
+#include "io/io_internal.hpp"
+
+namespace cubekit {
+
+using namespace io_detail;
+
+namespace {
+
+constexpr std::string_view kFn = "read_window";
+
+// One positioned read: `bytes` at `offset` of the file into `dst`.
+struct Run {
+    std::uint64_t offset;
+    std::byte* dst;
+    std::size_t bytes;
+};
+
+// pread until done; returns 0, or the errno, or -1 when the file ended first. Never throws (it runs
+// inside an OpenMP loop).
+int read_fully(int fd, const Run& r) noexcept {
+    std::size_t done = 0;
+    while (done < r.bytes) {
+        const ssize_t n = ::pread(fd, r.dst + done, std::min<std::size_t>(r.bytes - done, std::size_t(1) << 30),
+                                  off_t(r.offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        if (n == 0) return -1;
+        done += std::size_t(n);
+    }
+    return 0;
+}
+
+// Runs larger than this are split so that one big window is still read by several threads.
+constexpr std::size_t kPiece = std::size_t(1) << 20;
+
+}  // namespace
+
+struct CubeFile::State {
+    CubeShape shape;
+    Metadata metadata;
+    // Windowed: the raw description and an open descriptor. Else: the whole cube.
+    std::optional<RawCube> raw;
+    int fd = -1;
+    Cube whole;
+
+    ~State() {
+        if (fd >= 0) ::close(fd);
+    }
+
+    // The runs of a window of a raw file, read into `dst` dense in the file's layout.
+    std::vector<Run> runs(int x0, int y0, int w, int h, std::byte* dst) const {
+        const std::size_t e = dtype_size(shape.dtype);
+        const std::uint64_t W = std::uint64_t(shape.width), H = std::uint64_t(shape.height), B = std::uint64_t(shape.bands);
+        const bool full = x0 == 0 && std::uint64_t(w) == W;
+        std::vector<Run> out;
+        const auto add = [&](std::uint64_t element, std::size_t count) {
+            const std::size_t bytes = count * e;
+            for (std::size_t at = 0; at < bytes; at += kPiece) {
+                out.push_back({raw->offset + element * e + at, dst, std::min(kPiece, bytes - at)});
+                dst += std::min(kPiece, bytes - at);
+            }
+        };
+        switch (shape.layout) {
+            case Layout::BSQ:  // [b][y][x]: a band's rows of a full-width window are one run
+                for (std::uint64_t b = 0; b < B; ++b) {
+                    if (full) add((b * H + std::uint64_t(y0)) * W, std::size_t(w) * std::size_t(h));
+                    else
+                        for (int y = y0; y < y0 + h; ++y) add((b * H + std::uint64_t(y)) * W + std::uint64_t(x0), std::size_t(w));
+                }
+                break;
+            case Layout::BIL:  // [y][b][x]: the rows of a full-width window, all bands, are one run
+                if (full) add(std::uint64_t(y0) * B * W, std::size_t(h) * std::size_t(B) * std::size_t(w));
+                else
+                    for (int y = y0; y < y0 + h; ++y)
+                        for (std::uint64_t b = 0; b < B; ++b) add((std::uint64_t(y) * B + b) * W + std::uint64_t(x0), std::size_t(w));
+                break;
+            case Layout::BIP:  // [y][x][b]
+                if (full) add(std::uint64_t(y0) * W * B, std::size_t(h) * std::size_t(w) * std::size_t(B));
+                else
+                    for (int y = y0; y < y0 + h; ++y) add((std::uint64_t(y) * W + std::uint64_t(x0)) * B, std::size_t(w) * std::size_t(B));
+                break;
+        }
+        return out;
+    }
+
+    // Reads the window into `dst`, dense in the file's layout.
+    void read_dense(int x0, int y0, int w, int h, std::byte* dst) const {
+        const std::vector<Run> runs = this->runs(x0, y0, w, h, dst);
+        std::atomic<int> failure{0};
+        const std::int64_t n = std::int64_t(runs.size());
+#pragma omp parallel for schedule(dynamic, 4) if (n > 4)
+        for (std::int64_t i = 0; i < n; ++i) {
+            if (failure.load(std::memory_order_relaxed) != 0) continue;
+            const int err = read_fully(fd, runs[std::size_t(i)]);
+            if (err != 0) failure.store(err);
+        }
+        if (const int err = failure.load(); err > 0) throw_os_error(kFn, raw->data, "cannot read", err);
+        else if (err < 0) throw_invalid(kFn, raw->data, "truncated: the file ended inside the window (it shrank after it was opened?)");
+        if (raw->swap) byteswap_inplace(dst, std::size_t(w) * std::size_t(h) * std::size_t(shape.bands), dtype_size(shape.dtype));
+    }
+};
+
+CubeFile::CubeFile(const std::filesystem::path& path, const ReadOptions& options) : state_(std::make_unique<State>()) {
+    const FileFormat format = options.format == FileFormat::Auto ? detect_format(path) : options.format;
+    std::optional<RawCube> raw;
+    if (format == FileFormat::Envi) raw = describe_envi(path);
+    if (format == FileFormat::Npy) {
+        raw = describe_npy(path);
+        if (raw->fortran) raw.reset();  // columns contiguous: no layout to read rows of; read whole
+    }
+    if (raw) {
+        state_->fd = ::open(raw->data.c_str(), O_RDONLY | O_CLOEXEC);
+        if (state_->fd < 0) throw_os_error("CubeFile", raw->data, "cannot open", errno);
+        state_->shape = raw->shape;
+        state_->metadata = raw->metadata;
+        state_->raw = std::move(raw);
+        return;
+    }
+    state_->whole = read_cube(path, options);
+    state_->shape = state_->whole.shape();
+    state_->metadata = state_->whole.metadata();
+}
+
+CubeFile::~CubeFile() = default;
+CubeFile::CubeFile(CubeFile&&) noexcept = default;
+CubeFile& CubeFile::operator=(CubeFile&&) noexcept = default;
+
+const CubeShape& CubeFile::shape() const { return state_->shape; }
+const Metadata& CubeFile::metadata() const { return state_->metadata; }
+bool CubeFile::windowed() const { return state_->raw.has_value(); }
+
+void CubeFile::read_window(int x0, int y0, int w, int h, const MutableCubeView& dst) const {
+    const CubeShape& s = state_->shape;
+    if (x0 < 0 || y0 < 0 || w < 1 || h < 1 || x0 + std::int64_t(w) > s.width || y0 + std::int64_t(h) > s.height)
+        throw InvalidInput("read_window: window " + std::to_string(w) + "x" + std::to_string(h) + " at (" + std::to_string(x0) +
+                           ", " + std::to_string(y0) + ") leaves the " + std::to_string(s.width) + "x" +
+                           std::to_string(s.height) + " cube");
+    if (dst.on_device() || dst.width() != w || dst.height() != h || dst.bands() != s.bands || dst.dtype() != s.dtype)
+        throw InvalidInput("read_window: destination " + dst.describe() + "; expected " + std::to_string(w) + "x" +
+                           std::to_string(h) + "x" + std::to_string(s.bands) + " " + std::string(dtype_name(s.dtype)) +
+                           " in host memory");
+    if (!state_->raw) {
+        detail::copy_cube_host(state_->whole.view().window(x0, y0, w, h), dst);
+        return;
+    }
+    if (dst.is_dense(s.layout)) {
+        state_->read_dense(x0, y0, w, h, dst.data());
+        return;
+    }
+    Cube bounce = Cube::uninitialized(w, h, s.bands, s.dtype, s.layout);
+    state_->read_dense(x0, y0, w, h, bounce.bytes());
+    detail::copy_cube_host(bounce.view(), dst);
+}
+
+}  // namespace cubekit
