@@ -6,9 +6,11 @@
 #include <cstring>
 #include <vector>
 
+#include "cubekit/detect.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
+#include "detect_testing.hpp"
 #include "testing.hpp"
 
 namespace cubekit {
@@ -87,6 +89,32 @@ TEST(TilesGpu, DeviceBudgetAndRealScene) {
     }
     Cube out = poisoned(scene.width(), scene.height(), DType::F32);
     EXPECT_THROW(rcmg_tiled(gpu, scene, out.mutable_view(), {}, {.device_memory_limit = 1000}), InvalidInput);
+}
+
+// The RBF detector streamed in tiles over every device gives the whole-scene CUDA scores bit for bit
+// (a score depends on its own pixel only), from memory and from a file read by windows.
+TEST(TilesGpu, DetectPixelsTiledEqualsWholeGpu) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const Cube cube = testing::random_cube(211, 97, 16, DType::F32, seed, 0, 1, Layout::BSQ);
+    const std::vector<RbfnModel> models = {testing::random_rbfn(16, 4, seed + 1), testing::random_rbfn(16, 9, seed + 2)};
+    const std::vector<PixelResult> whole = detect_pixels_many(gpu, cube, models);
+    const auto dir = testing::temp_dir("tiles_gpu_detect");
+    write_cube(cube.to_layout(Layout::BIL), dir / "c.hdr", {.envi_keep_layout = true});
+    const CubeFile file(dir / "c.hdr");
+    std::vector<int> devices = all_devices();
+    if (devices.size() == 1) devices.push_back(devices[0]);
+    for (const TileOptions& t : {TileOptions{.tile_width = 50, .tile_height = 13}, TileOptions{.devices = devices, .tile_height = 7},
+                                 TileOptions{.device_memory_limit = 256 << 10}}) {
+        const std::vector<PixelResult> tiled = detect_pixels_tiled(gpu, cube, models, {}, t);
+        const std::vector<PixelResult> from_file = detect_pixels_tiled(gpu, file, models, {}, t);
+        for (std::size_t j = 0; j < models.size(); ++j) {
+            ASSERT_TRUE(cubes_identical(whole[j].score, tiled[j].score));
+            ASSERT_TRUE(cubes_identical(whole[j].score, from_file[j].score));
+            EXPECT_EQ(whole[j].objects.size(), tiled[j].objects.size());
+        }
+    }
 }
 
 }  // namespace

@@ -11,9 +11,11 @@
 #include "core/tiled_local.hpp"
 #include <nlohmann/json.hpp>
 
+#include "cubekit/detect.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
+#include "detect_testing.hpp"
 #include "testing.hpp"
 
 namespace cubekit {
@@ -225,6 +227,41 @@ TEST(CubeFile, WindowsEqualTheWholeCube) {
     // Formats without windows are read whole on opening.
     write_cube(to_display_u8(rcmg(cpu_context(), cube)), dir / "g.png");
     EXPECT_FALSE(CubeFile(dir / "g.png").windowed());
+}
+
+}  // namespace
+}  // namespace cubekit
+
+namespace cubekit {
+namespace {
+
+// The RBF detector in tiles (halo 0) gives the whole-scene scores bit for bit, and the same objects.
+TEST(Tiles, DetectPixelsTiledEqualsWholeOnTheCpu) {
+    const Context& cpu = cpu_context();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const Cube cube = testing::random_cube(37, 29, 6, DType::U16, seed, 0, 1000, Layout::BIP);
+    const std::vector<RbfnModel> models = {testing::random_rbfn(6, 4, seed + 1, 0, 1000), testing::random_rbfn(6, 3, seed + 2, 0, 1000)};
+    const std::vector<PixelResult> whole = detect_pixels_many(cpu, cube, models);
+    const auto dir = testing::temp_dir("tiles_detect");
+    write_cube(cube.to_layout(Layout::BIL), dir / "c.hdr", {.envi_keep_layout = true});
+    const CubeFile file(dir / "c.hdr");
+    for (auto [tw, th] : std::vector<std::pair<int, int>>{{1, 1}, {5, 3}, {37, 2}}) {
+        TiledRun run;
+        const std::vector<PixelResult> tiled = detect_pixels_tiled(cpu, cube, models, {}, {.tile_width = tw, .tile_height = th}, &run);
+        const std::vector<PixelResult> from_file = detect_pixels_tiled(cpu, file, models, {}, {.tile_width = tw, .tile_height = th});
+        EXPECT_GT(run.tiles, 1u);
+        for (std::size_t j = 0; j < models.size(); ++j) {
+            SCOPED_TRACE(::testing::Message() << "model " << j << " tiles " << tw << "x" << th);
+            for (const auto* r : {&tiled[j], &from_file[j]}) {
+                ASSERT_TRUE(testing::cubes_identical(whole[j].score, r->score));
+                EXPECT_TRUE(testing::cubes_identical(whole[j].labels, r->labels));
+                EXPECT_EQ(whole[j].objects.size(), r->objects.size());
+                EXPECT_EQ(whole[j].detected, r->detected);
+            }
+        }
+    }
+    EXPECT_GT(whole[0].detected + whole[1].detected, 0) << "the models detect nothing: the test would not see a wrong mask";
 }
 
 }  // namespace

@@ -36,6 +36,8 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/detect_models.hpp"
+#include "cubekit/io.hpp"
+#include "cubekit/tiles.hpp"
 #include "cubekit/options.hpp"
 
 namespace cubekit {
@@ -113,6 +115,20 @@ std::vector<PixelResult> detect_pixels_many(const Context& ctx, const CubeView& 
 /// context's device; CPU: any host view). Queued on the context's stream.
 void rbfn_scores_into(const Context& ctx, const CubeView& cube, std::span<const RbfnModel> models,
                       std::span<const MutableCubeView> scores, const PixelOptions& options = {});
+
+/// detect_pixels_many in tiles (tiles.hpp) of a host cube or of a file read by windows: within the
+/// budgets of `tiles` and over its devices, streamed on CUDA. A score depends on its own pixel only
+/// (no halo), so the scores are bit-identical to detect_pixels_many's on the same backend; the mask,
+/// labels and objects come from the whole score map. `run` (optional) receives what the tiling did.
+///
+///     cubekit::CubeFile f("flight_line.hdr");
+///     auto r = cubekit::detect_pixels_tiled(gpu, f, std::span(&model, 1), {}, {.devices = {0, 1}});
+std::vector<PixelResult> detect_pixels_tiled(const Context& ctx, const CubeView& cube, std::span<const RbfnModel> models,
+                                             const PixelOptions& options = {}, const TileOptions& tiles = {},
+                                             TiledRun* run = nullptr);
+std::vector<PixelResult> detect_pixels_tiled(const Context& ctx, const CubeFile& file, std::span<const RbfnModel> models,
+                                             const PixelOptions& options = {}, const TileOptions& tiles = {},
+                                             TiledRun* run = nullptr);
 
 /// The mask [score > θ], labels and objects of a score map (host or device; CPU or CUDA labelling,
 /// identical results). Fills mask, labels, objects, detected of `result`.

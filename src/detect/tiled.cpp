@@ -1,0 +1,54 @@
+// The RBF-network pixel detector in tiles (tiles.hpp): local with no halo (a pixel's score is its
+// own), so each tile's scores are the whole-scene scores; objects come from the whole score map.
+#include <cmath>
+
+#include "core/tiled_local.hpp"
+#include "cubekit/detect.hpp"
+
+namespace cubekit {
+
+namespace {
+
+std::vector<PixelResult> detect_source(const Context& ctx, const detail::TileSource& source, std::span<const RbfnModel> models,
+                                       const PixelOptions& options, const TileOptions& tiles, TiledRun* run) {
+    if (models.empty()) throw InvalidInput("detect rbfn: no model given");
+    const int k = int(models.size());
+    Cube all = Cube::uninitialized(source.width, source.height, k, DType::F32, Layout::BSQ);
+    detail::LocalTileKernel kernel;
+    kernel.halo = 0;
+    kernel.out_dtype = DType::F32;
+    kernel.out_bands = k;
+    // The CUDA kernels read BIP or BSQ tiles where they are; a BIL tile is reordered on the device.
+    if (source.layout == Layout::BIL) kernel.device_work_bytes_per_pixel = std::size_t(source.bands) * dtype_size(source.dtype);
+    kernel.run = [&](const Context& c, const CubeView& in, const MutableCubeView& out) {
+        std::vector<MutableCubeView> scores;
+        for (int j = 0; j < k; ++j) scores.push_back(out.band_range(j, 1));
+        rbfn_scores_into(c, in, models, scores, options);
+    };
+    const TiledRun done = detail::run_local_tiles(ctx, source, all.mutable_view(), kernel, tiles, "detect rbfn");
+    if (run) *run = done;
+    std::vector<PixelResult> results(models.size());
+    for (int j = 0; j < k; ++j) {
+        PixelResult& r = results[std::size_t(j)];
+        r.score = Cube::from_view(all.view().band_range(j, 1), Layout::BSQ);
+        r.threshold = std::isnan(options.threshold) ? models[std::size_t(j)].threshold : options.threshold;
+        const float* s = r.score.data<float>();
+        for (std::size_t p = 0; p < r.score.num_elements(); ++p) r.non_finite += std::isnan(s[p]) ? 1 : 0;
+        if (options.objects) objects_from_scores(ctx, r.score, r.threshold, options, r);
+    }
+    return results;
+}
+
+}  // namespace
+
+std::vector<PixelResult> detect_pixels_tiled(const Context& ctx, const CubeView& cube, std::span<const RbfnModel> models,
+                                             const PixelOptions& options, const TileOptions& tiles, TiledRun* run) {
+    return detect_source(ctx, detail::tile_source(cube), models, options, tiles, run);
+}
+
+std::vector<PixelResult> detect_pixels_tiled(const Context& ctx, const CubeFile& file, std::span<const RbfnModel> models,
+                                             const PixelOptions& options, const TileOptions& tiles, TiledRun* run) {
+    return detect_source(ctx, detail::tile_source(file), models, options, tiles, run);
+}
+
+}  // namespace cubekit
