@@ -266,3 +266,35 @@ TEST(Tiles, DetectPixelsTiledEqualsWholeOnTheCpu) {
 
 }  // namespace
 }  // namespace cubekit
+
+namespace cubekit {
+namespace {
+
+// cubekit detect rbfn with tile flags writes the same score map and object table as without.
+TEST(TilesCli, DetectRbfnTileSizeWritesTheSameOutputs) {
+    const auto dir = testing::temp_dir("tiles_cli_detect");
+    const std::uint64_t seed = testing::test_seed();
+    write_cube(testing::random_cube(41, 23, 5, DType::F32, seed, 0, 1, Layout::BIP), dir / "c.npy");
+    write_model(testing::random_rbfn(5, 3, seed + 1), dir / "m.json");
+    const std::string base = "detect rbfn " + testing::q(dir / "c.npy") + " ";
+    const auto whole = testing::run_cli(base + testing::q(dir / "w.npy") + " --model " + testing::q(dir / "m.json") + " --backend cpu --quiet");
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    const auto tiled = testing::run_cli(base + testing::q(dir / "t.npy") + " --model " + testing::q(dir / "m.json") +
+                                        " --backend cpu --tile-size 9x4 --json --quiet");
+    ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
+    EXPECT_EQ(nlohmann::json::parse(tiled.out)["tiled"]["tiles"].get<int>(), 5 * 6);
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.npy"), read_cube(dir / "t.npy")));
+    const auto objects = [](const std::filesystem::path& p) {
+        nlohmann::json j = nlohmann::json::parse(std::ifstream(p));
+        return j["objects"];
+    };
+    EXPECT_EQ(objects(dir / "w.objects.json"), objects(dir / "t.objects.json"));
+    const auto bad = testing::run_cli(base + testing::q(dir / "b.npy") + " --model " + testing::q(dir / "m.json") +
+                                      " --backend cpu --memory-limit 1Z");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--memory-limit"), std::string::npos) << bad.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "b.npy"));
+}
+
+}  // namespace
+}  // namespace cubekit

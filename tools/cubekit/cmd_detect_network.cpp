@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "tile_flags.hpp"
 #include "commands.hpp"
 #include "cubekit/detect.hpp"
 #include "cubekit/error.hpp"
@@ -18,7 +19,11 @@ struct RbfnArgs {
     CommonOptions common;
     std::string input, output, model;
     PixelOptions options;
+    TileFlags tiles;
 };
+
+// A host cube this large is streamed through tiles on a GPU even without a budget (as cubekit rcmg).
+constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
 
 struct MultiresArgs {
     CommonOptions common;
@@ -69,7 +74,10 @@ void write_overlay(const Cube& cube, const std::vector<Box>& boxes, const std::s
 }
 
 void run_rbfn(const RbfnArgs& a) {
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
+    std::optional<TileOptions> tiles;
+    if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
+    if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     output_format(a.output);  // a bad OUT fails before any work
     const std::string objects_path = beside(a.output, ".objects.json"), csv_path = beside(a.output, ".objects.csv"),
                       overlay_path = beside(a.output, ".overlay.png");
@@ -81,8 +89,16 @@ void run_rbfn(const RbfnArgs& a) {
         [&](const CubeShape& s) { return estimate_detect_rbfn(s, model.hidden); });
     check_bands(a.model, model.bands, cube);
     const TransferTotals copies = ctx.transfer_totals();
+    if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     auto t0 = std::chrono::steady_clock::now();
-    const PixelResult r = detect_pixels(ctx, cube, model, a.options);
+    std::optional<TiledRun> tiled;
+    PixelResult r;
+    if (tiles || (ctx.is_cuda() && cube.num_bytes() >= kStreamedMinBytes)) {
+        tiled.emplace();
+        r = std::move(detect_pixels_tiled(ctx, cube, std::span(&model, 1), a.options, tiles.value_or(TileOptions{}), &*tiled).front());
+    } else {
+        r = detect_pixels(ctx, cube, model, a.options);
+    }
     const double compute_ms = elapsed_ms(t0);
 
     t0 = std::chrono::steady_clock::now();
@@ -109,6 +125,7 @@ void run_rbfn(const RbfnArgs& a) {
     j["model"] = model_summary(a.model, model.bands, model.hidden, model.threshold, model.target_name);
     j["parameters"] = parameters_json(a.options);
     j["implementation"] = std::string(rbfn_implementation(ctx, a.options));
+    if (tiled) j["tiled"] = tiled_json(*tiled);
     j["threshold"] = r.threshold;
     j["non_finite_pixels"] = r.non_finite;
     j["detected_pixels"] = r.detected;
@@ -206,13 +223,17 @@ void add_detect_networks(CLI::App& detect, NestedActions& actions) {
         "<stem>.objects.json and .csv (label, area, box, centroid, peak and mean score) and <stem>.overlay.png.\n"
         "Examples:\n"
         "  cubekit train rbfn Sandiego.mat --var data --labels Sandiego.mat:map -o planes.json\n"
-        "  cubekit detect rbfn Sandiego.mat scores.npy --var data --model planes.json --json");
+        "  cubekit detect rbfn Sandiego.mat scores.npy --var data --model planes.json --json\n"
+        "  cubekit detect rbfn big.hdr scores.npy --model planes.json --devices 0,1   # tiles over two GPUs\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size compute the scores in tiles (bit-identical);\n"
+        "on a GPU an input of 64 MiB or more is always streamed in tiles. Objects come from the whole score map.");
     app->add_option("IN", rbfn->input, "input cube (any format cubekit reads)")->required();
     app->add_option("OUT", rbfn->output, "score map: .npy, .hdr/.img (ENVI) or .png")->required();
     app->add_option("--model", rbfn->model, "RBF network model file (JSON, type rbfn)")->required();
     bind_flags(*app, rbfn->options);
     add_common_flags(*app, rbfn->common);
     add_output_flags(*app, rbfn->common);
+    add_tile_flags(*app, rbfn->tiles);
     actions[app] = [rbfn] { run_rbfn(*rbfn); };
 
     auto multires = std::make_shared<MultiresArgs>();
