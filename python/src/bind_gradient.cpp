@@ -1,8 +1,11 @@
 // RCMG (cubekit/gradient.hpp).
 #include <chrono>
+#include <optional>
 
 #include "bindings.hpp"
 #include "cubekit/gradient.hpp"
+#include "cubekit/io.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit::python {
 
@@ -31,6 +34,26 @@ void bind_gradient(py::module_& m) {
             ctx.synchronize();
             return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
         });
+    });
+    // Tiles (issue 17): cube = a NumPy array or a file path (read by windows); tiles = {memory_limit,
+    // device_memory_limit (bytes or "64M"), devices (list), tile_size ((w, h)), lanes}. Returns
+    // (gradient, {"tiles", "tile_width", "tile_height", "peak_bytes", "device_peak_bytes", "devices"}).
+    m.def("rcmg_tiled", [](PyContext& c, py::handle cube, const py::dict& keywords, const py::dict& tiles, py::object progress) {
+        const RcmgOptions o = options_from<RcmgOptions>(keywords, "rcmg");
+        const TileOptions t = tile_options_from(tiles);
+        std::optional<CubeFile> file;
+        std::optional<ArrayView> in;
+        if (py::isinstance<py::str>(cube) || py::hasattr(cube, "__fspath__"))
+            file.emplace(py::str(py::module_::import("os").attr("fspath")(cube)).cast<std::string>());
+        else
+            in.emplace(array_view(cube, "rcmg", "cube"));
+        const int W = file ? file->shape().width : in->view.width(), H = file ? file->shape().height : in->view.height();
+        auto [gradient, run] = c.run(std::move(progress), [&](const Context& ctx) {
+            Cube g = Cube::uninitialized(W, H, 1, o.out_type);
+            const TiledRun r = file ? rcmg_tiled(ctx, *file, g.mutable_view(), o, t) : rcmg_tiled(ctx, in->view, g.mutable_view(), o, t);
+            return std::make_pair(std::move(g), r);
+        });
+        return py::make_tuple(to_numpy(std::move(gradient)), tiled_dict(run));
     });
     m.def("rcmg_implementation", [](PyContext& c, const py::dict& keywords) {
         return std::string(rcmg_implementation(c.context(), options_from<RcmgOptions>(keywords, "rcmg")));

@@ -15,6 +15,8 @@
 #include "cubekit/cube.hpp"
 #include "options.hpp"
 
+#include "cubekit/tiles.hpp"
+
 namespace cubekit::python {
 
 namespace py = pybind11;
@@ -44,6 +46,12 @@ py::object run_into(PyContext& c, py::object progress, const MutableArrayView& o
     }
     return out_obj;
 }
+
+/// The tile options of a dict {memory_limit, device_memory_limit (int bytes or "64M"), devices (list of
+/// ints), tile_size ((width, height)), lanes}; ValueError naming the key otherwise.
+TileOptions tile_options_from(const py::dict& tiles);
+/// {"tiles", "tile_width", "tile_height", "peak_bytes", "device_peak_bytes", "devices"}.
+py::dict tiled_dict(const TiledRun& run);
 
 void bind_core(py::module_& m);
 void bind_io(py::module_& m);

@@ -1,0 +1,49 @@
+"""Tiles from Python (issue 17): cubekit.rcmg with budgets, devices or a file path equals the whole call."""
+import numpy as np
+import pytest
+
+import cubekit
+from conftest import gpu
+
+
+def _cube(shape=(61, 47, 5), seed=0):
+    return (np.random.default_rng(seed).random(shape) * 1000).astype(np.float32)
+
+
+@pytest.mark.parametrize("tiles", [{"memory_limit": "4K"}, {"memory_limit": 3000}, {"tile_size": (5, 3)}, {"tile_size": (1, 1)}])
+def test_rcmg_tiles_equal_whole(tiles):
+    x = _cube()
+    whole = cubekit.rcmg(x)
+    got = cubekit.rcmg(x, **tiles)
+    assert got.dtype == whole.dtype and np.array_equal(got.view(np.uint32), whole.view(np.uint32))
+
+
+def test_rcmg_from_a_file_read_by_windows(tmp_path):
+    x = _cube((40, 33, 4), seed=1)
+    for name in ("c.npy", "c.hdr"):
+        cubekit.write(tmp_path / name, x)
+        got = cubekit.rcmg(str(tmp_path / name), memory_limit="8K", connectivity=4)
+        assert np.array_equal(got, cubekit.rcmg(x, connectivity=4))
+    assert np.array_equal(cubekit.rcmg(tmp_path / "c.npy"), cubekit.rcmg(x))  # a path alone: tiled, no budget
+
+
+@pytest.mark.parametrize("bad, match", [({"memory_limit": "1Q"}, "memory_limit"), ({"memory_limit": -3}, "memory_limit"),
+                                        ({"tile_size": (0, 3)}, "tile_size"), ({"memory_limit": 20}, "raise the budget")])
+def test_rcmg_bad_tile_options(bad, match):
+    with pytest.raises(ValueError, match=match):
+        cubekit.rcmg(_cube(), **bad)
+
+
+def test_rcmg_tiles_refuse_out():
+    with pytest.raises(ValueError, match="'out'"):
+        cubekit.rcmg(_cube(), memory_limit="4K", out=np.empty((61, 47), np.float32))
+
+
+@gpu
+def test_rcmg_tiles_on_every_device():
+    x = _cube((300, 200, 8), seed=2)
+    whole = cubekit.rcmg(x)
+    devices = list(range(cubekit.cuda_device_count()))
+    got = cubekit.rcmg(x, devices=devices, tile_size=(200, 16))
+    assert np.array_equal(got.view(np.uint32), whole.view(np.uint32))
+    assert np.array_equal(cubekit.rcmg(x, backend="cuda", device_memory_limit="256K"), whole)
