@@ -92,13 +92,15 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     struct Run { std::vector<int> devices; int lanes; int tile_height; };
-    std::vector<Run> runs = {{{0}, 2, 0}, {{0}, 3, 0}, {{0}, 4, 0}, {{0}, 3, 128}};
+    std::vector<Run> runs = {{{0}, 2, 0}, {{0}, 3, 0}, {{0}, 4, 0}, {{0}, 3, 128}, {{0}, 3, 26}, {{0}, 3, 13}};
     if (ndev >= 2) {
         std::vector<int> all;
         for (int d = 0; d < ndev; ++d) all.push_back(d);
         runs.push_back({all, 2, 0});
         runs.push_back({all, 3, 0});
         runs.push_back({all, 3, 128});
+        runs.push_back({all, 3, 26});
+        runs.push_back({all, 4, 13});
     }
     Cube out = Cube::uninitialized(width, height, 1, DType::F32);
     for (const Run& r : runs) {

@@ -1,12 +1,10 @@
 """cubekit.dask (issue 17, item 4): chunked results equal the whole-array call bit for bit, on the
-threaded scheduler and on a distributed LocalCluster (Debian's dask/distributed); the per-chunk
-function on CuPy chunks on the GPU machine (no Dask there: the chunk function is called directly
-on CuPy windows with their halos, as Dask would)."""
+threaded scheduler and on a distributed LocalCluster (Debian's dask/distributed). The per-chunk
+function on CuPy chunks, for the GPU machine that has no Dask: test_tiles.py."""
 import numpy as np
 import pytest
 
 import cubekit
-from conftest import gpu
 
 da = pytest.importorskip("dask.array", reason="python3-dask not installed")
 import cubekit.dask  # noqa: E402  (after the skip: the module imports dask lazily, the test needs it)
@@ -51,18 +49,3 @@ def test_rcmg_on_a_distributed_local_cluster():
             distributed.Client(cluster) as client:
         got = client.compute(cubekit.dask.rcmg(da.from_array(x, chunks=(32, 32, 6)))).result()
     assert np.array_equal(got.view(np.uint32), whole.view(np.uint32))
-
-
-@gpu
-def test_rcmg_chunk_function_on_cupy_windows():
-    cp = pytest.importorskip("cupy")
-    x = _random((130, 70, 9), seed=3)
-    whole = cubekit.rcmg(x)
-    d = cp.asarray(x)
-    out = np.empty_like(whole)
-    for y0 in range(0, 130, 40):  # what the overlap hands each chunk: its rows plus one on each side
-        r0, r1 = max(0, y0 - 1), min(130, y0 + 40 + 1)
-        g = cubekit.rcmg(d[r0:r1])
-        assert isinstance(g, cp.ndarray)
-        out[y0:y0 + 40] = cp.asnumpy(g)[y0 - r0:y0 - r0 + min(40, 130 - y0)]
-    assert np.array_equal(out.view(np.uint32), whole.view(np.uint32))

@@ -47,3 +47,20 @@ def test_rcmg_tiles_on_every_device():
     got = cubekit.rcmg(x, devices=devices, tile_size=(200, 16))
     assert np.array_equal(got.view(np.uint32), whole.view(np.uint32))
     assert np.array_equal(cubekit.rcmg(x, backend="cuda", device_memory_limit="256K"), whole)
+
+
+# What cubekit.dask hands each chunk, on CuPy (the GPU machine has no Dask; this is the chunk function
+# called directly on CuPy windows with their halos, as Dask's overlap would).
+@gpu
+def test_rcmg_chunk_function_on_cupy_windows():
+    cp = pytest.importorskip("cupy")
+    x = _cube((130, 70, 9), seed=3)
+    whole = cubekit.rcmg(x)
+    d = cp.asarray(x)
+    out = np.empty_like(whole)
+    for y0 in range(0, 130, 40):  # what the overlap hands each chunk: its rows plus one on each side
+        r0, r1 = max(0, y0 - 1), min(130, y0 + 40 + 1)
+        g = cubekit.rcmg(d[r0:r1])
+        assert isinstance(g, cp.ndarray)
+        out[y0:y0 + 40] = cp.asnumpy(g)[y0 - r0:y0 - r0 + min(40, 130 - y0)]
+    assert np.array_equal(out.view(np.uint32), whole.view(np.uint32))
