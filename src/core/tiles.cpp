@@ -94,9 +94,10 @@ namespace detail {
 namespace {
 
 // Without a budget, a streamed CUDA run still cuts the scene so that copies and kernels overlap:
-// 64 MiB of staging per worker is ~1.2 ms of the link, long enough to hide a launch and short
-// enough that the first upload and the last download (not overlapped) stay small.
-constexpr std::size_t kStreamTileBytes = std::size_t(64) << 20;
+// 32 MiB of staging per worker is ~0.6 ms of the link. Measured on 2 H100s (bench/tiles_bench.cpp,
+// 2 GB i16 cube, 3 lanes): 32 MiB tiles 52.1 ms on one GPU and 46.0 on two, 64 MiB 55.8 and 49.9,
+// 155 MiB 63.0 and 52.1; 16 MiB 67.2 on one GPU (3 lanes) but 39.2 on two with 4 lanes.
+constexpr std::size_t kStreamTileBytes = std::size_t(32) << 20;
 
 std::string bytes_text(std::size_t b) { return std::to_string(b) + " bytes"; }
 
