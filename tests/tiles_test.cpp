@@ -298,3 +298,54 @@ TEST(TilesCli, DetectRbfnTileSizeWritesTheSameOutputs) {
 
 }  // namespace
 }  // namespace cubekit
+
+namespace cubekit {
+namespace {
+
+// cubekit batch: every scene's output equals its single run; a failed scene is reported with its exit
+// code and log and fails the batch; a rerun skips what is complete and redoes what is not.
+TEST(BatchCli, RunsResumesAndReportsFailures) {
+    namespace fs = std::filesystem;
+    const auto dir = testing::temp_dir("batch");
+    const std::string samson = testing::q(testing::source_path("data/samson/samson_1.img"));
+    fs::create_directories(dir / "in");
+    ASSERT_EQ(testing::run_cli("convert " + samson + " " + testing::q(dir / "in" / "a.npy") + " --quiet").exit_code, 0);
+    ASSERT_EQ(testing::run_cli("convert " + samson + " " + testing::q(dir / "in" / "b.hdr") + " --crop 0,0,40,30 --quiet").exit_code, 0);
+    std::ofstream(dir / "in" / "c.npy") << "not a cube";
+    const std::string batch = "batch rcmg " + testing::q(dir / "in") + " --out-dir " + testing::q(dir / "out") +
+                              " --args '--backend cpu --connectivity 4' --json -q";
+    const auto first = testing::run_cli(batch);
+    EXPECT_EQ(first.exit_code, 2) << first.err;  // c.npy's own exit code
+    auto j = nlohmann::json::parse(first.out);
+    EXPECT_EQ(j["ok"], 2);
+    EXPECT_EQ(j["failed"], 1);
+    EXPECT_EQ(j["scenes"][2]["status"], "failed");
+    EXPECT_NE(j["scenes"][2]["error"].get<std::string>().find("c.npy"), std::string::npos);
+    EXPECT_TRUE(fs::exists(dir / "out" / "c.log"));
+    EXPECT_FALSE(fs::exists(dir / "out" / "c.json"));
+    for (const char* stem : {"a", "b"}) {
+        const auto report = nlohmann::json::parse(std::ifstream(dir / "out" / (std::string(stem) + ".json")));
+        EXPECT_EQ(report["command"], "rcmg");
+        EXPECT_EQ(report["parameters"]["connectivity"], 4);
+        const fs::path in = dir / "in" / (std::string(stem) + (stem[0] == 'a' ? ".npy" : ".hdr"));
+        ASSERT_EQ(testing::run_cli("rcmg " + testing::q(in) + " " + testing::q(dir / "single.npy") +
+                                   " --backend cpu --connectivity 4 --quiet").exit_code, 0);
+        EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "single.npy"), read_cube(dir / "out" / (std::string(stem) + ".npy"))));
+    }
+    // Resume: a and b are complete; removing a's report makes a run again.
+    fs::remove(dir / "out" / "a.json");
+    j = nlohmann::json::parse(testing::run_cli(batch).out);
+    EXPECT_EQ(j["scenes"][0]["status"], "ok");
+    EXPECT_EQ(j["scenes"][1]["status"], "skipped");
+    EXPECT_EQ(j["skipped"], 1);
+    // Bad invocations.
+    EXPECT_EQ(testing::run_cli("batch rcmg " + testing::q(dir / "in") + " --out-dir " + testing::q(dir / "o2") + " --out-ext npy").exit_code, 2);
+    EXPECT_EQ(testing::run_cli("batch rcmg " + testing::q(dir / "missing") + " --out-dir " + testing::q(dir / "o3")).exit_code, 3);
+    std::ofstream(dir / "in" / "a.png") << "x";  // a.npy and a.png would both write a.npy
+    const auto clash = testing::run_cli("batch rcmg " + testing::q(dir / "in") + " --out-dir " + testing::q(dir / "o4"));
+    EXPECT_EQ(clash.exit_code, 2);
+    EXPECT_NE(clash.err.find("would both write"), std::string::npos) << clash.err;
+}
+
+}  // namespace
+}  // namespace cubekit

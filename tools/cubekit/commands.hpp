@@ -28,6 +28,13 @@ Action add_synth(CLI::App& root);         // cmd_synth.cpp: `cubekit synth casta
 Action add_classify(CLI::App& root);      // cmd_classify.cpp: pixel-wise classes + majority vote in watershed regions
 Action add_watershed(CLI::App& root);     // cmd_watershed.cpp: the watershed of a relief
 Action add_segment(CLI::App& root);       // cmd_watershed.cpp: RCMG -> watershed of a cube
+Action add_batch(CLI::App& root);         // cmd_batch.cpp: one subcommand over many scenes, on every GPU
+
+/// Thrown by `batch` when a scene failed (its message is in the batch's output already): main exits
+/// with `code`, the first failed scene's exit code.
+struct BatchFailed {
+    int code;
+};
 
 /// The detectors of `cubekit detect`: each adds its nested subcommand to `detect` and its work to `actions`.
 using NestedActions = std::map<CLI::App*, Action>;

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     add(cubekit::cli::add_classify);
     add(cubekit::cli::add_watershed);
     add(cubekit::cli::add_segment);
+    add(cubekit::cli::add_batch);
     add(cubekit::cli::add_demo);
 
     if (argc > 1 && argv[1][0] != '-') {
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
             actions.at(sub)();
         }
         return 0;
+    } catch (const cubekit::cli::BatchFailed& e) {
+        return e.code;
     } catch (const cubekit::InvalidInput& e) {
         // Library messages name option fields (max_iter); say them as this subcommand's flags (--max-iter).
         std::cerr << "cubekit: " << (running ? cubekit::cli::with_flag_names(*running, e.what()) : e.what()) << "\n";
