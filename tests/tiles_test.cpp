@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cubekit/detect.hpp"
+#include "cubekit/detect_classical.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
@@ -345,6 +346,56 @@ TEST(BatchCli, RunsResumesAndReportsFailures) {
     const auto clash = testing::run_cli("batch rcmg " + testing::q(dir / "in") + " --out-dir " + testing::q(dir / "o4"));
     EXPECT_EQ(clash.exit_code, 2);
     EXPECT_NE(clash.err.find("would both write"), std::string::npos) << clash.err;
+}
+
+}  // namespace
+}  // namespace cubekit
+
+namespace cubekit {
+namespace {
+
+// The classical detectors' apply step in tiles equals the whole-scene apply bit for bit.
+TEST(Tiles, ApplyDetectorTiledEqualsWholeOnTheCpu) {
+    const Context& cpu = cpu_context();
+    const Cube cube = testing::random_cube(33, 21, 7, DType::I16, testing::test_seed(), -500, 2000, Layout::BIP);
+    const auto dir = testing::temp_dir("tiles_classical");
+    write_cube(cube, dir / "c.hdr", {.envi_keep_layout = true});
+    const CubeFile file(dir / "c.hdr");
+    std::vector<double> target(7);
+    for (int b = 0; b < 7; ++b) target[std::size_t(b)] = cube.value(3, 4, b);
+    for (Detector d : {Detector::Rx, Detector::Mf, Detector::Ace, Detector::Cem, Detector::Sam}) {
+        for (DType t : {DType::F64, DType::F32}) {
+            ClassicalOptions o;
+            o.detector = d;
+            o.out_type = t;
+            const BackgroundStats stats = fit_background(cpu, cube, o);
+            const std::vector<double> tg = d == Detector::Rx ? std::vector<double>{} : target;
+            const Cube whole = apply_detector(cpu, cube, stats, o, tg);
+            for (auto [tw, th] : std::vector<std::pair<int, int>>{{1, 1}, {8, 5}, {33, 2}}) {
+                SCOPED_TRACE(::testing::Message() << enum_name(d) << " " << dtype_name(t) << " tiles " << tw << "x" << th);
+                Cube a(33, 21, 1, t), b(33, 21, 1, t);
+                apply_detector_tiled(cpu, cube, stats, o, tg, a.mutable_view(), {.tile_width = tw, .tile_height = th});
+                apply_detector_tiled(cpu, file, stats, o, tg, b.mutable_view(), {.tile_width = tw, .tile_height = th});
+                ASSERT_TRUE(testing::cubes_identical(whole, a));
+                ASSERT_TRUE(testing::cubes_identical(whole, b));
+            }
+        }
+    }
+}
+
+// cubekit detect rx with tile flags writes the same scores.
+TEST(TilesCli, DetectRxTileSizeWritesTheSameScores) {
+    const auto dir = testing::temp_dir("tiles_cli_rx");
+    write_cube(testing::random_cube(30, 26, 6, DType::F32, testing::test_seed(), 0, 1, Layout::BSQ), dir / "c.npy");
+    const std::string base = "detect rx " + testing::q(dir / "c.npy") + " ";
+    ASSERT_EQ(testing::run_cli(base + testing::q(dir / "w.npy") + " --backend cpu --quiet").exit_code, 0);
+    const auto tiled = testing::run_cli(base + testing::q(dir / "t.npy") + " --backend cpu --tile-size 7x4 --json --quiet");
+    ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
+    EXPECT_EQ(nlohmann::json::parse(tiled.out)["tiled"]["tiles"].get<int>(), 5 * 7);
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.npy"), read_cube(dir / "t.npy")));
+    const auto local = testing::run_cli(base + testing::q(dir / "l.npy") + " --backend cpu --window 3,9 --tile-size 7x4");
+    EXPECT_EQ(local.exit_code, 2);
+    EXPECT_NE(local.err.find("--window"), std::string::npos) << local.err;
 }
 
 }  // namespace

@@ -57,7 +57,9 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/gradient.hpp"  // Precision
+#include "cubekit/io.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -146,6 +148,18 @@ Cube apply_detector(const Context& ctx, const CubeView& cube, const BackgroundSt
 void apply_detector_into(const Context& ctx, const CubeView& cube, const BackgroundStats& stats,
                          const ClassicalOptions& options, const std::vector<double>& target,
                          const MutableCubeView& out);
+
+/// apply_detector_into in tiles (tiles.hpp) of a host cube or of a file read by windows, into a host
+/// W×H×1 `out` of options.out_type: within the budgets of `tiles` and over its devices. A score
+/// depends on its own pixel and the given statistics only, so the scores equal apply_detector's on
+/// the same backend bit for bit.
+///
+///     const cubekit::BackgroundStats s = cubekit::read_background_stats("scene.stats.json");
+///     cubekit::apply_detector_tiled(gpu, cubekit::CubeFile("flight.hdr"), s, {}, {}, out, {.devices = {0, 1}});
+TiledRun apply_detector_tiled(const Context& ctx, const CubeView& cube, const BackgroundStats& stats, const ClassicalOptions& options,
+                              const std::vector<double>& target, const MutableCubeView& out, const TileOptions& tiles = {});
+TiledRun apply_detector_tiled(const Context& ctx, const CubeFile& file, const BackgroundStats& stats, const ClassicalOptions& options,
+                              const std::vector<double>& target, const MutableCubeView& out, const TileOptions& tiles = {});
 
 /// Pixels of local RX whose window covariance was not positive definite (scored NaN).
 struct LocalRxReport {

@@ -1,9 +1,11 @@
-// The RBF-network pixel detector in tiles (tiles.hpp): local with no halo (a pixel's score is its
-// own), so each tile's scores are the whole-scene scores; objects come from the whole score map.
+// The pixel detectors in tiles (tiles.hpp): local with no halo (a pixel's score is its own), so each
+// tile's scores are the whole-scene scores. The RBF network's objects come from the whole score map;
+// the classical detectors apply statistics fitted beforehand (global, on the whole scene or saved).
 #include <cmath>
 
 #include "core/tiled_local.hpp"
 #include "cubekit/detect.hpp"
+#include "cubekit/detect_classical.hpp"
 
 namespace cubekit {
 
@@ -39,7 +41,32 @@ std::vector<PixelResult> detect_source(const Context& ctx, const detail::TileSou
     return results;
 }
 
+TiledRun apply_source(const Context& ctx, const detail::TileSource& source, const BackgroundStats& stats,
+                      const ClassicalOptions& options, const std::vector<double>& target, const MutableCubeView& out,
+                      const TileOptions& tiles) {
+    detail::LocalTileKernel kernel;
+    kernel.halo = 0;
+    kernel.out_dtype = options.out_type;
+    kernel.out_bands = 1;
+    // The CUDA apply reads a BSQ cube; other nestings are reordered on the device.
+    if (source.layout != Layout::BSQ) kernel.device_work_bytes_per_pixel = std::size_t(source.bands) * dtype_size(source.dtype);
+    kernel.run = [&](const Context& c, const CubeView& in, const MutableCubeView& o) {
+        apply_detector_into(c, in, stats, options, target, o);
+    };
+    return detail::run_local_tiles(ctx, source, out, kernel, tiles, "detect");
+}
+
 }  // namespace
+
+TiledRun apply_detector_tiled(const Context& ctx, const CubeView& cube, const BackgroundStats& stats, const ClassicalOptions& options,
+                              const std::vector<double>& target, const MutableCubeView& out, const TileOptions& tiles) {
+    return apply_source(ctx, detail::tile_source(cube), stats, options, target, out, tiles);
+}
+
+TiledRun apply_detector_tiled(const Context& ctx, const CubeFile& file, const BackgroundStats& stats, const ClassicalOptions& options,
+                              const std::vector<double>& target, const MutableCubeView& out, const TileOptions& tiles) {
+    return apply_source(ctx, detail::tile_source(file), stats, options, target, out, tiles);
+}
 
 std::vector<PixelResult> detect_pixels_tiled(const Context& ctx, const CubeView& cube, std::span<const RbfnModel> models,
                                              const PixelOptions& options, const TileOptions& tiles, TiledRun* run) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "tile_flags.hpp"
 #include "commands.hpp"
 #include "cubekit/detect_classical.hpp"
 #include "cubekit/error.hpp"
@@ -20,6 +21,7 @@ namespace {
 struct ClassicalArgs {
     CommonOptions common;
     std::string input, output, target, target_mask, stats_in, stats_out;
+    TileFlags tiles;
     ClassicalOptions options;
 };
 
@@ -97,15 +99,25 @@ void check_flags(const ClassicalArgs& a) {
     }
 }
 
+// A host cube this large is streamed through tiles on a GPU even without a budget (as cubekit rcmg).
+constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
+
 void classical_command(const ClassicalArgs& a) {
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
     const std::string name = "detect " + std::string(enum_name(a.options.detector));
     check_flags(a);
+    std::optional<TileOptions> tiles;
+    if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
+    if (tiles && a.options.window[1] != 0)
+        throw InvalidInput("--window: local RX has no tiled path yet (its band screening is per call); leave out the tile flags");
+    if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     Timings timings;
     auto [ctx, cube, choice] = context_while_reading(
         common, name, timings, a.input, [&] { return read_input(a.input, common).cube; },
         [&](const CubeShape& s) { return estimate_classical(s, a.options); });
+    if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     const std::vector<double> target = timings.time("target", [&] { return target_of(ctx, a, cube); });
+    std::optional<TiledRun> tiled;
 
     ClassicalResult r;
     std::string stats_source = "fitted";
@@ -118,7 +130,12 @@ void classical_command(const ClassicalArgs& a) {
         if (!a.stats_in.empty()) r.stats = read_background_stats(a.stats_in), stats_source = a.stats_in;
         else if (a.options.detector != Detector::Sam || !a.stats_out.empty()) r.stats = fit_background(ctx, cube, a.options);
         else r.stats = screen_bands(ctx, cube, a.options.keep_all_bands);
-        r.score = apply_detector(ctx, cube, r.stats, a.options, target);
+        if (tiles || (ctx.is_cuda() && cube.num_bytes() >= kStreamedMinBytes)) {
+            r.score = Cube::uninitialized(cube.width(), cube.height(), 1, a.options.out_type);
+            tiled = apply_detector_tiled(ctx, cube, r.stats, a.options, target, r.score.mutable_view(), tiles.value_or(TileOptions{}));
+        } else {
+            r.score = apply_detector(ctx, cube, r.stats, a.options, target);
+        }
     });
     timings.split_transfers(ctx, copies, "detect");
     r.score.metadata().map_info = cube.metadata().map_info;
@@ -158,6 +175,7 @@ void classical_command(const ClassicalArgs& a) {
     }
     if (!a.target.empty()) j["target"] = {{"file", a.target}};
     if (!a.target_mask.empty()) j["target"] = {{"mask", a.target_mask}};
+    if (tiled) j["tiled"] = tiled_json(*tiled);
     j["score"] = score_summary(r.score);
     j["outputs"] = outputs.json();
     emit_json(common, j, timings);
@@ -171,6 +189,7 @@ void add_one(CLI::App& detect, NestedActions& actions, Detector d, const std::st
     app->add_option("IN", args->input, "input cube (any format cubekit reads; --var names a MATLAB variable)")->required();
     app->add_option("OUT", args->output, "score map: .npy or ENVI (float), or .png scaled for display")->required();
     BoundFlags flags = bind_flags(*app, args->options);
+    add_tile_flags(*app, args->tiles);
     if (d != Detector::Rx) app->remove_option(flags["window"]);
     if (d != Detector::Rx) {
         app->add_option("--target", args->target,
