@@ -3,7 +3,9 @@ not fit one machine's memory or that many workers (one per GPU) share.
 
 Each function takes a ``dask.array`` (NumPy or CuPy chunks; spatial chunks of any size, the bands
 in one chunk or rechunked into one) and returns a lazy ``dask.array``. Local families run through
-Dask's overlap with the family's halo (RCMG: 1 pixel); each chunk is computed by the cubekit
+Dask's overlap with the family's halo (RCMG: 1 pixel; the pixel detectors: none, so plain
+``map_blocks``; the classical detectors need their background statistics given, fitted once on the
+whole scene or a sample of it, as a per-chunk fit would differ); each chunk is computed by the cubekit
 function on the chunk's own kind of array (CuPy chunks on their GPU), so a ``distributed`` cluster
 with one worker pinned to each GPU spreads the work over the GPUs.
 
@@ -17,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _gradient
+from . import _detect, _gradient
 
-__all__ = ["rcmg", "RCMG_HALO"]
+__all__ = ["rcmg", "RCMG_HALO", "rbfn_scores", "rx", "matched_filter", "ace", "cem"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -67,3 +69,64 @@ def rcmg(cube, **keywords):
         raise ValueError("cubekit.dask.rcmg: 'out' cannot be given (each chunk gets its own output)")
     dtype = np.float64 if keywords.get("out_type", "f32") == "f64" else np.float32
     return _local(cube, RCMG_HALO, lambda block: _gradient.rcmg(block, **keywords), dtype)
+
+
+def _pixelwise(cube, function, dtype, outputs=None):
+    """function over the chunks of an (H, W, B) array (no halo: a pixel's result is its own), returning
+    (H, W) of `dtype`, or (H, W, outputs) when `outputs` is a count."""
+    da = _dask_array()
+    a = da.asarray(cube)
+    if a.ndim != 3:
+        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W, B)")
+    if a.numblocks[2] != 1:
+        a = a.rechunk({2: -1})  # every pixel's spectrum whole in one chunk
+    if outputs is None:
+        meta = da.utils.meta_from_array(a, ndim=2, dtype=dtype)
+        return a.map_blocks(function, drop_axis=2, dtype=dtype, meta=meta)
+    meta = da.utils.meta_from_array(a, ndim=3, dtype=dtype)
+    return a.map_blocks(function, chunks=a.chunks[:2] + ((outputs,),), dtype=dtype, meta=meta)
+
+
+def rbfn_scores(cube, models, **keywords):
+    """cubekit.rbfn_scores over the chunks of a dask array (no halo): (H, W) float32 for one model,
+    (H, W, K) for a list of K; equal to the whole-array call bit for bit on the same backend."""
+    if "out" in keywords:
+        raise ValueError("cubekit.dask.rbfn_scores: 'out' cannot be given (each chunk gets its own output)")
+    single = isinstance(models, (dict, str, bytes)) or hasattr(models, "__fspath__")
+    listed = [models] if single else list(models)
+    texts = [_detect._model_text(m, "rbfn_scores", "model")[0] for m in listed]  # read once, not per chunk
+    chosen = texts[0] if single else texts
+    return _pixelwise(cube, lambda block: _detect.rbfn_scores(block, chosen, **keywords), np.float32,
+                      None if single else len(listed))
+
+
+def _classical(function, name, cube, target, background, keywords):
+    if background is None:
+        raise ValueError(f"cubekit.dask.{name}: background is required (fit it once, e.g. "
+                         "cubekit.background_stats(sample), or read a statistics file): a per-chunk fit would differ")
+    if "out" in keywords:
+        raise ValueError(f"cubekit.dask.{name}: 'out' cannot be given (each chunk gets its own output)")
+    stats = _detect._stats_arg(background, name)
+    dtype = np.float32 if keywords.get("out_type", "f64") == "f32" else np.float64
+    extra = {} if target is None else {"target": _detect._target_arg(target, name)}
+    return _pixelwise(cube, lambda block: function(block, background=stats, **extra, **keywords), dtype)
+
+
+def rx(cube, background=None, **keywords):
+    """cubekit.rx (global RX) over the chunks of a dask array with the given background statistics."""
+    return _classical(_detect.rx, "rx", cube, None, background, keywords)
+
+
+def matched_filter(cube, target, background=None, **keywords):
+    """cubekit.matched_filter over the chunks of a dask array with the given background statistics."""
+    return _classical(_detect.matched_filter, "matched_filter", cube, target, background, keywords)
+
+
+def ace(cube, target, background=None, **keywords):
+    """cubekit.ace over the chunks of a dask array with the given background statistics."""
+    return _classical(_detect.ace, "ace", cube, target, background, keywords)
+
+
+def cem(cube, target, background=None, **keywords):
+    """cubekit.cem over the chunks of a dask array with the given background statistics."""
+    return _classical(_detect.cem, "cem", cube, target, background, keywords)

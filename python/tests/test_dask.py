@@ -49,3 +49,36 @@ def test_rcmg_on_a_distributed_local_cluster():
             distributed.Client(cluster) as client:
         got = client.compute(cubekit.dask.rcmg(da.from_array(x, chunks=(32, 32, 6)))).result()
     assert np.array_equal(got.view(np.uint32), whole.view(np.uint32))
+
+
+def _model(bands, hidden, seed):
+    rng = np.random.default_rng(seed)
+    return {"type": "rbfn", "bands": bands, "hidden": hidden, "centres": (rng.random((hidden, bands)) * 1000).tolist(),
+            "sigma": (300 + 200 * rng.random(hidden)).tolist(), "weights": (rng.random(hidden) - 0.3).tolist(),
+            "bias": 0.01, "threshold": 0.2}
+
+
+@pytest.mark.parametrize("chunks", [(17, 13, -1), (5, 7, 2)])
+def test_rbfn_scores_chunks_equal_whole(chunks):
+    x = _random((40, 31, 6), seed=4)
+    one, two = _model(6, 3, 1), _model(6, 5, 2)
+    got = cubekit.dask.rbfn_scores(da.from_array(x, chunks=chunks), one).compute()
+    assert got.shape == (40, 31) and np.array_equal(got, cubekit.rbfn_scores(x, one))
+    both = cubekit.dask.rbfn_scores(da.from_array(x, chunks=chunks), [one, two])
+    assert both.shape == (40, 31, 2)
+    assert np.array_equal(both.compute(), cubekit.rbfn_scores(x, [one, two]))
+
+
+@pytest.mark.parametrize("name", ["rx", "matched_filter", "ace", "cem"])
+def test_classical_chunks_equal_whole_with_given_statistics(name):
+    x = _random((36, 29, 5), seed=5)
+    stats = cubekit.background_stats(x)
+    function = getattr(cubekit, name)
+    target = None if name == "rx" else x[3, 4].astype(np.float64)
+    whole = function(x, background=stats) if target is None else function(x, target, background=stats)
+    lazy = getattr(cubekit.dask, name)
+    arr = da.from_array(x, chunks=(10, 8, 2))
+    got = (lazy(arr, background=stats) if target is None else lazy(arr, target, background=stats)).compute()
+    assert got.dtype == whole.dtype and np.array_equal(got, whole)
+    with pytest.raises(ValueError, match="background is required"):
+        lazy(arr) if target is None else lazy(arr, target)
