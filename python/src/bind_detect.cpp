@@ -153,6 +153,29 @@ py::object rbfn_scores_binding(PyContext& c, py::handle cube, py::object out, co
     return out;
 }
 
+/// rbfn_scores_tiled(ctx, cube_or_path, texts, sources, keywords, tiles, progress) -> ((H, W, J) f32, run):
+/// the score maps computed in tiles (tiles.hpp) from a NumPy array or a file read by windows.
+py::tuple rbfn_scores_tiled_binding(PyContext& c, py::handle cube, const std::vector<std::string>& texts,
+                                    const std::vector<std::string>& sources, const py::dict& keywords, const py::dict& tiles,
+                                    py::object progress) {
+    PixelOptions o = options_from<PixelOptions>(keywords, "rbfn_scores");
+    o.objects = false;
+    std::vector<RbfnModel> models;
+    for (std::size_t j = 0; j < texts.size(); ++j) models.push_back(rbfn_model_from_json(texts[j], sources[j]));
+    if (models.empty()) throw InvalidInput("rbfn_scores: models is empty; give one model or a list of them");
+    const TileOptions t = tile_options_from(tiles);
+    const TiledInput in = tiled_input(cube, "rbfn_scores");
+    auto [scores, run] = c.run(std::move(progress), [&](const Context& ctx) {
+        TiledRun r;
+        const std::vector<PixelResult> res = in.file ? detect_pixels_tiled(ctx, *in.file, models, o, t, &r)
+                                                     : detect_pixels_tiled(ctx, in.array->view, models, o, t, &r);
+        Cube all = Cube::uninitialized(in.width(), in.height(), int(models.size()), DType::F32, Layout::BIP);
+        for (std::size_t j = 0; j < res.size(); ++j) copy_cube(ctx, res[j].score, all.mutable_view().band_range(int(j), 1));
+        return std::make_pair(std::move(all), r);
+    });
+    return py::make_tuple(to_numpy(std::move(scores), false), tiled_dict(run));
+}
+
 py::dict window_dict(const Window& w) {
     static const char* outcome[] = {"rejected", "accepted", "split", "forced", "dropped"};
     py::dict d;
@@ -230,6 +253,7 @@ void bind_detect(py::module_& m) {
     m.def("detect_multires_declarations", &declarations<MultiresOptions>);
     m.def("detect_rbfn", &detect_rbfn_binding);
     m.def("rbfn_scores", &rbfn_scores_binding);
+    m.def("rbfn_scores_tiled", &rbfn_scores_tiled_binding);
     m.def("detect_multires", &detect_multires_binding);
     m.def("window_features", &window_features_binding);
     m.def("rbfn_implementation", [](PyContext& c, const py::dict& keywords) {

@@ -41,16 +41,11 @@ void bind_gradient(py::module_& m) {
     m.def("rcmg_tiled", [](PyContext& c, py::handle cube, const py::dict& keywords, const py::dict& tiles, py::object progress) {
         const RcmgOptions o = options_from<RcmgOptions>(keywords, "rcmg");
         const TileOptions t = tile_options_from(tiles);
-        std::optional<CubeFile> file;
-        std::optional<ArrayView> in;
-        if (py::isinstance<py::str>(cube) || py::hasattr(cube, "__fspath__"))
-            file.emplace(py::str(py::module_::import("os").attr("fspath")(cube)).cast<std::string>());
-        else
-            in.emplace(array_view(cube, "rcmg", "cube"));
-        const int W = file ? file->shape().width : in->view.width(), H = file ? file->shape().height : in->view.height();
+        const TiledInput in = tiled_input(cube, "rcmg");
         auto [gradient, run] = c.run(std::move(progress), [&](const Context& ctx) {
-            Cube g = Cube::uninitialized(W, H, 1, o.out_type);
-            const TiledRun r = file ? rcmg_tiled(ctx, *file, g.mutable_view(), o, t) : rcmg_tiled(ctx, in->view, g.mutable_view(), o, t);
+            Cube g = Cube::uninitialized(in.width(), in.height(), 1, o.out_type);
+            const TiledRun r = in.file ? rcmg_tiled(ctx, *in.file, g.mutable_view(), o, t)
+                                       : rcmg_tiled(ctx, in.array->view, g.mutable_view(), o, t);
             return std::make_pair(std::move(g), r);
         });
         return py::make_tuple(to_numpy(std::move(gradient)), tiled_dict(run));

@@ -15,6 +15,9 @@
 #include "cubekit/cube.hpp"
 #include "options.hpp"
 
+#include <optional>
+
+#include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
 
 namespace cubekit::python {
@@ -52,6 +55,14 @@ py::object run_into(PyContext& c, py::object progress, const MutableArrayView& o
 TileOptions tile_options_from(const py::dict& tiles);
 /// {"tiles", "tile_width", "tile_height", "peak_bytes", "device_peak_bytes", "devices"}.
 py::dict tiled_dict(const TiledRun& run);
+/// The input of a tiled call: a NumPy array (host memory) or a file path (read by windows).
+struct TiledInput {
+    std::optional<CubeFile> file;
+    std::optional<ArrayView> array;
+    int width() const { return file ? file->shape().width : array->view.width(); }
+    int height() const { return file ? file->shape().height : array->view.height(); }
+};
+TiledInput tiled_input(py::handle cube, const char* function);
 
 void bind_core(py::module_& m);
 void bind_io(py::module_& m);

@@ -42,6 +42,15 @@ TileOptions tile_options_from(const py::dict& tiles) {
     return t;
 }
 
+TiledInput tiled_input(py::handle cube, const char* function) {
+    TiledInput in;
+    if (py::isinstance<py::str>(cube) || py::hasattr(cube, "__fspath__"))
+        in.file.emplace(py::str(py::module_::import("os").attr("fspath")(cube)).cast<std::string>());
+    else
+        in.array.emplace(array_view(cube, function, "cube"));
+    return in;
+}
+
 py::dict tiled_dict(const TiledRun& run) {
     py::dict d;
     d["tiles"] = run.tiles;

@@ -64,3 +64,17 @@ def test_rcmg_chunk_function_on_cupy_windows():
         assert isinstance(g, cp.ndarray)
         out[y0:y0 + 40] = cp.asnumpy(g)[y0 - r0:y0 - r0 + min(40, 130 - y0)]
     assert np.array_equal(out.view(np.uint32), whole.view(np.uint32))
+
+
+def test_rbfn_scores_in_tiles_equal_whole(tmp_path):
+    rng = np.random.default_rng(7)
+    x = (rng.random((45, 38, 6)) * 1000).astype(np.float32)
+    model = {"type": "rbfn", "bands": 6, "hidden": 3, "centres": (rng.random((3, 6)) * 1000).tolist(),
+             "sigma": [400.0, 500.0, 300.0], "weights": [0.5, -0.2, 0.8], "bias": 0.0, "threshold": 0.3}
+    whole = cubekit.rbfn_scores(x, model)
+    assert np.array_equal(cubekit.rbfn_scores(x, model, tile_size=(7, 5)), whole)
+    assert np.array_equal(cubekit.rbfn_scores(x, [model, model], memory_limit="8K")[:, :, 1], whole)
+    cubekit.write(tmp_path / "c.hdr", x)
+    assert np.array_equal(cubekit.rbfn_scores(tmp_path / "c.hdr", model, memory_limit="16K"), whole)
+    with pytest.raises(ValueError, match="memory_limit"):
+        cubekit.rbfn_scores(x, model, memory_limit="lots")
