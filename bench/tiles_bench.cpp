@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cubekit/buffer.hpp"
+#include "cubekit/detect_classical.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
 #include "bench_common.hpp"
@@ -142,6 +143,21 @@ int main(int argc, char** argv) {
         }
     }
 
+    // A compute-bound family over one and every GPU: local RX, windows (5, 21), on a 240x200 crop.
+    {
+        const Cube crop = Cube::from_view(cube.view().window(0, 0, 240, 200), Layout::BSQ);
+        ClassicalOptions o;
+        o.window = {5, 21};
+        o.out_type = DType::F32;
+        Cube one_gpu(240, 200, 1, DType::F32), all_gpus(240, 200, 1, DType::F32);
+        std::vector<int> all;
+        for (int d = 0; d < ndev; ++d) all.push_back(d);
+        const double ms1 = median_wall_ms([&] { local_rx_tiled(gpu, crop, o, one_gpu.mutable_view(), {.devices = {0}, .tile_height = 25}); }, 1);
+        const double msn = median_wall_ms([&] { local_rx_tiled(gpu, crop, o, all_gpus.mutable_view(), {.devices = all, .tile_height = 25}); }, 1);
+        const bool same = std::memcmp(one_gpu.bytes(), all_gpus.bytes(), one_gpu.num_bytes()) == 0;
+        std::printf("\nLocal RX (5, 21), 240x200x%d i16 crop, f32 scores, 25-row tiles: 1 GPU %.1f ms, %d GPU(s) %.1f ms "
+                    "(%.2fx), identical: %s.\n", cube.bands(), ms1, ndev, msn, ms1 / msn, same ? "yes" : "NO");
+    }
 #ifdef CUBEKIT_HAVE_CUDA
     // Page-locking the caller's cube instead of staging it: what cudaHostRegister costs.
     {

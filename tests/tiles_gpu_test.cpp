@@ -143,5 +143,21 @@ TEST(TilesGpu, ApplyDetectorTiledEqualsWholeGpu) {
         }
 }
 
+// Local RX in tiles over every device equals the whole-scene CUDA local RX bit for bit.
+TEST(TilesGpu, LocalRxTiledEqualsWholeGpu) {
+    REQUIRE_GPU();
+    const Cube cube = testing::random_cube(47, 38, 12, DType::F32, testing::test_seed(), 0, 100, Layout::BSQ);
+    ClassicalOptions o;
+    o.window = {3, 11};
+    const Cube whole = local_rx(gpu, cube, o);
+    std::vector<int> devices = all_devices();
+    if (devices.size() == 1) devices.push_back(devices[0]);
+    for (const TileOptions& tiles : {TileOptions{.tile_width = 9, .tile_height = 7}, TileOptions{.devices = devices, .tile_height = 5}}) {
+        Cube out = poisoned(47, 38, DType::F64);
+        local_rx_tiled(gpu, cube, o, out.mutable_view(), tiles);
+        ASSERT_TRUE(cubes_identical(whole, out));
+    }
+}
+
 }  // namespace
 }  // namespace cubekit

@@ -172,6 +172,13 @@ Cube local_rx(const Context& ctx, const CubeView& cube, const ClassicalOptions& 
 void local_rx_into(const Context& ctx, const CubeView& cube, const ClassicalOptions& options,
                    const MutableCubeView& out, LocalRxReport* report = nullptr);
 
+/// Local RX of a host cube into a host W×H×1 `out` of options.out_type, in tiles (tiles.hpp) with a
+/// halo of OUTER − 1 pixels, over the devices of `tiles`: the bands are screened once on the whole
+/// cube, so the scores equal local_rx's on the same backend bit for bit. Local RX is compute-bound
+/// (~10⁷ flops per pixel at 205 bands), so several GPUs divide its time.
+TiledRun local_rx_tiled(const Context& ctx, const CubeView& cube, const ClassicalOptions& options, const MutableCubeView& out,
+                        const TileOptions& tiles = {}, LocalRxReport* report = nullptr);
+
 /// Everything in one call: screening, statistics of the cube itself, scores.
 struct ClassicalResult {
     Cube score;

@@ -329,13 +329,21 @@ Cube apply_detector(const Context& ctx, const CubeView& cube, const BackgroundSt
 void local_rx_into(const Context& ctx, const CubeView& cube, const ClassicalOptions& options,
                    const MutableCubeView& out, LocalRxReport* report) {
     check_options(options);
+    if (options.window[1] == 0) throw InvalidInput("detect rx: window: local RX needs INNER,OUTER");
+    detail::local_rx_kept(ctx, cube, options, screen_bands(ctx, cube, options.keep_all_bands).kept, out, report);
+}
+
+namespace detail {
+
+void local_rx_kept(const Context& ctx, const CubeView& cube, const ClassicalOptions& options, const std::vector<int>& kept,
+                   const MutableCubeView& out, LocalRxReport* report) {
     const detail::LocalWindows win{int(options.window[0]), int(options.window[1])};
     if (win.outer == 0) throw InvalidInput("detect rx: window: local RX needs INNER,OUTER");
     check_out(ctx, cube, out, options);
     if (win.outer > cube.width() || win.outer > cube.height())
         throw InvalidInput("detect rx: window: OUTER = " + std::to_string(win.outer) + " exceeds the image (" +
                            std::to_string(cube.width()) + "x" + std::to_string(cube.height()) + ")");
-    const BackgroundStats s = screen_bands(ctx, cube, options.keep_all_bands);
+    const BackgroundStats s{.kept = kept};
     const int K = int(s.kept.size());
     if (K == 0) throw InvalidInput("detect: every band was dropped by screening (keep_all_bands, --keep-all-bands, keeps them)");
     if (win.samples() - options.ddof <= K)
@@ -347,6 +355,8 @@ void local_rx_into(const Context& ctx, const CubeView& cube, const ClassicalOpti
                                                 : detail::local_rx_cpu(ctx, p.view, win, options.ddof, out);
     if (report) report->singular = singular;
 }
+
+}  // namespace detail
 
 Cube local_rx(const Context& ctx, const CubeView& cube, const ClassicalOptions& options, LocalRxReport* report) {
     return host_output(ctx, cube, options,

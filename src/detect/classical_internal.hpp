@@ -61,6 +61,9 @@ Cube gather_f64_cpu(const Context& ctx, const CubeView& cube, const std::vector<
                     const std::vector<std::uint8_t>& mask);
 /// `x`: dense BSQ f64 host cube; `out`: W×H×1 host view of f32 or f64.
 void score_cpu(const Context& ctx, const CubeView& x, const ScorePlan& plan, const MutableCubeView& out);
+/// local_rx_into with the bands already screened (`kept`): a tile of a scene uses the scene's screening.
+void local_rx_kept(const Context& ctx, const CubeView& cube, const ClassicalOptions& options, const std::vector<int>& kept,
+                   const MutableCubeView& out, LocalRxReport* report);
 std::int64_t local_rx_cpu(const Context& ctx, const CubeView& x, LocalWindows win, int ddof,
                           const MutableCubeView& out);
 

@@ -4,12 +4,20 @@
 #include <cmath>
 
 #include "core/tiled_local.hpp"
+#include "detect/classical_internal.hpp"
 #include "cubekit/detect.hpp"
 #include "cubekit/detect_classical.hpp"
 
 namespace cubekit {
 
 namespace {
+
+// One sample of a host view as f64.
+double sample_value(const CubeView& v, int x, int y, int b) {
+    double out = 0;
+    visit_dtype(v.dtype(), [&](auto tag) { out = double(v.typed<decltype(tag)>()(x, y, b)); });
+    return out;
+}
 
 std::vector<PixelResult> detect_source(const Context& ctx, const detail::TileSource& source, std::span<const RbfnModel> models,
                                        const PixelOptions& options, const TileOptions& tiles, TiledRun* run) {
@@ -57,6 +65,37 @@ TiledRun apply_source(const Context& ctx, const detail::TileSource& source, cons
 }
 
 }  // namespace
+
+TiledRun local_rx_tiled(const Context& ctx, const CubeView& cube, const ClassicalOptions& options, const MutableCubeView& out,
+                        const TileOptions& tiles, LocalRxReport* report) {
+    if (options.window[1] == 0) throw InvalidInput("detect rx: window: local RX needs INNER,OUTER");
+    // The scene's band screening, once: a tile screened on its own could keep other bands.
+    const std::vector<int> kept = screen_bands(ctx, cube, options.keep_all_bands).kept;
+    detail::LocalTileKernel kernel;
+    // A core pixel's windows (shifted inward at the scene's border, SPy's rule) reach OUTER - 1
+    // pixels from it; with that halo a tile edge inside the scene never shifts a core pixel's window.
+    kernel.halo = int(options.window[1]) - 1;
+    kernel.out_dtype = options.out_type;
+    kernel.out_bands = 1;
+    kernel.device_work_bytes_per_pixel = kept.size() * sizeof(double);  // the f64 copy local RX works on
+    kernel.run = [&](const Context& c, const CubeView& in, const MutableCubeView& o) {
+        detail::local_rx_kept(c, in, options, kept, o, nullptr);
+    };
+    const TiledRun run = detail::run_local_tiles(ctx, detail::tile_source(cube), out, kernel, tiles, "detect rx");
+    if (report) {  // singular windows: NaN scores of pixels whose kept bands are all finite
+        report->singular = 0;
+        for (int y = 0; y < cube.height(); ++y)
+            for (int x = 0; x < cube.width(); ++x) {
+                const double score = options.out_type == DType::F32 ? double(*reinterpret_cast<const float*>(out.data() + out.offset(x, y, 0) * 4))
+                                                                    : *reinterpret_cast<const double*>(out.data() + out.offset(x, y, 0) * 8);
+                if (!std::isnan(score)) continue;
+                bool finite = true;
+                for (int b : kept) finite = finite && std::isfinite(sample_value(cube, x, y, b));
+                report->singular += finite ? 1 : 0;
+            }
+    }
+    return run;
+}
 
 TiledRun apply_detector_tiled(const Context& ctx, const CubeView& cube, const BackgroundStats& stats, const ClassicalOptions& options,
                               const std::vector<double>& target, const MutableCubeView& out, const TileOptions& tiles) {

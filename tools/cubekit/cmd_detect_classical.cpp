@@ -108,8 +108,6 @@ void classical_command(const ClassicalArgs& a) {
     check_flags(a);
     std::optional<TileOptions> tiles;
     if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
-    if (tiles && a.options.window[1] != 0)
-        throw InvalidInput("--window: local RX has no tiled path yet (its band screening is per call); leave out the tile flags");
     if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     Timings timings;
     auto [ctx, cube, choice] = context_while_reading(
@@ -124,7 +122,12 @@ void classical_command(const ClassicalArgs& a) {
     const TransferTotals copies = ctx.transfer_totals();
     timings.time("detect", [&] {
         if (a.options.window[1] != 0) {
-            r.score = local_rx(ctx, cube, a.options, &r.local);
+            if (tiles) {
+                r.score = Cube::uninitialized(cube.width(), cube.height(), 1, a.options.out_type);
+                tiled = local_rx_tiled(ctx, cube, a.options, r.score.mutable_view(), *tiles, &r.local);
+            } else {
+                r.score = local_rx(ctx, cube, a.options, &r.local);
+            }
             return;
         }
         if (!a.stats_in.empty()) r.stats = read_background_stats(a.stats_in), stats_source = a.stats_in;
