@@ -240,6 +240,18 @@ std::vector<BadRow> bad_rows() {
         flag_row("threads_minus_1", "--threads -1", {"--threads", "-1"}),
         flag_row("png_compression_tiny", "--png-compression tiny", {"--png-compression", "tiny"}),
         flag_row("backend_gpu", "--backend gpu", {"--backend", "gpu"}),
+        {"batch_out_ext_without_dot", 2, [](const fs::path& d) {
+             return Invocation{"batch rcmg " + q(samson()) + " --out-dir " + q(d / "b") + " --out-ext npy", {"--out-ext", "npy"}};
+         }},
+        {"batch_missing_input", 3, [](const fs::path& d) {
+             return Invocation{"batch rcmg " + q(d / "none.hdr") + " --out-dir " + q(d / "b"), {(d / "none.hdr").string()}};
+         }},
+        {"batch_of_batch", 2, [](const fs::path& d) {
+             return Invocation{"batch batch " + q(samson()) + " --out-dir " + q(d / "b"), {"COMMAND", "batch"}};
+         }},
+        {"batch_jobs_0", 2, [](const fs::path& d) {
+             return Invocation{"batch rcmg " + q(samson()) + " --out-dir " + q(d / "b") + " --jobs 0", {"--jobs"}};
+         }},
         flag_row("memory_limit_units", "--memory-limit 12Q", {"--memory-limit", "12Q"}),
         flag_row("memory_limit_zero", "--memory-limit 0", {"--memory-limit", "0"}),
         flag_row("memory_limit_too_small", "--memory-limit 30", {"--memory-limit", "30", "raise"}),

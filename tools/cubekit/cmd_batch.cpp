@@ -122,6 +122,8 @@ Action add_batch(CLI::App& root) {
         "A scene whose output and report both exist is skipped: rerun the same command to resume.\n"
         "--devices deals the scenes to GPUs (each process gets --device N), --jobs processes per device (or on the CPU).\n"
         "Exit code: 0 when every scene succeeded or was skipped, else the first failed scene's.\n"
+        "From Python the same work is a loop over the cubekit functions, or cubekit.dask on a distributed cluster\n"
+        "with one worker per GPU (no separate batch function).\n"
         "Examples:\n"
         "  cubekit batch rcmg scenes/ --out-dir gradients/ --devices all\n"
         "  cubekit batch 'detect rx' flights/*.hdr --out-dir rx/ --args '--window 5,21' --json");

@@ -99,9 +99,6 @@ void check_flags(const ClassicalArgs& a) {
     }
 }
 
-// A host cube this large is streamed through tiles on a GPU even without a budget (as cubekit rcmg).
-constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
-
 void classical_command(const ClassicalArgs& a) {
     CommonOptions common = a.common;
     const std::string name = "detect " + std::string(enum_name(a.options.detector));
@@ -133,7 +130,7 @@ void classical_command(const ClassicalArgs& a) {
         if (!a.stats_in.empty()) r.stats = read_background_stats(a.stats_in), stats_source = a.stats_in;
         else if (a.options.detector != Detector::Sam || !a.stats_out.empty()) r.stats = fit_background(ctx, cube, a.options);
         else r.stats = screen_bands(ctx, cube, a.options.keep_all_bands);
-        if (tiles || (ctx.is_cuda() && cube.num_bytes() >= kStreamedMinBytes)) {
+        if (use_tiles(tiles, ctx, cube.num_bytes())) {
             r.score = Cube::uninitialized(cube.width(), cube.height(), 1, a.options.out_type);
             tiled = apply_detector_tiled(ctx, cube, r.stats, a.options, target, r.score.mutable_view(), tiles.value_or(TileOptions{}));
         } else {

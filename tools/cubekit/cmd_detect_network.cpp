@@ -22,9 +22,6 @@ struct RbfnArgs {
     TileFlags tiles;
 };
 
-// A host cube this large is streamed through tiles on a GPU even without a budget (as cubekit rcmg).
-constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
-
 struct MultiresArgs {
     CommonOptions common;
     std::string input, output, model;
@@ -93,7 +90,7 @@ void run_rbfn(const RbfnArgs& a) {
     auto t0 = std::chrono::steady_clock::now();
     std::optional<TiledRun> tiled;
     PixelResult r;
-    if (tiles || (ctx.is_cuda() && cube.num_bytes() >= kStreamedMinBytes)) {
+    if (use_tiles(tiles, ctx, cube.num_bytes())) {
         tiled.emplace();
         r = std::move(detect_pixels_tiled(ctx, cube, std::span(&model, 1), a.options, tiles.value_or(TileOptions{}), &*tiled).front());
     } else {

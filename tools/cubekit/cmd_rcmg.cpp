@@ -48,12 +48,8 @@ OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& 
 
 }  // namespace
 
-// A host cube this large goes through the streamed tiles on a GPU even without a budget: its upload
-// overlaps the kernels and the download (measured in bench/tiles_bench.cpp).
-constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
-
 // ENVI and .npy files are read by windows (CubeFile); other formats whole.
-bool raw_format(const std::string& path) {
+static bool raw_format(const std::string& path) {
     try {
         const FileFormat f = detect_format(path);
         return f == FileFormat::Envi || f == FileFormat::Npy;
@@ -63,7 +59,7 @@ bool raw_format(const std::string& path) {
 }
 
 // A file this large is read by windows when its format allows (a tiled run, CPU or GPU).
-bool large_file(const std::string& path) {
+static bool large_file(const std::string& path) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     return !ec && size >= kStreamedMinBytes;
@@ -99,7 +95,7 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<TiledRun> tiled;
     Cube gradient;
-    if (tiles || (ctx.is_cuda() && cube.num_bytes() >= kStreamedMinBytes)) {
+    if (use_tiles(tiles, ctx, cube.num_bytes())) {
         gradient = Cube::uninitialized(cube.width(), cube.height(), 1, options.out_type);
         tiled = rcmg_tiled(ctx, cube, gradient.mutable_view(), options, tiles.value_or(TileOptions{}));
     } else {

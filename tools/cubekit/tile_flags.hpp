@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include "cubekit/context.hpp"
@@ -22,6 +24,13 @@ TileOptions tile_options(const TileFlags& flags);
 /// Throws when --devices was given to a CPU context or names a device that does not exist (exit 4).
 /// Resolves --devices all.
 void check_tile_devices(const TileFlags& flags, TileOptions& options, const Context& ctx);
+/// A host input of this many bytes goes through the streamed tiles on a GPU even without a budget: its
+/// upload overlaps the kernels and the download (bench/tiles_bench.cpp).
+inline constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
+/// Whether a command takes its tiled path: tile flags given, or a GPU context and a large host input.
+inline bool use_tiles(const std::optional<TileOptions>& tiles, const Context& ctx, std::size_t input_bytes) {
+    return tiles.has_value() || (ctx.is_cuda() && input_bytes >= kStreamedMinBytes);
+}
 /// {"tiles", "tile_width", "tile_height", "peak_bytes", "device_peak_bytes", "devices"} for --json.
 nlohmann::json tiled_json(const TiledRun& run);
 
