@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cubekit/buffer.hpp"
 #include "cubekit/detect.hpp"
 #include "cubekit/detect_classical.hpp"
 #include "cubekit/gradient.hpp"
@@ -73,6 +74,42 @@ TEST(TilesGpu, SeveralDevicesEqualOne) {
     std::cout << "\n";
     EXPECT_EQ(run.devices.size(), devices.size());
     EXPECT_TRUE(cubes_identical(one, many));
+}
+
+// Page-locked caller memory (a PinnedBuffer, as CuPy's or PyTorch's pinned arrays are) is moved by
+// the copy engines in place: a window of a larger pinned cube in every nesting, and a pinned output
+// window with its own row pitch, give the CPU whole-scene result, on one device and on all.
+TEST(TilesGpu, PageLockedInputAndOutputMovedInPlace) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    for (Layout layout : {Layout::BSQ, Layout::BIL, Layout::BIP}) {
+        SCOPED_TRACE(::testing::Message() << "layout " << int(layout));
+        const int W = 203, H = 151, B = 7, x0 = 9, y0 = 5, w = 180, h = 130;
+        const Cube big = testing::random_cube(W, H, B, DType::U16, seed, 0, 4000, layout);
+        PinnedBuffer pinned_in(big.num_bytes());
+        std::memcpy(pinned_in.data(), big.bytes(), big.num_bytes());
+        const CubeView in = CubeView::host(pinned_in.data(), W, H, B, DType::U16, big.view().strides()).window(x0, y0, w, h);
+        const Cube whole = rcmg(cpu_context(), in);
+        const int out_pitch = w + 13;  // an output window of a wider pinned image
+        PinnedBuffer pinned_out(std::size_t(out_pitch) * h * sizeof(float));
+        const MutableCubeView out = MutableCubeView::host(pinned_out.data(), out_pitch, h, 1, DType::F32,
+                                                          dense_strides(out_pitch, h, 1, Layout::BSQ)).window(2, 0, w, h);
+        for (const std::vector<int>& devices : {std::vector<int>{}, all_devices()}) {
+            std::memset(pinned_out.data(), 0xFF, pinned_out.size());
+            const TiledRun run = rcmg_tiled(gpu, in, out, {}, {.devices = devices, .tile_width = 64, .tile_height = 17});
+            EXPECT_TRUE(run.direct_input);
+            EXPECT_TRUE(run.direct_output);
+            EXPECT_GT(run.tiles, 4u);
+            EXPECT_TRUE(cubes_identical(whole, Cube::from_view(out, Layout::BSQ)));
+        }
+        // A pageable output beside a pinned input: staged on the way out only.
+        Cube pageable = poisoned(w, h, DType::F32);
+        const TiledRun run = rcmg_tiled(gpu, in, pageable.mutable_view(), {}, {.tile_height = 31});
+        EXPECT_TRUE(run.direct_input);
+        EXPECT_FALSE(run.direct_output);
+        EXPECT_TRUE(cubes_identical(whole, pageable));
+    }
 }
 
 // A device budget forces tiles that fit it; the real scene (embedded Samson, i16 BSQ) as well.

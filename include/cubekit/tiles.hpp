@@ -55,6 +55,9 @@ struct TiledRun {
     std::size_t peak_bytes = 0;       ///< host working memory held at once (staging and tile buffers)
     std::size_t device_peak_bytes = 0;  ///< device memory held at once, per device
     std::vector<int> devices;         ///< devices used (empty on the CPU backend)
+    /// CUDA: the input / output was page-locked host memory (cudaMallocHost, cudaHostRegister, CuPy's
+    /// or PyTorch's pinned buffers), moved by the copy engines in place with no staging copy.
+    bool direct_input = false, direct_output = false;
 };
 
 /// Parses a byte count: digits with an optional K, M, G or T suffix (powers of 1024, case ignored),

@@ -59,6 +59,8 @@ py::dict tiled_dict(const TiledRun& run) {
     d["peak_bytes"] = run.peak_bytes;
     d["device_peak_bytes"] = run.device_peak_bytes;
     d["devices"] = run.devices;
+    d["direct_input"] = run.direct_input;
+    d["direct_output"] = run.direct_output;
     return d;
 }
 

@@ -49,6 +49,20 @@ def test_rcmg_tiles_on_every_device():
     assert np.array_equal(cubekit.rcmg(x, backend="cuda", device_memory_limit="256K"), whole)
 
 
+# A page-locked NumPy array (CuPy's pinned memory, as a user reading scenes for the GPU allocates) is
+# moved by the copy engines in place; the result is the same.
+@gpu
+def test_rcmg_tiles_from_page_locked_numpy():
+    cupyx = pytest.importorskip("cupyx")
+    x = _cube((257, 190, 6), seed=4)
+    pinned = cupyx.empty_pinned(x.shape, x.dtype)
+    pinned[...] = x
+    whole = cubekit.rcmg(x)
+    devices = list(range(cubekit.cuda_device_count()))
+    got = cubekit.rcmg(pinned, devices=devices, tile_size=(100, 30))
+    assert np.array_equal(got.view(np.uint32), whole.view(np.uint32))
+
+
 # What cubekit.dask hands each chunk, on CuPy (the GPU machine has no Dask; this is the chunk function
 # called directly on CuPy windows with their halos, as Dask's overlap would).
 @gpu

@@ -21,6 +21,10 @@ void synchronize_stream(void* stream);
 /// Bytes of device memory free on `device` now (cudaMemGetInfo); 0 in a CPU-only build.
 std::size_t device_free_bytes(int device);
 
+/// Whether `pointer` is page-locked host memory known to CUDA (cudaMallocHost, cudaHostRegister, a
+/// CuPy or PyTorch pinned buffer): the copy engines read and write it directly. False in a CPU build.
+bool is_page_locked(const void* pointer);
+
 /// Host ↔ host copy between any strides (OpenMP).
 void copy_cube_host(const CubeView& src, const MutableCubeView& dst);
 /// Copies where at least one side is in device memory (same shape and type, checked by the

@@ -52,6 +52,15 @@ int device_of_pointer_impl(const void* pointer) {
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
 }
 
+bool is_page_locked(const void* pointer) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, pointer) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
 void* open_cuda_stream(int device, std::string& device_name, void* borrowed) {
     CUBEKIT_CUDA_CHECK(cudaSetDevice(device));
     cudaDeviceProp prop{};

@@ -12,6 +12,7 @@ void* open_cuda_stream(int, std::string&, void*) { throw DeviceError("context: t
 void close_cuda_stream(void*, int) noexcept {}
 void synchronize_stream(void*) {}
 std::size_t device_free_bytes(int) { return 0; }
+bool is_page_locked(const void*) { return false; }
 void copy_cube_cuda(const Context&, const CubeView&, const MutableCubeView&) {
     throw DeviceError("copy_cube: device memory needs CUDA; this cubekit was built without it");
 }

@@ -56,15 +56,6 @@ bool make_ring(Ring& ring) {
     return true;
 }
 
-bool is_pinned(const void* p) {
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    return a.type == cudaMemoryTypeHost;
-}
-
 // memcpy by up to `threads` OpenMP threads, in pieces of 256 KiB.
 void parallel_memcpy(char* dst, const char* src, std::size_t n, int threads) {
     constexpr std::size_t kPiece = std::size_t(256) << 10;
@@ -81,7 +72,7 @@ void parallel_memcpy(char* dst, const char* src, std::size_t n, int threads) {
 void upload_flat(const Context& ctx, void* dst, const void* src, std::size_t bytes) {
     const cudaStream_t stream = stream_of(ctx);
     const int device = ctx.device();
-    if (bytes < kStagedMin || device < 0 || device >= kMaxDevices || is_pinned(src)) {
+    if (bytes < kStagedMin || device < 0 || device >= kMaxDevices || is_page_locked(src)) {
         CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
         return;
     }

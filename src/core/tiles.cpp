@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -252,11 +253,51 @@ struct Shared {
     const std::vector<Tile>& tiles;
     std::size_t max_pixels;
     int threads_per_worker;
+    // Page-locked caller memory is moved by the copy engines straight from or into place (a pitched
+    // copy of the window): no staging copy, whose host-memory traffic is what limits the streamed
+    // path on a machine with several GPUs (bench/results, 2026-11-26).
+    bool direct_in = false, direct_out = false;
     std::atomic<std::size_t> next{0}, done{0};
     std::atomic<bool> stop{false};
     std::mutex mutex;
     std::exception_ptr failure;
     std::vector<TransferTotals> transfers;
+};
+
+// One tile on a worker's device: window in → kernel → core out, staged through pinned buffers
+// unless the caller's memory is page-locked.
+struct Lane {
+    const Context& ctx;
+    int device;
+    std::optional<Staging> pin_in, pin_out;
+    DeviceBuffer dev_in, dev_out;
+
+    void run(const Shared& s, const Tile& t) {
+        const int rw = t.read_width, rh = t.read_height, B = s.in.bands;
+        const std::size_t n = std::size_t(rw) * std::size_t(rh);
+        const std::size_t in_bytes = n * std::size_t(B) * dtype_size(s.in.dtype);
+        const std::size_t out_bytes = n * std::size_t(s.k.out_bands) * dtype_size(s.k.out_dtype);
+        const Layout staged = s.in.layout;
+        const MutableCubeView d_in = MutableCubeView::device(dev_in.data(), device, rw, rh, B, s.in.dtype,
+                                                             dense_strides(rw, rh, B, staged));
+        const MutableCubeView d_out = MutableCubeView::device(dev_out.data(), device, rw, rh, s.k.out_bands, s.k.out_dtype,
+                                                              dense_strides(rw, rh, s.k.out_bands, Layout::BSQ));
+        if (s.direct_in) {
+            copy_cube(ctx, s.in.view->window(t.read_x0, t.read_y0, rw, rh), d_in);
+        } else {
+            s.in.read(t.read_x0, t.read_y0, rw, rh, dense_host(pin_in->data(), rw, rh, B, s.in.dtype, staged));
+            dev_in.upload_async(ctx, pin_in->data(), in_bytes);
+        }
+        s.k.run(ctx, d_in, d_out);
+        const CubeView core = CubeView(d_out).window(t.x0 - t.read_x0, t.y0 - t.read_y0, t.width, t.height);
+        if (s.direct_out) {
+            copy_cube(ctx, core, s.out.window(t.x0, t.y0, t.width, t.height));
+        } else {
+            dev_out.download_async(ctx, pin_out->data(), out_bytes);
+            ctx.synchronize();
+            copy_core(dense_host(pin_out->data(), rw, rh, s.k.out_bands, s.k.out_dtype, Layout::BSQ), t, s.out);
+        }
+    }
 };
 
 void cuda_worker(Shared& s, int device) {
@@ -265,25 +306,14 @@ void cuda_worker(Shared& s, int device) {
         omp_set_num_threads(s.threads_per_worker);  // this thread's OpenMP teams (the staging copies)
         const std::size_t in_bpp = std::size_t(s.in.bands) * dtype_size(s.in.dtype);
         const std::size_t out_bpp = std::size_t(s.k.out_bands) * dtype_size(s.k.out_dtype);
-        Staging pin_in(s.max_pixels * in_bpp), pin_out(s.max_pixels * out_bpp);
-        DeviceBuffer dev_in(wctx, s.max_pixels * in_bpp), dev_out(wctx, s.max_pixels * out_bpp);
+        Lane lane{wctx, device, {}, {}, DeviceBuffer(wctx, s.max_pixels * in_bpp), DeviceBuffer(wctx, s.max_pixels * out_bpp)};
+        if (!s.direct_in) lane.pin_in.emplace(s.max_pixels * in_bpp);
+        if (!s.direct_out) lane.pin_out.emplace(s.max_pixels * out_bpp);
         for (;;) {
             if (s.stop.load() || s.ctx.cancel_requested()) break;
             const std::size_t i = s.next.fetch_add(1);
             if (i >= s.tiles.size()) break;
-            const Tile& t = s.tiles[i];
-            const int rw = t.read_width, rh = t.read_height, B = s.in.bands;
-            const Layout staged = s.in.layout;
-            s.in.read(t.read_x0, t.read_y0, rw, rh, dense_host(pin_in.data(), rw, rh, B, s.in.dtype, staged));
-            const std::size_t n = std::size_t(rw) * std::size_t(rh);
-            dev_in.upload_async(wctx, pin_in.data(), n * in_bpp);
-            const CubeView d_in = CubeView::device(dev_in.data(), device, rw, rh, B, s.in.dtype, dense_strides(rw, rh, B, staged));
-            const MutableCubeView d_out = MutableCubeView::device(dev_out.data(), device, rw, rh, s.k.out_bands, s.k.out_dtype,
-                                                                  dense_strides(rw, rh, s.k.out_bands, Layout::BSQ));
-            s.k.run(wctx, d_in, d_out);
-            dev_out.download_async(wctx, pin_out.data(), n * out_bpp);
-            wctx.synchronize();
-            copy_core(dense_host(pin_out.data(), rw, rh, s.k.out_bands, s.k.out_dtype, Layout::BSQ), t, s.out);
+            lane.run(s, s.tiles[i]);
             const std::size_t done = s.done.fetch_add(1) + 1;
             if (s.tiles.size() > 1) s.ctx.progress(done, s.tiles.size());
         }
@@ -311,6 +341,8 @@ TiledRun run_cuda(const Context& ctx, const TileSource& in, const MutableCubeVie
     const std::vector<Tile> tiles = plan_tiles(in.width, in.height, tw, th, k.halo);
     const int workers = int(std::min<std::size_t>(std::size_t(workers_max), tiles.size()));
     Shared s{ctx, in, out, k, tiles, max_read_pixels(tiles), std::max(1, ctx.threads() / workers)};
+    s.direct_in = in.in_memory() && is_page_locked(in.view->data());
+    s.direct_out = is_page_locked(out.data());
     std::vector<std::thread> threads;
     for (int w = 0; w < workers; ++w) threads.emplace_back(cuda_worker, std::ref(s), devices[std::size_t(w) % devices.size()]);
     for (std::thread& t : threads) t.join();
@@ -322,7 +354,9 @@ TiledRun run_cuda(const Context& ctx, const TileSource& in, const MutableCubeVie
     ctx.check_cancelled(where);
     TiledRun run{.tiles = tiles.size(), .tile_width = tw, .tile_height = th};
     const int lanes_used = std::min(lanes, workers);
-    run.peak_bytes = std::size_t(workers) * s.max_pixels * (in_bpp + out_bpp);
+    run.peak_bytes = std::size_t(workers) * s.max_pixels * ((s.direct_in ? 0 : in_bpp) + (s.direct_out ? 0 : out_bpp));
+    run.direct_input = s.direct_in;
+    run.direct_output = s.direct_out;
     run.device_peak_bytes = std::size_t(lanes_used) * s.max_pixels * (in_bpp + out_bpp + k.device_work_bytes_per_pixel);
     for (int w = 0; w < workers && w < int(devices.size()); ++w) run.devices.push_back(devices[std::size_t(w)]);
     return run;

@@ -120,7 +120,8 @@ Action add_batch(CLI::App& root) {
         "Each scene runs as `cubekit COMMAND SCENE OUT-DIR/<stem><out-ext> ARGS --json --quiet` in its own process;\n"
         "its JSON summary is kept as OUT-DIR/<stem>.json (the report; stderr goes to <stem>.log, kept on failure).\n"
         "A scene whose output and report both exist is skipped: rerun the same command to resume.\n"
-        "--devices deals the scenes to GPUs (each process gets --device N), --jobs processes per device (or on the CPU).\n"
+        "--devices deals the scenes to GPUs (each process gets --device N), --jobs processes per device (or on the CPU);\n"
+        "the processes share the cores (--threads CORES/PROCESSES each, unless --args names --threads).\n"
         "Exit code: 0 when every scene succeeded or was skipped, else the first failed scene's.\n"
         "From Python the same work is a loop over the cubekit functions, or cubekit.dask on a distributed cluster\n"
         "with one worker per GPU (no separate batch function).\n"
@@ -162,6 +163,11 @@ Action add_batch(CLI::App& root) {
         const fs::path exe = fs::read_symlink("/proc/self/exe");
         const std::vector<std::string> extra = words(a->extra);
         const int workers = int(std::max<std::size_t>(devices.size(), 1)) * a->jobs;
+        // The processes share the host's cores (each would start an OpenMP thread per core: 8 processes
+        // on a 64-core host ran 512 threads), unless --args names a thread count.
+        const bool threads_given = std::any_of(extra.begin(), extra.end(), [](const std::string& w) { return w.starts_with("--threads"); });
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        const std::string threads_each = std::to_string(std::max(1u, cores / unsigned(std::min(workers, int(cores)))));
         const std::size_t to_run = std::size_t(std::count_if(scenes.begin(), scenes.end(), [](const Scene& s) { return s.status != "skipped"; }));
         std::atomic<std::size_t> next{0}, done{0};
         std::mutex mutex;
@@ -177,6 +183,7 @@ Action add_batch(CLI::App& root) {
                 argv.insert(argv.end(), extra.begin(), extra.end());
                 argv.insert(argv.end(), {"--json", "--quiet"});
                 if (device >= 0) argv.insert(argv.end(), {"--device", std::to_string(device)});
+                if (!threads_given && workers > 1) argv.insert(argv.end(), {"--threads", threads_each});
                 const fs::path temp = s.report.parent_path() / ("." + s.report.filename().string() + ".tmp");
                 const auto t0 = std::chrono::steady_clock::now();
                 try {

@@ -60,7 +60,8 @@ void check_tile_devices(const TileFlags& flags, TileOptions& options, const Cont
 
 nlohmann::json tiled_json(const TiledRun& run) {
     return {{"tiles", run.tiles}, {"tile_width", run.tile_width}, {"tile_height", run.tile_height},
-            {"peak_bytes", run.peak_bytes}, {"device_peak_bytes", run.device_peak_bytes}, {"devices", run.devices}};
+            {"peak_bytes", run.peak_bytes}, {"device_peak_bytes", run.device_peak_bytes}, {"devices", run.devices},
+            {"direct_input", run.direct_input}, {"direct_output", run.direct_output}};
 }
 
 }  // namespace cubekit::cli
