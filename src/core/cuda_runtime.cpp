@@ -198,6 +198,7 @@ void DeviceBuffer::upload_async(const Context& ctx, const void* host, std::size_
 void DeviceBuffer::download_async(const Context& ctx, void* host, std::size_t bytes) const {
     if (bytes > size_) throw InvalidInput("DeviceBuffer::download: " + std::to_string(bytes) + " bytes from a buffer of " + std::to_string(size_));
     if (bytes == 0) return;
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(device_));  // the stream's device: another device's stream is refused
     CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host, data_, bytes, cudaMemcpyDeviceToHost, detail::stream_of(ctx)));
 }
 

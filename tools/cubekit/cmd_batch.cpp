@@ -78,7 +78,32 @@ std::vector<fs::path> scene_files(const std::vector<std::string>& inputs) {
 }
 
 // Runs one scene's process: stdout to the report's temporary, stderr to the log. Returns the exit code.
-int run_scene(const std::vector<std::string>& argv, const fs::path& stdout_path, const fs::path& stderr_path) {
+// The environment of a scene's process: ours, with CUDA_VISIBLE_DEVICES narrowed to `device` (an
+// index into our own visible devices) so the child starts the CUDA driver on its GPU alone.
+std::vector<std::string> child_environment(int device) {
+    std::vector<std::string> env;
+    std::string visible;
+    for (char** e = environ; *e; ++e) {
+        const std::string_view v(*e);
+        if (v.starts_with("CUDA_VISIBLE_DEVICES=")) visible = v.substr(21);
+        else env.emplace_back(v);
+    }
+    if (device < 0) {
+        if (!visible.empty()) env.push_back("CUDA_VISIBLE_DEVICES=" + visible);
+        return env;
+    }
+    std::vector<std::string> ours;
+    for (std::size_t at = 0; !visible.empty() && at <= visible.size();) {
+        const std::size_t comma = std::min(visible.find(',', at), visible.size());
+        ours.push_back(visible.substr(at, comma - at));
+        at = comma + 1;
+    }
+    env.push_back("CUDA_VISIBLE_DEVICES=" + (std::size_t(device) < ours.size() ? ours[std::size_t(device)] : std::to_string(device)));
+    return env;
+}
+
+int run_scene(const std::vector<std::string>& argv, const std::vector<std::string>& env, const fs::path& stdout_path,
+              const fs::path& stderr_path) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -86,8 +111,11 @@ int run_scene(const std::vector<std::string>& argv, const fs::path& stdout_path,
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
     pid_t pid = 0;
-    const int err = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+    const int err = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (err != 0) throw IoError("batch: cannot start " + argv[0] + ": " + std::strerror(err));
     int status = 0;
@@ -120,8 +148,9 @@ Action add_batch(CLI::App& root) {
         "Each scene runs as `cubekit COMMAND SCENE OUT-DIR/<stem><out-ext> ARGS --json --quiet` in its own process;\n"
         "its JSON summary is kept as OUT-DIR/<stem>.json (the report; stderr goes to <stem>.log, kept on failure).\n"
         "A scene whose output and report both exist is skipped: rerun the same command to resume.\n"
-        "--devices deals the scenes to GPUs (each process gets --device N), --jobs processes per device (or on the CPU);\n"
-        "the processes share the cores (--threads CORES/PROCESSES each, unless --args names --threads).\n"
+        "--devices deals the scenes to GPUs (each process sees its GPU alone: CUDA_VISIBLE_DEVICES), --jobs processes per\n"
+        "device (or on the CPU); the processes share the cores (--threads CORES/PROCESSES each, unless --args names\n"
+        "--threads).\n"
         "Exit code: 0 when every scene succeeded or was skipped, else the first failed scene's.\n"
         "From Python the same work is a loop over the cubekit functions, or cubekit.dask on a distributed cluster\n"
         "with one worker per GPU (no separate batch function).\n"
@@ -182,12 +211,12 @@ Action add_batch(CLI::App& root) {
                 argv.push_back(s.output.string());
                 argv.insert(argv.end(), extra.begin(), extra.end());
                 argv.insert(argv.end(), {"--json", "--quiet"});
-                if (device >= 0) argv.insert(argv.end(), {"--device", std::to_string(device)});
+                if (device >= 0) argv.insert(argv.end(), {"--device", "0"});  // its one visible GPU
                 if (!threads_given && workers > 1) argv.insert(argv.end(), {"--threads", threads_each});
                 const fs::path temp = s.report.parent_path() / ("." + s.report.filename().string() + ".tmp");
                 const auto t0 = std::chrono::steady_clock::now();
                 try {
-                    s.exit_code = run_scene(argv, temp, s.log);
+                    s.exit_code = run_scene(argv, child_environment(device), temp, s.log);
                 } catch (const Error& e) {
                     s.exit_code = 3, s.error = e.what();
                 }
