@@ -349,6 +349,39 @@ TEST(BatchCli, RunsResumesAndReportsFailures) {
     EXPECT_NE(clash.err.find("would both write"), std::string::npos) << clash.err;
 }
 
+// One worker process runs a slot's scenes one after another: a scene that fails leaves the next ones
+// in the same worker unaffected (same output as a process of its own), the reports carry the worker's
+// per-scene timings (no `startup`: the process was already running), and two slots split the scenes.
+TEST(BatchCli, WorkerRunsScenesAfterAFailure) {
+    namespace fs = std::filesystem;
+    const auto dir = testing::temp_dir("batch_worker");
+    const std::string samson = testing::q(testing::source_path("data/samson/samson_1.img"));
+    fs::create_directories(dir / "in");
+    std::ofstream(dir / "in" / "a0.npy") << "not a cube";
+    for (int i = 1; i <= 4; ++i)
+        ASSERT_EQ(testing::run_cli("convert " + samson + " " + testing::q(dir / "in" / ("a" + std::to_string(i) + ".npy")) +
+                                   " --crop " + std::to_string(i) + ",0,50,40 --quiet").exit_code, 0);
+    for (int jobs : {1, 2}) {
+        const fs::path out = dir / ("out" + std::to_string(jobs));
+        const auto run = testing::run_cli("batch rcmg " + testing::q(dir / "in") + " --out-dir " + testing::q(out) +
+                                          " --jobs " + std::to_string(jobs) + " --args '--backend cpu' --json -q");
+        EXPECT_EQ(run.exit_code, 2) << run.err;
+        const auto j = nlohmann::json::parse(run.out);
+        EXPECT_EQ(j["ok"], 4);
+        EXPECT_EQ(j["scenes"][0]["status"], "failed");
+        EXPECT_NE(j["scenes"][0]["error"].get<std::string>().find("a0.npy"), std::string::npos) << j.dump();
+        for (int i = 1; i <= 4; ++i) {
+            const std::string stem = "a" + std::to_string(i);
+            const auto report = nlohmann::json::parse(std::ifstream(out / (stem + ".json")));
+            EXPECT_TRUE(report["timings_ms"].contains("total"));
+            EXPECT_FALSE(report["timings_ms"].contains("startup"));
+            ASSERT_EQ(testing::run_cli("rcmg " + testing::q(dir / "in" / (stem + ".npy")) + " " + testing::q(dir / "single.npy") +
+                                       " --backend cpu --quiet").exit_code, 0);
+            EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "single.npy"), read_cube(out / (stem + ".npy")))) << stem;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace cubekit
 

@@ -1,14 +1,11 @@
-// cubekit batch: one subcommand over many scenes, one process per scene, dealt to every GPU named
-// (issue 17). Each scene's --json summary is kept as its report; a scene whose output and report
-// exist is skipped, so an interrupted batch resumes where it stopped.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
+// cubekit batch: one subcommand over many scenes, dealt to every GPU named (issues 17, 20), in a
+// worker process per slot (batch_worker.hpp). Each scene's --json summary is kept as its report; a
+// scene whose output and report exist is skipped, so an interrupted batch resumes where it stopped.
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "batch_worker.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "cubekit/error.hpp"
@@ -77,9 +75,8 @@ std::vector<fs::path> scene_files(const std::vector<std::string>& inputs) {
     return files;
 }
 
-// Runs one scene's process: stdout to the report's temporary, stderr to the log. Returns the exit code.
-// The environment of a scene's process: ours, with CUDA_VISIBLE_DEVICES narrowed to `device` (an
-// index into our own visible devices) so the child starts the CUDA driver on its GPU alone.
+// The environment of a scene's worker: ours, with CUDA_VISIBLE_DEVICES narrowed to `device` (an
+// index into our own visible devices), so the worker starts the CUDA driver on its GPU alone.
 std::vector<std::string> child_environment(int device) {
     std::vector<std::string> env;
     std::string visible;
@@ -102,29 +99,6 @@ std::vector<std::string> child_environment(int device) {
     return env;
 }
 
-int run_scene(const std::vector<std::string>& argv, const std::vector<std::string>& env, const fs::path& stdout_path,
-              const fs::path& stderr_path) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    std::vector<char*> envp;
-    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    pid_t pid = 0;
-    const int err = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (err != 0) throw IoError("batch: cannot start " + argv[0] + ": " + std::strerror(err));
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) throw IoError(std::string("batch: waiting for a scene: ") + std::strerror(errno));
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
 std::string last_line(const fs::path& path) {
     std::ifstream in(path);
     std::string line, last;
@@ -145,7 +119,8 @@ Action add_batch(CLI::App& root) {
     auto a = std::make_shared<Args>();
     CLI::App* app = root.add_subcommand("batch", "Run one subcommand over many scenes, on every GPU, resumable");
     app->footer(
-        "Each scene runs as `cubekit COMMAND SCENE OUT-DIR/<stem><out-ext> ARGS --json --quiet` in its own process;\n"
+        "Each scene runs as `cubekit COMMAND SCENE OUT-DIR/<stem><out-ext> ARGS --json --quiet` in a worker process of\n"
+        "its slot (--devices x --jobs slots; a worker starts the GPU driver once and runs its scenes one after another);\n"
         "its JSON summary is kept as OUT-DIR/<stem>.json (the report; stderr goes to <stem>.log, kept on failure).\n"
         "A scene whose output and report both exist is skipped: rerun the same command to resume.\n"
         "--devices deals the scenes to GPUs (each process sees its GPU alone: CUDA_VISIBLE_DEVICES), --jobs processes per\n"
@@ -200,13 +175,14 @@ Action add_batch(CLI::App& root) {
         const std::size_t to_run = std::size_t(std::count_if(scenes.begin(), scenes.end(), [](const Scene& s) { return s.status != "skipped"; }));
         std::atomic<std::size_t> next{0}, done{0};
         std::mutex mutex;
+        std::signal(SIGPIPE, SIG_IGN);  // a worker that died is seen as EPIPE, not as our death
         const auto work = [&](int w) {
             const int device = devices.empty() ? -1 : devices[std::size_t(w) % devices.size()];
+            SceneWorker worker(exe, child_environment(device));
             for (std::size_t i; (i = next.fetch_add(1)) < scenes.size();) {
                 Scene& s = scenes[i];
                 if (s.status == "skipped") continue;
-                std::vector<std::string> argv = {exe.string()};
-                argv.insert(argv.end(), command.begin(), command.end());
+                std::vector<std::string> argv = command;
                 argv.push_back(s.input.string());
                 argv.push_back(s.output.string());
                 argv.insert(argv.end(), extra.begin(), extra.end());
@@ -216,7 +192,7 @@ Action add_batch(CLI::App& root) {
                 const fs::path temp = s.report.parent_path() / ("." + s.report.filename().string() + ".tmp");
                 const auto t0 = std::chrono::steady_clock::now();
                 try {
-                    s.exit_code = run_scene(argv, child_environment(device), temp, s.log);
+                    s.exit_code = worker.run(argv, temp, s.log);
                 } catch (const Error& e) {
                     s.exit_code = 3, s.error = e.what();
                 }

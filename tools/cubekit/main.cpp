@@ -6,14 +6,17 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <string_view>
 
+#include "batch_worker.hpp"
 #include "commands.hpp"
 #include "cubekit/error.hpp"
 #include "option_flags.hpp"
 #include "timings.hpp"
 
-int main(int argc, char** argv) {
-    cubekit::cli::mark_main_entry();  // where --json timings_ms "total" starts and "startup" ends
+namespace {
+
+int run_cli(int argc, char** argv) {
     CLI::App app{"cubekit: GPU analysis of hyperspectral, multispectral, RGB and grayscale image cubes.\n"
                  "Example: cubekit rcmg data/samson/samson_1.img gradient.png --json",
                  "cubekit"};
@@ -95,4 +98,13 @@ int main(int argc, char** argv) {
         std::cerr << "cubekit: internal error: " << e.what() << "\n";
         return 1;
     }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    cubekit::cli::mark_main_entry();  // where --json timings_ms "total" starts and "startup" ends
+    // The worker processes of `cubekit batch` (batch_worker.hpp), not a command for users.
+    if (argc == 2 && std::string_view(argv[1]) == "__batch-worker") return cubekit::cli::serve_batch_worker(run_cli);
+    return run_cli(argc, argv);
 }

@@ -19,6 +19,7 @@ struct MainEntry {
     std::chrono::steady_clock::time_point steady;  ///< `total` starts here
     double boottime_ms = -1;  ///< CLOCK_BOOTTIME, the clock of /proc/self/stat's starttime; < 0 unknown
     double ran_ms = -1;       ///< CPU time + run-queue delay of this thread so far; < 0 unknown
+    bool process_start = true;  ///< false: a command run by a long-lived process (no startup to report)
 };
 
 MainEntry& entry() {
@@ -61,8 +62,9 @@ long long start_ticks() {
 
 }  // namespace
 
-void mark_main_entry() {
+void mark_main_entry(bool process_start) {
     MainEntry& e = entry();
+    e.process_start = process_start;
     // The lower bound first (a bound read a little early is still a bound), the steady mark last, so
     // that these reads (tens of microseconds) fall inside neither startup nor total.
     const double cpu = clock_ms(CLOCK_THREAD_CPUTIME_ID);
@@ -75,7 +77,7 @@ std::optional<double> startup_ms() {
     const MainEntry& e = entry();
     const long long start = start_ticks();
     const long tick_hz = sysconf(_SC_CLK_TCK);
-    if (e.boottime_ms < 0 || start < 0 || tick_hz <= 0) return std::nullopt;
+    if (!e.process_start || e.boottime_ms < 0 || start < 0 || tick_hz <= 0) return std::nullopt;
     const double tick_ms = 1e3 / double(tick_hz);
     // starttime is rounded down to a tick: the process began in [start, start + 1) ticks.
     const double hi = std::max(0.0, e.boottime_ms - double(start) * tick_ms);

@@ -28,8 +28,9 @@
 
 namespace cubekit::cli {
 
-/// The first line of main() calls this: the end of `startup` and the start of `total`.
-void mark_main_entry();
+/// The first line of main() calls this: the end of `startup` and the start of `total`. A process
+/// that runs several commands (batch's workers) marks each with process_start = false: no `startup`.
+void mark_main_entry(bool process_start = true);
 
 /// Milliseconds from process start to mark_main_entry(); nullopt where /proc does not tell (or
 /// mark_main_entry() was not called). The kernel gives the start only in clock ticks
