@@ -169,6 +169,22 @@ TEST(TilesCli, RcmgMemoryLimitWritesTheSameGradient) {
     EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "whole.npy"), read_cube(dir / "forced.npy")));
 }
 
+// A large ENVI scene (its data, not its few-hundred-byte header) is read by windows without any tile
+// flag; a small one is read whole.
+TEST(TilesCli, LargeEnviDataIsReadByWindows) {
+    const auto dir = testing::temp_dir("tiles_cli_large");
+    Cube big = testing::random_cube(1024, 1024, 33, DType::U16, testing::test_seed(), 0, 4000);  // 66 MiB
+    write_cube(big, dir / "big.hdr");
+    const auto r = testing::run_cli("rcmg " + testing::q(dir / "big.hdr") + " " + testing::q(dir / "g.npy") + " --backend cpu --json --quiet");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(nlohmann::json::parse(r.out)["input"]["windowed"].get<bool>());
+    EXPECT_TRUE(testing::cubes_identical(rcmg(cpu_context(), big), read_cube(dir / "g.npy")));
+    const auto small = testing::run_cli("rcmg " + testing::q(testing::source_path("data/samson/samson_1.img")) + " " +
+                                        testing::q(dir / "s.npy") + " --backend cpu --json --quiet");
+    ASSERT_EQ(small.exit_code, 0) << small.err;
+    EXPECT_FALSE(nlohmann::json::parse(small.out)["input"].value("windowed", false));
+}
+
 }  // namespace
 }  // namespace cubekit
 

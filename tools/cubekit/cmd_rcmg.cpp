@@ -58,13 +58,6 @@ static bool raw_format(const std::string& path) {
     }
 }
 
-// A file this large is read by windows when its format allows (a tiled run, CPU or GPU).
-static bool large_file(const std::string& path) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(path, ec);
-    return !ec && size >= kStreamedMinBytes;
-}
-
 namespace {
 
 // Writes the outputs and fills the summary of a computed gradient.
@@ -153,9 +146,11 @@ Action add_rcmg(CLI::App& root) {
         Timings timings;
         // A tiled run reads a raw file (ENVI, .npy) by windows: the scene never has to fit in memory.
         std::optional<CubeFile> file;
-        if ((tiles || large_file(args->input)) && common.bands.empty() && raw_format(args->input)) {
+        // Large: the data, not the path (an ENVI header is a few hundred bytes beside gigabytes).
+        if (common.bands.empty() && raw_format(args->input)) {
             file.emplace(timings.time("read", [&] { return CubeFile(args->input, common.read); }));
-            if (!file->windowed()) file.reset();  // a Fortran-order .npy: read whole below
+            // A Fortran-order .npy is not windowed: read whole below, as a small scene is.
+            if (!file->windowed() || (!tiles && file->shape().num_bytes() < kStreamedMinBytes)) file.reset();
         }
         std::optional<Prepared<Cube>> prepared;
         if (!file)
