@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "cli_common.hpp"
@@ -35,7 +36,12 @@ nlohmann::json gradient_stats(const Cube& gradient) {
 /// Writes the gradient to every output (PNG/PNM scaled for display, others as floats). Each
 /// write is atomic; a failure of a later output also takes back the earlier ones.
 OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& outputs, const WriteOptions& write) {
-    const double white = display_white_point(gradient);
+    // The display scale (a percentile: ~15 ms on a 1.3 MP gradient) only where an image is written.
+    const bool display = std::any_of(outputs.begin(), outputs.end(), [](const std::string& out) {
+        const FileFormat f = output_format(out);
+        return f == FileFormat::Png || f == FileFormat::Pnm;
+    });
+    const double white = display ? display_white_point(gradient) : std::numeric_limits<double>::quiet_NaN();
     OutputList written;
     try {
         for (const std::string& out : outputs) write_float_image(gradient, out, "", write, written, white);
