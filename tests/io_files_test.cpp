@@ -164,7 +164,7 @@ TEST(IoDetect, OutputFormatAndNames) {
         EXPECT_NE(error_of<InvalidInput>([&] { output_format(ro); }).find("can be read but not written"), std::string::npos) << ro;
     const std::string msg = error_of<InvalidInput>([&] { output_format("out.xyz"); });
     EXPECT_EQ(msg, "output_format: out.xyz: extension '.xyz' names no output format "
-                   "(.hdr, .img, .dat, .raw, .bsq, .bil, .bip, .npy, .png, .pgm, .ppm, .pnm are)");
+                   "(.hdr, .img, .dat, .raw, .bsq, .bil, .bip, .npy, .png, .pgm, .ppm, .pnm are; .tif with GDAL)");
     for (FileFormat f : {FileFormat::Auto, FileFormat::Envi, FileFormat::Npy, FileFormat::Mat, FileFormat::Png,
                          FileFormat::Pnm, FileFormat::Jpeg, FileFormat::Gdal})
         EXPECT_EQ(parse_format(format_name(f)), f);

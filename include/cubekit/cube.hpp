@@ -9,9 +9,11 @@
 ///
 /// Both own their samples, or borrow them from a caller (Cube::borrow, DeviceCube::borrow): a
 /// borrowed cube frees nothing, and its memory must outlive it.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +32,12 @@ struct EnumNames<Layout> {
 };
 inline std::string_view layout_name(Layout l) { return enum_name(l); }  ///< "bsq", "bil", "bip"
 
+/// "x0, dx, rx, y0, ry, dy" (the form of Metadata::extra["geotransform"]).
+std::string geotransform_text(const std::array<double, 6>& t);
+/// The ENVI map info of a north-up geotransform ("Arbitrary, 1, 1, x0, y0, dx, -dy": the projection
+/// is the coordinate system string beside it); empty for a rotated one.
+std::string map_info_from_geotransform(const std::array<double, 6>& t);
+
 /// Optional metadata carried through reads, conversions and writes.
 struct Metadata {
     std::vector<double> wavelengths;      ///< one per band, or empty
@@ -43,6 +51,15 @@ struct Metadata {
 
     /// Keeps the per-band fields of the listed bands, in that order.
     Metadata select_bands(const std::vector<int>& bands) const;
+    /// The metadata of the window starting at pixel (x0, y0): map info and geotransform shifted so
+    /// each pixel keeps its map coordinates (georef.cpp).
+    Metadata window(int x0, int y0) const;
+    /// The georeference alone (map info, coordinate system, geotransform): what a product covering
+    /// the same pixels (a gradient, a class map, a score map) carries into its outputs.
+    Metadata georeference() const;
+    /// Pixel corner (column, row) → map: GDAL's (x0, dx, rx, y0, ry, dy), from extra["geotransform"]
+    /// (a GDAL input) or the ENVI map info (north-up; a rotated one gives none); nullopt without one.
+    std::optional<std::array<double, 6>> geotransform() const;
 };
 
 /// Shape, element type and layout of a cube, wherever its samples live.

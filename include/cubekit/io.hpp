@@ -47,8 +47,9 @@ FileFormat parse_format(std::string_view name, std::string_view what = "format")
 FileFormat detect_format(const std::filesystem::path& path);
 
 /// Format an output path asks for, from its extension (.hdr/.img/.dat/.raw/.bsq/.bil/.bip → ENVI,
-/// .npy, .png, .pgm/.ppm/.pnm). Throws InvalidInput naming the path when unknown or read-only
-/// (.mat, .jpg).
+/// .npy, .png, .pgm/.ppm/.pnm, and .tif/.tiff → GeoTIFF through GDAL when it is available, with the
+/// metadata's coordinate system and geotransform). Throws InvalidInput naming the path when unknown
+/// or read-only (.mat, .jpg; .tif without GDAL).
 FileFormat output_format(const std::filesystem::path& path);
 
 struct ReadOptions {

@@ -86,31 +86,6 @@ T convert_value(double v) {
     }
 }
 
-// ENVI 'map info' = {projection, reference x, reference y, easting, northing, x size, y size, ...}
-// with the reference pixel 1-based in file coordinates. A window starting at (x0, y0) keeps the
-// same map coordinates when its reference pixel moves by (−x0, −y0).
-std::string shift_map_info(const std::string& map_info, int x0, int y0) {
-    if (map_info.empty() || (x0 == 0 && y0 == 0)) return map_info;
-    std::vector<std::string> fields;
-    std::size_t start = 0;
-    for (std::size_t comma; (comma = map_info.find(',', start)) != std::string::npos; start = comma + 1)
-        fields.push_back(map_info.substr(start, comma - start));
-    fields.push_back(map_info.substr(start));
-    if (fields.size() < 3) return map_info;
-    try {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, " %.6f", std::stod(fields[1]) - x0);
-        fields[1] = buf;
-        std::snprintf(buf, sizeof buf, " %.6f", std::stod(fields[2]) - y0);
-        fields[2] = buf;
-    } catch (const std::exception&) {
-        return map_info;  // not the layout we know: keep it as it was
-    }
-    std::string out = fields[0];
-    for (std::size_t i = 1; i < fields.size(); ++i) out += "," + fields[i];
-    return out;
-}
-
 }  // namespace
 
 void Cube::set_value(int x, int y, int b, double v) {
@@ -195,8 +170,7 @@ Cube Cube::crop(int x0, int y0, int w, int h) const {
                            "+" + std::to_string(y0) + " does not lie inside the " + std::to_string(width()) + "x" +
                            std::to_string(height()) + " image");
     Cube out(w, h, bands(), dtype(), layout());
-    out.metadata_ = metadata_;
-    out.metadata_.map_info = shift_map_info(metadata_.map_info, x0, y0);
+    out.metadata_ = metadata_.window(x0, y0);
     visit_dtype(dtype(), [&](auto tag) {
         using T = decltype(tag);
         const T* s = data<T>();

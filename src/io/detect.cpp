@@ -78,6 +78,16 @@ FileFormat detect_format(const std::filesystem::path& path) {
     if (starts("\x89HDF\r\n\x1a\n", 512)) return FileFormat::Mat;       // v7.3 = HDF5 with 512-byte user block
     if (starts("\x89PNG\r\n\x1a\n")) return FileFormat::Png;
 
+    // A .tif/.tiff with a TIFF signature is a TIFF even with an X.hdr beside it (a GeoTIFF next to the
+    // ENVI output of the same stem): the name and the content agree, which ENVI data rarely does.
+    const std::string extension = lower_extension(path);
+    if ((extension == ".tif" || extension == ".tiff") &&
+        (starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4)) ||
+         starts(std::string_view("II+\0", 4)) || starts(std::string_view("MM\0+", 4)))) {
+        if (gdal_available()) return FileFormat::Gdal;
+        throw_invalid(fn, path, "a TIFF is read through GDAL; GDAL support is not built in; install libgdal-dev and rebuild");
+    }
+
     // ENVI: the header itself, or a data file with its header beside it. Tested before the short
     // PNM/JPEG signatures because raw samples can begin with bytes such as FF D8 FF.
     if (lower_extension(path) == ".hdr" || !find_envi_header(path).empty()) return FileFormat::Envi;
@@ -110,9 +120,14 @@ FileFormat output_format(const std::filesystem::path& path) {
     if (ext == ".npy") return FileFormat::Npy;
     if (ext == ".png") return FileFormat::Png;
     if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") return FileFormat::Pnm;
+    // GeoTIFF through GDAL: the georeference of the input goes with it (issue 17).
+    if ((ext == ".tif" || ext == ".tiff") && gdal_available()) return FileFormat::Gdal;
     static constexpr std::string_view accepted =
-        "(.hdr, .img, .dat, .raw, .bsq, .bil, .bip, .npy, .png, .pgm, .ppm, .pnm are)";
-    if (ext == ".mat" || ext == ".jpg" || ext == ".jpeg" || ext == ".tif" || ext == ".tiff")
+        "(.hdr, .img, .dat, .raw, .bsq, .bil, .bip, .npy, .png, .pgm, .ppm, .pnm are; .tif with GDAL)";
+    if (ext == ".tif" || ext == ".tiff")
+        throw_invalid("output_format", path, "GeoTIFF output is written through GDAL, which this cubekit cannot load "
+                                             "(build with libgdal-dev); write .hdr (ENVI keeps the georeference) or .npy");
+    if (ext == ".mat" || ext == ".jpg" || ext == ".jpeg")
         throw_invalid("output_format", path, "'" + ext + "' can be read but not written " + std::string(accepted));
     throw_invalid("output_format", path,
                   (ext.empty() ? std::string("no extension") : "extension '" + ext + "'") +

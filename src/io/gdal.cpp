@@ -11,8 +11,10 @@
 #ifdef CUBEKIT_HAVE_GDAL
 #include <dlfcn.h>
 
+#include <array>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +33,9 @@ bool gdal_identifies(const fs::path&) { return false; }
 Cube read_gdal(const fs::path& path) {
     throw_invalid("read_gdal", path, "GDAL support is not built in; install libgdal-dev and rebuild");
 }
+void write_gdal(const Cube&, const fs::path& path) {
+    throw_invalid("write_gdal", path, "GeoTIFF output needs GDAL; GDAL support is not built in; install libgdal-dev and rebuild");
+}
 }  // namespace io_detail
 
 #else
@@ -40,6 +45,7 @@ namespace io_detail {
 namespace {
 
 constexpr std::string_view kRead = "read_gdal";
+constexpr std::string_view kWrite = "write_gdal";
 
 // GDAL's GDALDataType values (stable since GDAL 1.x), so that this file needs no GDAL header.
 enum GdalType { kByte = 1, kUInt16 = 2, kInt16 = 3, kUInt32 = 4, kInt32 = 5, kFloat32 = 6, kFloat64 = 7 };
@@ -51,6 +57,7 @@ struct Plugin {
     CubekitGdalReadBand read_band = nullptr;
     CubekitGdalText text = nullptr;
     CubekitGdalClose close = nullptr;
+    CubekitGdalWriteTiff write_tiff = nullptr;
     std::string error;  // why it could not be loaded
 };
 
@@ -88,7 +95,8 @@ Plugin load_plugin() {
     p.read_band = reinterpret_cast<CubekitGdalReadBand>(sym("cubekit_gdal_read_band"));
     p.text = reinterpret_cast<CubekitGdalText>(sym("cubekit_gdal_text"));
     p.close = reinterpret_cast<CubekitGdalClose>(sym("cubekit_gdal_close"));
-    if (!p.identify || !p.open || !p.read_band || !p.text || !p.close) {
+    p.write_tiff = reinterpret_cast<CubekitGdalWriteTiff>(sym("cubekit_gdal_write_tiff"));
+    if (!p.identify || !p.open || !p.read_band || !p.text || !p.close || !p.write_tiff) {
         p = {};
         p.error = "libcubekit_gdal.so lacks the cubekit_gdal_* functions";
     }
@@ -130,13 +138,15 @@ void read_metadata(void* h, int bands, Metadata& meta) {
     if (const std::string wkt = p.text(h, "wkt"); !wkt.empty()) meta.coordinate_system = wkt;
     if (const std::string t = p.text(h, "geotransform"); !t.empty()) {
         std::istringstream in(t);
-        std::string s;
-        double v = 0;
-        for (int i = 0; i < 6 && (in >> v); ++i) s += (i ? ", " : "") + format_double(v);
-        meta.extra["geotransform"] = s;
+        std::array<double, 6> gt{};
+        int n = 0;
+        while (n < 6 && (in >> gt[std::size_t(n)])) ++n;
+        if (n == 6) meta.extra["geotransform"] = geotransform_text(gt);
     }
-    // ENVI files opened through GDAL (rare: only when forced) keep their map info.
+    // ENVI files opened through GDAL (rare: only when forced) keep their map info; others get one
+    // from the geotransform, so an ENVI output of a GeoTIFF scene stays georeferenced.
     if (const std::string mi = p.text(h, "map_info"); !mi.empty()) meta.map_info = mi;
+    else if (const auto gt = meta.geotransform()) meta.map_info = map_info_from_geotransform(*gt);
 }
 
 }  // namespace
@@ -163,6 +173,39 @@ Cube read_gdal(const fs::path& path) {
             throw_invalid(kRead, path, error);
     read_metadata(h.get(), r.bands, cube.metadata());
     return cube;
+}
+
+static int gdal_type_of(DType t, const fs::path& path) {
+    switch (t) {
+        case DType::U8: return kByte;
+        case DType::U16: return kUInt16;
+        case DType::I16: return kInt16;
+        case DType::U32: return kUInt32;
+        case DType::I32: return kInt32;
+        case DType::F32: return kFloat32;
+        case DType::F64: return kFloat64;
+        default:
+            throw_invalid(kWrite, path, "GeoTIFF output of " + std::string(dtype_name(t)) +
+                                           " samples is not supported (u8, u16, i16, u32, i32, f32, f64 are)");
+    }
+}
+
+void write_gdal(const Cube& cube, const fs::path& path) {
+    if (!gdal_available())
+        throw_invalid(kWrite, path, "GDAL support is built in, but its plugin could not be loaded: " + plugin().error);
+    const int type = gdal_type_of(cube.dtype(), path);
+    const Cube bsq = cube.layout() == Layout::BSQ ? Cube() : cube.to_layout(Layout::BSQ);
+    const Cube& planes = cube.layout() == Layout::BSQ ? cube : bsq;
+    const Metadata& meta = cube.metadata();
+    const std::optional<std::array<double, 6>> gt = meta.geotransform();
+    // GDAL writes the temporary; the rename makes the output appear whole or not at all.
+    AtomicFile out(kWrite, path);
+    out.close();
+    char error[512] = {};
+    if (plugin().write_tiff(out.temp_path().c_str(), cube.width(), cube.height(), cube.bands(), type, planes.bytes(),
+                            meta.coordinate_system.c_str(), gt ? gt->data() : nullptr, error, sizeof error) != 0)
+        throw_invalid(kWrite, path, error);
+    out.commit();
 }
 
 }  // namespace io_detail

@@ -111,6 +111,41 @@ __attribute__((visibility("default"))) const char* cubekit_gdal_text(void* handl
     return h.text.c_str();
 }
 
+__attribute__((visibility("default"))) int cubekit_gdal_write_tiff(const char* path, int width, int height, int bands,
+                                                                   int gdal_type, const void* bsq, const char* wkt,
+                                                                   const double* geotransform, char* error,
+                                                                   std::size_t error_size) {
+    ensure_registered();
+    QuietErrors quiet;
+    GDALDriverH driver = GDALGetDriverByName("GTiff");
+    if (!driver) {
+        set_error(error, error_size, "GDAL has no GTiff driver");
+        return 1;
+    }
+    // BIGTIFF=IF_SAFER: a classic TIFF while it fits, BigTIFF beyond 4 GB.
+    const char* options[] = {"BIGTIFF=IF_SAFER", nullptr};
+    GDALDatasetH ds = GDALCreate(driver, path, width, height, bands, GDALDataType(gdal_type), const_cast<char**>(options));
+    if (!ds) {
+        set_error(error, error_size, "GDAL cannot create it: " + last_error());
+        return 1;
+    }
+    bool ok = true;
+    if (geotransform) ok = GDALSetGeoTransform(ds, const_cast<double*>(geotransform)) == CE_None;
+    if (ok && wkt && *wkt) ok = GDALSetProjection(ds, wkt) == CE_None;
+    const std::size_t plane = std::size_t(width) * std::size_t(height) * std::size_t(GDALGetDataTypeSizeBytes(GDALDataType(gdal_type)));
+    for (int b = 0; ok && b < bands; ++b)
+        ok = GDALRasterIO(GDALGetRasterBand(ds, b + 1), GF_Write, 0, 0, width, height,
+                          const_cast<char*>(static_cast<const char*>(bsq) + plane * std::size_t(b)), width, height,
+                          GDALDataType(gdal_type), 0, 0) == CE_None;
+    if (!ok) set_error(error, error_size, "GDAL failed writing it: " + last_error());
+    GDALClose(ds);  // flushes
+    if (ok && CPLGetLastErrorType() >= CE_Failure) {
+        set_error(error, error_size, "GDAL failed writing it: " + last_error());
+        return 1;
+    }
+    return ok ? 0 : 1;
+}
+
 __attribute__((visibility("default"))) void cubekit_gdal_close(void* handle) {
     auto* h = static_cast<Handle*>(handle);
     if (h && h->ds) GDALClose(h->ds);

@@ -28,4 +28,9 @@ typedef int (*CubekitGdalReadBand)(void* handle, int band, int gdal_type, void* 
 /// empty when it has none. Valid until the next call on the handle.
 typedef const char* (*CubekitGdalText)(void* handle, const char* key);
 typedef void (*CubekitGdalClose)(void* handle);
+/// Writes a GeoTIFF: `bands` planes of width × height samples of `gdal_type`, one after another
+/// (BSQ), with the projection `wkt` and `geotransform` (6 numbers) when not null. 0 on success, else
+/// 1 and a message.
+typedef int (*CubekitGdalWriteTiff)(const char* path, int width, int height, int bands, int gdal_type, const void* bsq,
+                                    const char* wkt, const double* geotransform, char* error, std::size_t error_size);
 }

@@ -117,9 +117,9 @@ void write_cube(const Cube& cube, const std::filesystem::path& path, const Write
         case FileFormat::Npy: return write_npy(cube, path);
         case FileFormat::Png: return write_png(cube, path, options.png_compression);
         case FileFormat::Pnm: return write_pnm(cube, path);
+        case FileFormat::Gdal: return write_gdal(cube, path);
         case FileFormat::Mat:
         case FileFormat::Jpeg:
-        case FileFormat::Gdal:
         case FileFormat::Auto: break;
     }
     throw_invalid("write_cube", path,

@@ -137,6 +137,8 @@ Cube read_pnm(const fs::path& path);
 void write_pnm(const Cube& cube, const fs::path& path);
 Cube read_jpeg(const fs::path& path);
 Cube read_gdal(const fs::path& path);
+/// Writes a GeoTIFF through the GDAL plugin (BSQ planes, the georeference of the metadata), atomically.
+void write_gdal(const Cube& cube, const fs::path& path);
 /// With GDAL: whether a GDAL driver recognises the file. Without: false.
 bool gdal_identifies(const fs::path& path);
 

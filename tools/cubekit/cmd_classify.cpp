@@ -373,7 +373,7 @@ void legend_classes(Run& run) {
 OutputList write_outputs(const Args& a, const Cube& cube, Run& run) {
     const Cube& final_map = run.vote ? run.vote->classes : run.pixelwise;
     for (Cube* m : {&run.pixelwise, run.vote ? &run.vote->classes : nullptr})
-        if (m) m->metadata().map_info = cube.metadata().map_info, m->metadata().coordinate_system = cube.metadata().coordinate_system;
+        if (m) m->metadata() = cube.metadata().georeference();
     OutputList outputs;
     try {
         write_map(final_map, a.output, "classes", run.classes, a.common, outputs);

@@ -35,8 +35,7 @@ Cube label_image(const KmeansResult& r, int k, int width, int height, const Meta
             const std::int32_t l = r.labels[std::size_t(y) * std::size_t(width) + std::size_t(x)];
             labels.set_value(x, y, 0, l < 0 ? excluded : double(l));
         }
-    labels.metadata().map_info = source.map_info;
-    labels.metadata().coordinate_system = source.coordinate_system;
+    labels.metadata() = source.georeference();
     labels.metadata().description = "cubekit cluster labels (k = " + std::to_string(k) + ")";
     return labels;
 }

@@ -138,8 +138,7 @@ void classical_command(const ClassicalArgs& a) {
         }
     });
     timings.split_transfers(ctx, copies, "detect");
-    r.score.metadata().map_info = cube.metadata().map_info;
-    r.score.metadata().coordinate_system = cube.metadata().coordinate_system;
+    r.score.metadata() = cube.metadata().georeference();
 
     OutputList outputs;
     timings.time("write", [&] {

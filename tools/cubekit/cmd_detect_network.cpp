@@ -97,6 +97,7 @@ void run_rbfn(const RbfnArgs& a) {
         r = detect_pixels(ctx, cube, model, a.options);
     }
     const double compute_ms = elapsed_ms(t0);
+    r.score.metadata() = cube.metadata().georeference();  // the score map lies on the input's map
 
     t0 = std::chrono::steady_clock::now();
     OutputList written;
@@ -180,7 +181,9 @@ void run_multires(const MultiresArgs& a) {
         write_tables(table, windows_csv(r.detections), "windows", {windows_path, csv_path}, written);
         write_overlay(cube, boxes, overlay_path, common.write, written);
         if (!out_json && ext != ".png") {
-            write_cube(detection_raster(r.detections, cube.width(), cube.height()), a.output, common.write);
+            Cube raster = detection_raster(r.detections, cube.width(), cube.height());
+            raster.metadata() = cube.metadata().georeference();
+            write_cube(raster, a.output, common.write);
             written.add(a.output, "raster", std::string(format_name(output_format(a.output))), "i32");
         }
     } catch (...) {

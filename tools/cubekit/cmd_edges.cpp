@@ -90,11 +90,16 @@ Cube vote_count_for_file(const EntropyEdgeResult& r, const EntropyEdgeOptions& o
 
 /// Writes every output asked for; a failure takes back what was written.
 OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, const EntropyEdgeResult& r,
-                               const std::vector<int>& band_index) {
+                               const std::vector<int>& band_index, const Metadata& georef) {
+    // The maps lie on the input's map (ENVI map info, GeoTIFF georeference).
+    const auto placed = [&](Cube c) {
+        c.metadata() = georef;
+        return c;
+    };
     OutputList written;
     try {
         if (!a.output.empty()) {
-            write_cube(binary_map_for_file(r.edges, a.output, a.invert), a.output, a.common.write);
+            write_cube(placed(binary_map_for_file(r.edges, a.output, a.invert)), a.output, a.common.write);
             written.add(a.output, "edges", std::string(format_name(output_format(a.output))), "u8");
         }
         if (!a.per_band_out.empty()) {
@@ -106,7 +111,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
             for (int b = 0; b < maps.bands(); ++b) {
                 const std::string path =
                     band_file(a.per_band_out, pca ? "pc" : "band", pca ? b : band_index[std::size_t(b)]);
-                write_cube(binary_map_for_file(maps.select_bands({b}), path, a.invert), path, a.common.write);
+                write_cube(placed(binary_map_for_file(maps.select_bands({b}), path, a.invert)), path, a.common.write);
                 written.add(path, pca ? "component edges" : "band edges", "png", "u8");
             }
         }
@@ -115,7 +120,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
             written.add(a.thresholds_out, "thresholds", "json");
         }
         if (!a.vote_count_out.empty()) {
-            const Cube count = vote_count_for_file(r, o, int(band_index.size()), a.vote_count_out);
+            const Cube count = placed(vote_count_for_file(r, o, int(band_index.size()), a.vote_count_out));
             write_cube(count, a.vote_count_out, a.common.write);
             written.add(a.vote_count_out, "vote count", std::string(format_name(output_format(a.vote_count_out))),
                         std::string(dtype_name(count.dtype())));
@@ -146,7 +151,7 @@ void run_edges(const EdgesArgs& a) {
     const TransferTotals copies = ctx.transfer_totals();
     const EntropyEdgeResult r = timings.time("edges", [&] { return entropy_edges(ctx, cube, o); });
     timings.split_transfers(ctx, copies, "edges");
-    const OutputList written = timings.time("write", [&] { return write_edges_outputs(a, o, r, in.bands); });
+    const OutputList written = timings.time("write", [&] { return write_edges_outputs(a, o, r, in.bands, cube.metadata().georeference()); });
 
     std::int64_t edge_pixels = 0;
     for (std::size_t i = 0; i < r.edges.num_elements(); ++i) edge_pixels += r.edges.data<std::uint8_t>()[i] != 0;

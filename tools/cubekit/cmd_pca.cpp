@@ -61,8 +61,7 @@ void pca_command(const PcaArgs& a) {
     PcaResult r = timings.time("pca", [&] { return pca(ctx, cube, options); });
     timings.split_transfers(ctx, copies, "pca");
     // Views carry no metadata: the component cube keeps the scene's georeferencing here.
-    r.scores.metadata().map_info = cube.metadata().map_info;
-    r.scores.metadata().coordinate_system = cube.metadata().coordinate_system;
+    r.scores.metadata() = cube.metadata().georeference();
 
     OutputList outputs;
     timings.time("write", [&] {

@@ -100,6 +100,7 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
     } else {
         gradient = rcmg(ctx, cube, options);
     }
+    gradient.metadata() = cube.metadata().georeference();  // the outputs lie on the input's map
     return finish_rcmg(ctx, input, cube.shape(), gradient, tiled, elapsed_ms(t0), options, outputs, write);
 }
 
@@ -109,6 +110,7 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
     const auto t0 = std::chrono::steady_clock::now();
     Cube gradient = Cube::uninitialized(file.shape().width, file.shape().height, 1, options.out_type);
     const TiledRun tiled = rcmg_tiled(ctx, file, gradient.mutable_view(), options, tiles);
+    gradient.metadata() = file.metadata().georeference();
     nlohmann::json j = finish_rcmg(ctx, input, file.shape(), gradient, tiled, elapsed_ms(t0), options, outputs, write);
     j["input"]["windowed"] = true;
     return j;

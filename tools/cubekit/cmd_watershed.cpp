@@ -220,8 +220,7 @@ std::string regions_csv(const std::vector<RegionStats>& stats, const std::vector
 /// making the boundary map and the picture (the "paint" step, outside "write").
 double write_label_outputs(const Context& ctx, const Args& a, Cube& labels, const WatershedOptions& o,
                            const Metadata& source, OutputList& written) {
-    labels.metadata().map_info = source.map_info;  // ENVI keeps the georeference
-    labels.metadata().coordinate_system = source.coordinate_system;
+    labels.metadata() = source.georeference();  // ENVI and GeoTIFF keep the georeference
     labels.metadata().description = a.flags.segment ? "cubekit segment labels" : "cubekit watershed labels";
     write_map(labels, a.output, o.volume, a.common);
     written.add(a.output, "labels", std::string(format_name(output_format(a.output))), "i32");
