@@ -97,6 +97,46 @@ TEST(Georef, GeoTiffWrittenThroughGdalKeepsSamplesAndGeoreference) {
         EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
 }
 
+// A GeoTIFF is read by GDAL's windows (a scene larger than memory never has to fit): every window,
+// into a dense BSQ buffer or any other strides, from several threads, equals the whole read; the CLI's
+// tiled RCMG reads it so.
+TEST(Georef, GeoTiffReadByWindows) {
+    if (!gdal_available()) GTEST_SKIP() << "GDAL not available";
+    const auto dir = testing::temp_dir("georef_windows");
+    Cube c = testing::random_cube(67, 45, 4, DType::I16, testing::test_seed(), -300, 3000);
+    c.metadata().coordinate_system = kWgs84;
+    c.metadata().extra["geotransform"] = geotransform_text({10, 0.5, 0, 60, 0, -0.5});
+    write_cube(c, dir / "s.tif");
+    const CubeFile f(dir / "s.tif");
+    ASSERT_TRUE(f.windowed());
+    EXPECT_EQ(f.shape().width, 67);
+    EXPECT_EQ(f.shape().bands, 4);
+    expect_near(*f.metadata().geotransform(), {10, 0.5, 0, 60, 0, -0.5});
+    const Cube whole = read_cube(dir / "s.tif");
+    struct Window { int x0, y0, w, h; };
+    const Window windows[] = {{0, 0, 67, 45}, {5, 7, 20, 9}, {66, 44, 1, 1}, {0, 30, 67, 15}};
+#pragma omp parallel for num_threads(4)
+    for (int i = 0; i < 4; ++i) {
+        const Window& w = windows[i];
+        for (Layout l : {Layout::BSQ, Layout::BIP}) {
+            Cube got = Cube::uninitialized(w.w, w.h, 4, DType::I16, l);
+            f.read_window(w.x0, w.y0, w.w, w.h, got.mutable_view());
+            const bool same = testing::cubes_identical(whole.crop(w.x0, w.y0, w.w, w.h), Cube::from_view(got.view(), Layout::BSQ));
+#pragma omp critical
+            EXPECT_TRUE(same) << "window " << i << " layout " << int(l);
+        }
+    }
+    const auto r = testing::run_cli("rcmg " + testing::q(dir / "s.tif") + " " + testing::q(dir / "g.tif") +
+                                    " --backend cpu --memory-limit 4K --json --quiet");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(j["input"]["windowed"].get<bool>());
+    EXPECT_GT(j["tiled"]["tiles"].get<int>(), 4);
+    const Cube g = read_cube(dir / "g.tif");
+    EXPECT_TRUE(testing::cubes_identical(rcmg(testing::cpu_context(), c), g));
+    expect_near(*g.metadata().geotransform(), {10, 0.5, 0, 60, 0, -0.5});
+}
+
 // `cubekit rcmg L7_ETMs.tif g.tif g.hdr`: both outputs lie on the input's map; convert --crop shifts it.
 TEST(GeorefCli, GradientOfAGeoTiffSceneKeepsItsGeoreference) {
     const auto l7 = testing::shared_data_path("multispectral/L7_ETMs.tif");

@@ -353,7 +353,7 @@ TEST(WatershedCli, BadInputsExitNamingTheFlagAndWriteNothing) {
         {"watershed " + relief + " " + q(out / "l.png"), 2, "OUT"},
         {"watershed " + relief + " " + o + " --png " + q(out / "p.npy"), 2, "--png"},
         {"watershed " + relief + " " + o + " --boundary-out " + q(out / "b.txt"), 2, "--boundary-out"},
-        {"segment " + q(samson()) + " " + o + " --gradient-out " + q(out / "g.tif"), 2, "--gradient-out"},
+        {"segment " + q(samson()) + " " + o + " --gradient-out " + q(out / "g.jpg"), 2, "--gradient-out"},
         {"watershed " + relief + " " + o + " --boundary-out " + o, 2, "same file"},
         {"watershed " + q(in / "vol.npy") + " " + o + " --volume --png " + q(out / "p.png"), 2, "--png"},
         {"segment " + q(samson()) + " " + o + " --connectivity 6", 2, "--connectivity = 6"},

@@ -73,8 +73,9 @@ Cube read_cube(const std::filesystem::path& path, const ReadOptions& options = {
 
 /// A cube file read by windows, so that a scene larger than memory never has to fit (issue 17):
 /// ENVI (any interleave and byte order) and C-order .npy are read with positioned reads of the
-/// window's rows only; every other format (compressed .mat, PNG, JPEG, Fortran-order .npy, GDAL)
-/// is read whole when opened and its windows are copied from memory (windowed() tells which).
+/// window's rows only, GDAL rasters (GeoTIFF, ...) with GDAL's windowed reads (BSQ, a GDAL handle per
+/// thread); every other format (compressed .mat, PNG, JPEG, Fortran-order .npy) is read whole when
+/// opened and its windows are copied from memory (windowed() tells which).
 ///
 ///     cubekit::CubeFile f("flight_line.hdr");                    // reads the header only
 ///     cubekit::Cube w = cubekit::Cube::uninitialized(512, 64, f.shape().bands, f.shape().dtype, f.shape().layout);

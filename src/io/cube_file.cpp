@@ -1,5 +1,6 @@
 // CubeFile (io.hpp): a cube file read by windows. Raw formats (ENVI, C-order .npy) read only the
-// window's runs of contiguous samples, several at once; others are read whole when opened.
+// window's runs of contiguous samples, several at once; GDAL rasters (GeoTIFF) by GDAL's windows;
+// others are read whole when opened.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ struct CubeFile::State {
     // Windowed: the raw description and an open descriptor. Else: the whole cube.
     std::optional<RawCube> raw;
     int fd = -1;
+    std::unique_ptr<GdalWindows> gdal;  // GeoTIFF and other GDAL rasters: windows through GDAL
     Cube whole;
 
     ~State() {
@@ -119,6 +121,12 @@ CubeFile::CubeFile(const std::filesystem::path& path, const ReadOptions& options
         raw = describe_npy(path);
         if (raw->fortran) raw.reset();  // columns contiguous: no layout to read rows of; read whole
     }
+    if (format == FileFormat::Gdal) {
+        state_->gdal = std::make_unique<GdalWindows>(path);
+        state_->shape = state_->gdal->shape();
+        state_->metadata = state_->gdal->metadata();
+        return;
+    }
     if (raw) {
         state_->fd = ::open(raw->data.c_str(), O_RDONLY | O_CLOEXEC);
         if (state_->fd < 0) throw_os_error("CubeFile", raw->data, "cannot open", errno);
@@ -138,7 +146,7 @@ CubeFile& CubeFile::operator=(CubeFile&&) noexcept = default;
 
 const CubeShape& CubeFile::shape() const { return state_->shape; }
 const Metadata& CubeFile::metadata() const { return state_->metadata; }
-bool CubeFile::windowed() const { return state_->raw.has_value(); }
+bool CubeFile::windowed() const { return state_->raw.has_value() || state_->gdal; }
 
 void CubeFile::read_window(int x0, int y0, int w, int h, const MutableCubeView& dst) const {
     const CubeShape& s = state_->shape;
@@ -150,6 +158,13 @@ void CubeFile::read_window(int x0, int y0, int w, int h, const MutableCubeView& 
         throw InvalidInput("read_window: destination " + dst.describe() + "; expected " + std::to_string(w) + "x" +
                            std::to_string(h) + "x" + std::to_string(s.bands) + " " + std::string(dtype_name(s.dtype)) +
                            " in host memory");
+    if (state_->gdal) {
+        if (dst.is_dense(Layout::BSQ)) return state_->gdal->read(x0, y0, w, h, dst.data());
+        Cube bounce = Cube::uninitialized(w, h, s.bands, s.dtype, Layout::BSQ);
+        state_->gdal->read(x0, y0, w, h, bounce.bytes());
+        detail::copy_cube_host(bounce.view(), dst);
+        return;
+    }
     if (!state_->raw) {
         detail::copy_cube_host(state_->whole.view().window(x0, y0, w, h), dst);
         return;

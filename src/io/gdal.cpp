@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -36,6 +37,10 @@ Cube read_gdal(const fs::path& path) {
 void write_gdal(const Cube&, const fs::path& path) {
     throw_invalid("write_gdal", path, "GeoTIFF output needs GDAL; GDAL support is not built in; install libgdal-dev and rebuild");
 }
+struct GdalWindows::Pool {};
+GdalWindows::GdalWindows(const fs::path& path) { read_gdal(path); }
+GdalWindows::~GdalWindows() = default;
+void GdalWindows::read(int, int, int, int, std::byte*) const {}
 }  // namespace io_detail
 
 #else
@@ -58,6 +63,7 @@ struct Plugin {
     CubekitGdalText text = nullptr;
     CubekitGdalClose close = nullptr;
     CubekitGdalWriteTiff write_tiff = nullptr;
+    CubekitGdalReadWindow read_window = nullptr;
     std::string error;  // why it could not be loaded
 };
 
@@ -96,7 +102,8 @@ Plugin load_plugin() {
     p.text = reinterpret_cast<CubekitGdalText>(sym("cubekit_gdal_text"));
     p.close = reinterpret_cast<CubekitGdalClose>(sym("cubekit_gdal_close"));
     p.write_tiff = reinterpret_cast<CubekitGdalWriteTiff>(sym("cubekit_gdal_write_tiff"));
-    if (!p.identify || !p.open || !p.read_band || !p.text || !p.close || !p.write_tiff) {
+    p.read_window = reinterpret_cast<CubekitGdalReadWindow>(sym("cubekit_gdal_read_window"));
+    if (!p.identify || !p.open || !p.read_band || !p.text || !p.close || !p.write_tiff || !p.read_window) {
         p = {};
         p.error = "libcubekit_gdal.so lacks the cubekit_gdal_* functions";
     }
@@ -153,26 +160,78 @@ void read_metadata(void* h, int bands, Metadata& meta) {
 
 bool gdal_identifies(const fs::path& path) { return gdal_available() && plugin().identify(path.c_str()) != 0; }
 
-Cube read_gdal(const fs::path& path) {
+// Opens `path` through the plugin and checks what it reports; the handle closes itself.
+std::unique_ptr<void, Close> open_raster(const fs::path& path, CubekitGdalRaster& r, DType& dtype) {
     InputFile probe(kRead, path);  // IoError with strerror when missing (GDAL's message is vaguer)
     if (!gdal_available())
         throw_invalid(kRead, path, "GDAL support is built in, but its plugin could not be loaded: " + plugin().error);
     char error[512] = {};
     void* raw = nullptr;
-    CubekitGdalRaster r{};
     if (plugin().open(path.c_str(), &raw, &r, error, sizeof error) != 0) throw_invalid(kRead, path, error);
-    const std::unique_ptr<void, Close> h(raw);
+    std::unique_ptr<void, Close> h(raw);
     if (r.width <= 0 || r.height <= 0 || r.bands <= 0)
         throw_invalid(kRead, path, "GDAL reports " + std::to_string(r.width) + "x" + std::to_string(r.height) + "x" +
                                        std::to_string(r.bands) + "; a raster with at least one band is needed");
-    const DType dtype = dtype_of(r.gdal_type, r.type_name, path);
+    dtype = dtype_of(r.gdal_type, r.type_name, path);
+    return h;
+}
+
+Cube read_gdal(const fs::path& path) {
+    CubekitGdalRaster r{};
+    DType dtype{};
+    const std::unique_ptr<void, Close> h = open_raster(path, r, dtype);
     Cube cube = Cube::uninitialized(r.width, r.height, r.bands, dtype, Layout::BSQ);  // every band is read
     const std::size_t band_bytes = std::size_t(r.width) * std::size_t(r.height) * dtype_size(dtype);
+    char error[512] = {};
     for (int b = 0; b < r.bands; ++b)
         if (plugin().read_band(h.get(), b, r.gdal_type, cube.bytes() + std::size_t(b) * band_bytes, error, sizeof error))
             throw_invalid(kRead, path, error);
     read_metadata(h.get(), r.bands, cube.metadata());
     return cube;
+}
+
+struct GdalWindows::Pool {
+    fs::path path;
+    int gdal_type = 0;
+    std::mutex mutex;
+    std::vector<std::unique_ptr<void, Close>> idle;  // GDAL handles are not shared between threads
+};
+
+GdalWindows::GdalWindows(const fs::path& path) : pool_(std::make_unique<Pool>()) {
+    CubekitGdalRaster r{};
+    DType dtype{};
+    std::unique_ptr<void, Close> h = open_raster(path, r, dtype);
+    shape_ = CubeShape{r.width, r.height, r.bands, dtype, Layout::BSQ};
+    read_metadata(h.get(), r.bands, metadata_);
+    pool_->path = path;
+    pool_->gdal_type = r.gdal_type;
+    pool_->idle.push_back(std::move(h));
+}
+
+GdalWindows::~GdalWindows() = default;
+
+void GdalWindows::read(int x0, int y0, int w, int h, std::byte* dst) const {
+    std::unique_ptr<void, Close> handle;
+    {
+        const std::lock_guard lock(pool_->mutex);
+        if (!pool_->idle.empty()) {
+            handle = std::move(pool_->idle.back());
+            pool_->idle.pop_back();
+        }
+    }
+    if (!handle) {  // another thread holds the others: a handle of its own
+        CubekitGdalRaster r{};
+        DType dtype{};
+        handle = open_raster(pool_->path, r, dtype);
+    }
+    const std::size_t plane = std::size_t(w) * std::size_t(h) * dtype_size(shape_.dtype);
+    char error[512] = {};
+    for (int b = 0; b < shape_.bands; ++b)
+        if (plugin().read_window(handle.get(), b, x0, y0, w, h, pool_->gdal_type, dst + plane * std::size_t(b), error,
+                                 sizeof error))
+            throw_invalid(kRead, pool_->path, error);
+    const std::lock_guard lock(pool_->mutex);
+    pool_->idle.push_back(std::move(handle));
 }
 
 static int gdal_type_of(DType t, const fs::path& path) {

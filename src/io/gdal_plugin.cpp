@@ -86,6 +86,19 @@ __attribute__((visibility("default"))) int cubekit_gdal_read_band(void* handle, 
     return 0;
 }
 
+__attribute__((visibility("default"))) int cubekit_gdal_read_window(void* handle, int band, int x0, int y0, int w, int h,
+                                                                    int gdal_type, void* dst, char* error,
+                                                                    std::size_t error_size) {
+    QuietErrors quiet;
+    GDALDatasetH ds = static_cast<Handle*>(handle)->ds;
+    if (GDALRasterIO(GDALGetRasterBand(ds, band + 1), GF_Read, x0, y0, w, h, dst, w, h, GDALDataType(gdal_type), 0, 0) !=
+        CE_None) {
+        set_error(error, error_size, "GDAL failed reading band " + std::to_string(band + 1) + ": " + last_error());
+        return 1;
+    }
+    return 0;
+}
+
 __attribute__((visibility("default"))) const char* cubekit_gdal_text(void* handle, const char* key) {
     Handle& h = *static_cast<Handle*>(handle);
     const std::string k(key);

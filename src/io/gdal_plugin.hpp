@@ -24,6 +24,10 @@ typedef int (*CubekitGdalOpen)(const char* path, void** handle, CubekitGdalRaste
 /// Reads band b (0-based) as `gdal_type` into dst (width × height samples): 0 on success, else 1
 /// and a message.
 typedef int (*CubekitGdalReadBand)(void* handle, int band, int gdal_type, void* dst, char* error, std::size_t error_size);
+/// Reads the window [x0, x0+w) × [y0, y0+h) of band b (0-based) as `gdal_type` into dst (w × h
+/// samples): 0 on success, else 1 and a message. One handle must not be used by two threads at once.
+typedef int (*CubekitGdalReadWindow)(void* handle, int band, int x0, int y0, int w, int h, int gdal_type, void* dst,
+                                     char* error, std::size_t error_size);
 /// A text of the raster: "wkt", "geotransform" (6 numbers), "map_info" (ENVI), "band_name:<b>";
 /// empty when it has none. Valid until the next call on the handle.
 typedef const char* (*CubekitGdalText)(void* handle, const char* key);

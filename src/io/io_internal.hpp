@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -139,6 +140,22 @@ Cube read_jpeg(const fs::path& path);
 Cube read_gdal(const fs::path& path);
 /// Writes a GeoTIFF through the GDAL plugin (BSQ planes, the georeference of the metadata), atomically.
 void write_gdal(const Cube& cube, const fs::path& path);
+/// A raster read by windows through GDAL (BSQ: band by band); thread-safe (a GDAL handle per thread).
+class GdalWindows {
+public:
+    explicit GdalWindows(const fs::path& path);  ///< throws as read_gdal
+    ~GdalWindows();
+    const CubeShape& shape() const { return shape_; }
+    const Metadata& metadata() const { return metadata_; }
+    /// The window of every band into `dst`, dense BSQ (w × h × bands).
+    void read(int x0, int y0, int w, int h, std::byte* dst) const;
+
+private:
+    struct Pool;
+    CubeShape shape_;
+    Metadata metadata_;
+    std::unique_ptr<Pool> pool_;
+};
 /// With GDAL: whether a GDAL driver recognises the file. Without: false.
 bool gdal_identifies(const fs::path& path);
 

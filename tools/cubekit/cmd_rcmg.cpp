@@ -54,11 +54,11 @@ OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& 
 
 }  // namespace
 
-// ENVI and .npy files are read by windows (CubeFile); other formats whole.
-static bool raw_format(const std::string& path) {
+// ENVI, .npy and GDAL rasters (GeoTIFF) are read by windows (CubeFile); other formats whole.
+static bool windowed_format(const std::string& path) {
     try {
         const FileFormat f = detect_format(path);
-        return f == FileFormat::Envi || f == FileFormat::Npy;
+        return f == FileFormat::Envi || f == FileFormat::Npy || f == FileFormat::Gdal;
     } catch (const Error&) {
         return false;  // the whole read names the problem
     }
@@ -155,7 +155,7 @@ Action add_rcmg(CLI::App& root) {
         // A tiled run reads a raw file (ENVI, .npy) by windows: the scene never has to fit in memory.
         std::optional<CubeFile> file;
         // Large: the data, not the path (an ENVI header is a few hundred bytes beside gigabytes).
-        if (common.bands.empty() && raw_format(args->input)) {
+        if (common.bands.empty() && windowed_format(args->input)) {
             file.emplace(timings.time("read", [&] { return CubeFile(args->input, common.read); }));
             // A Fortran-order .npy is not windowed: read whole below, as a small scene is.
             if (!file->windowed() || (!tiles && file->shape().num_bytes() < kStreamedMinBytes)) file.reset();
