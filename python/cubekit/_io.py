@@ -46,7 +46,9 @@ def write(path, array, *, metadata: dict | None = None, format: str = "auto", la
     """Writes an (H, W) or (H, W, B) array, atomically: a temporary file renamed when complete, so a
     failure leaves nothing behind.
 
-    Format from the extension (.hdr/.img/.dat/.raw/.bsq/.bil/.bip → ENVI, .npy, .png, .pgm/.ppm);
+    Format from the extension (.hdr/.img/.dat/.raw/.bsq/.bil/.bip → ENVI, .npy, .png, .pgm/.ppm, and
+    .tif → GeoTIFF through GDAL when ``cubekit.gdal_available()``, with ``coordinate_system`` and the
+    geotransform of ``extra["geotransform"]`` or ``map_info``);
     PNG and PNM take uint8 or uint16 with 1–4 (PNG) or 1/3 (PNM) bands. ``metadata`` takes the keys
     ``read`` returns (``format`` is ignored); ENVI writes wavelengths, band names and map info into
     its header. ``layout`` ('bsq', 'bil', 'bip') picks the ENVI interleave (default: the array's).
@@ -56,6 +58,8 @@ def write(path, array, *, metadata: dict | None = None, format: str = "auto", la
 
     >>> cube, meta = cubekit.read("scene.hdr")
     >>> cubekit.write("copy.hdr", cube[:, :, 10:20], metadata={**meta, "wavelengths": meta["wavelengths"][10:20]})
+    >>> scene, meta = cubekit.read("L7_ETMs.tif")
+    >>> cubekit.write("band4.tif", scene[:, :, 3], metadata=meta)   # on the same map (QGIS, rasterio)
     """
     meta = dict(metadata or {})
     meta.pop("format", None)

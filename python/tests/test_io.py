@@ -88,3 +88,18 @@ if {str(tif)!r} and __import__('os').path.exists({str(tif)!r}) and cubekit.gdal_
     assert "gdal after png/envi: False" in r.stdout
     if "gdal after tif" in r.stdout:
         assert "gdal after tif: True" in r.stdout and r.stdout.rstrip().endswith(" gdal")
+
+
+@pytest.mark.skipif(not cubekit.gdal_available(), reason="GDAL not available")
+def test_geotiff_written_with_its_georeference(tmp_path):
+    x = (np.random.default_rng(3).random((21, 34, 2)) * 1000).astype(np.int16)
+    wkt = ('GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563]],PRIMEM["Greenwich",0],'
+           'UNIT["degree",0.0174532925199433]]')
+    cubekit.write(tmp_path / "a.tif", x, metadata={"coordinate_system": wkt, "extra": {"geotransform": "5, 0.25, 0, 45, 0, -0.25"}})
+    y, meta = cubekit.read(tmp_path / "a.tif")
+    assert np.array_equal(x, y)
+    assert "WGS" in meta["coordinate_system"]
+    assert [float(v) for v in meta["extra"]["geotransform"].split(",")] == [5, 0.25, 0, 45, 0, -0.25]
+    # Its ENVI copy stays georeferenced (map info made from the geotransform).
+    cubekit.write(tmp_path / "a.hdr", y, metadata=meta)
+    assert cubekit.read(tmp_path / "a.hdr")[1]["map_info"].startswith("Arbitrary, 1, 1, 5, 45, 0.25, 0.25")
