@@ -437,6 +437,23 @@ TEST(CliInfo, JsonIsOneObjectAndQuietStderr) {
 #endif
 }
 
+// "--flag=" with nothing after '=' is refused naming the flag; it never takes the next argument as its
+// value (`--var= --json` used to make "--json" the variable name and print the text table).
+TEST(CliArgs, EmptyValueAfterEqualsIsRefusedNamingTheFlag) {
+    const fs::path dir = temp_dir("cli-empty-value");
+    const std::vector<std::string> invocations = {"info " + q(samson()) + " --var= --json",
+                                                  "rcmg " + q(samson()) + " " + q(dir / "g.npy") + " --connectivity="};
+    for (const std::string& args : invocations) {
+        const auto r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 2) << args;
+        EXPECT_EQ(r.out, "") << args;
+        const std::string flag = args.find("--var=") != std::string::npos ? "--var" : "--connectivity";
+        EXPECT_NE(r.err.find(flag + ": an empty value"), std::string::npos) << r.err;
+    }
+    EXPECT_FALSE(fs::exists(dir / "g.npy"));
+    EXPECT_EQ(run_cli("rcmg " + q(samson()) + " " + q(dir / "g.npy") + " --connectivity=4 --backend cpu --quiet").exit_code, 0);
+}
+
 // ---- rcmg ----------------------------------------------------------------------------------------
 
 TEST(CliRcmg, NpyAndPngWithJsonSummary) {

@@ -59,6 +59,15 @@ int run_cli(int argc, char** argv) {
             return 2;
         }
     }
+    // "--flag=" with nothing after '=': CLI11 would take the next argument as the value (`--var= --json`
+    // made "--json" the variable name). Refused here, naming the flag.
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a(argv[i]);
+        if (a.starts_with("--") && a.size() > 3 && a.back() == '=' && a.find('=') == a.size() - 1) {
+            std::cerr << "cubekit: " << a.substr(0, a.size() - 1) << ": an empty value after '='; give a value or leave the flag out\n";
+            return 2;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
