@@ -189,8 +189,13 @@ TEST(IoEnvi, TruncatedAndOversizedData) {
     EXPECT_NE(msg.find("47"), std::string::npos) << msg;
     put(dir / "t.img", std::string(96, '\x01'));  // header says 4x3x2, the file holds twice that
     msg = error_of<InvalidInput>([&] { read_cube(dir / "t.img"); });
-    EXPECT_NE(msg.find("larger than the header says: expected 48 bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("larger than the header says by a band or more"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected 48 bytes"), std::string::npos) << msg;
     EXPECT_NE(msg.find("the file has 96"), std::string::npos) << msg;
+    put(dir / "t.img", std::string(48 + 23, '\x01'));  // less than a band (24 bytes) more: read, with a warning
+    const Cube c = read_cube(dir / "t.img");
+    ASSERT_EQ(c.metadata().warnings.size(), 1u);
+    EXPECT_NE(c.metadata().warnings[0].find("23 bytes after the 48"), std::string::npos) << c.metadata().warnings[0];
 }
 
 TEST(IoEnvi, ZeroOrMissingDimensions) {

@@ -48,6 +48,9 @@ struct Metadata {
     std::string description;
     /// Other header fields kept verbatim (ENVI keyword → value), e.g. "fwhm", "bbl".
     std::map<std::string, std::string> extra;
+    /// What the reader noticed and accepted (e.g. bytes after the samples an ENVI header
+    /// describes), one sentence each naming the file; never written to an output.
+    std::vector<std::string> warnings;
 
     /// Keeps the per-band fields of the listed bands, in that order.
     Metadata select_bands(const std::vector<int>& bands) const;
@@ -229,7 +232,8 @@ private:
 };
 
 /// Parses a band list: 0-based, comma-separated, inclusive ranges ("0-9,20"). Throws
-/// InvalidInput naming `what` (e.g. "bands") and the bad token, or a band ≥ num_bands.
+/// InvalidInput naming `what` (e.g. "bands") and the bad token, a band ≥ num_bands, or a list longer
+/// than num_bands (bands may repeat, up to that length).
 std::vector<int> parse_band_list(std::string_view text, int num_bands, std::string_view what = "bands");
 
 }  // namespace cubekit

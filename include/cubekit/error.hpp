@@ -5,6 +5,7 @@
 /// Front ends map the classes to exit codes: InvalidInput 2, IoError 3, DeviceError 4.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace cubekit {
 
@@ -45,5 +46,15 @@ class Cancelled : public Error {
 public:
     using Error::Error;
 };
+
+/// A JSON library message without its tag: "[json.exception.parse_error.101] parse error at ..."
+/// becomes "parse error at ..." (users read the reason, not the library's numbering).
+inline std::string json_reason(std::string_view what) {
+    if (what.starts_with("[json.exception.")) {
+        const std::size_t close = what.find("] ");
+        if (close != std::string_view::npos) what.remove_prefix(close + 2);
+    }
+    return std::string(what);
+}
 
 }  // namespace cubekit

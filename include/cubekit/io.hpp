@@ -148,6 +148,11 @@ void write_cube(const Cube& cube, const std::filesystem::path& path, const Write
 /// over the target when complete; on failure neither is left. Throws IoError naming the path.
 void write_text_file(const std::filesystem::path& path, std::string_view text);
 
+/// Removes the temporary file of every write in progress in this process, and makes every later
+/// commit of a write fail (IoError) instead of renaming its temporary into place: for a front end
+/// that must exit at once (the CLI on SIGINT/SIGTERM after its grace period). Never throws.
+void abandon_unfinished_writes() noexcept;
+
 /// Names and shapes of the numeric variables of a .mat file ("data: 100x100x224 int16").
 std::vector<std::string> list_mat_variables(const std::filesystem::path& path);
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 from . import _cubekit
@@ -19,7 +20,9 @@ def read(path, *, var: str | None = None, format: str = "auto"):
     element type, sharing the file's interleave as strides (``np.ascontiguousarray`` gives C order);
     ``metadata`` is a dict with ``wavelengths`` (list, one per band, or empty), ``wavelength_units``,
     ``band_names``, ``map_info`` (ENVI 'map info', or GDAL's georeferencing), ``coordinate_system``,
-    ``description``, ``extra`` (other ENVI header fields) and ``format`` (the format read).
+    ``description``, ``extra`` (other ENVI header fields), ``warnings`` (what the reader accepted
+    but noticed, e.g. bytes after the samples an ENVI header describes; each is also issued as a
+    Python warning) and ``format`` (the format read).
 
     Raises OSError when the file cannot be opened, ValueError when its content is invalid.
 
@@ -30,6 +33,8 @@ def read(path, *, var: str | None = None, format: str = "auto"):
     options = {} if var is None else {"var": var}
     array, metadata, used = _cubekit.read(os.fspath(path), options, format)
     metadata["format"] = used
+    for said in metadata["warnings"]:
+        warnings.warn(said, stacklevel=2)
     return array, metadata
 
 
@@ -50,7 +55,7 @@ def write(path, array, *, metadata: dict | None = None, format: str = "auto", la
     .tif → GeoTIFF through GDAL when ``cubekit.gdal_available()``, with ``coordinate_system`` and the
     geotransform of ``extra["geotransform"]`` or ``map_info``);
     PNG and PNM take uint8 or uint16 with 1–4 (PNG) or 1/3 (PNM) bands. ``metadata`` takes the keys
-    ``read`` returns (``format`` is ignored); ENVI writes wavelengths, band names and map info into
+    ``read`` returns (``format`` and ``warnings`` are ignored); ENVI writes wavelengths, band names and map info into
     its header. ``layout`` ('bsq', 'bil', 'bip') picks the ENVI interleave (default: the array's).
     ``png_compression`` (None: the library's default, 'fast'): 'fast' (zlib level 1: a 4K photo in
     ~0.3 s), 'default' (libpng's level 6: ~15× slower, ~15 % smaller on photos, ~35 % on flat
@@ -63,6 +68,7 @@ def write(path, array, *, metadata: dict | None = None, format: str = "auto", la
     """
     meta = dict(metadata or {})
     meta.pop("format", None)
+    meta.pop("warnings", None)
     options = {} if png_compression is None else {"png_compression": png_compression}
     _cubekit.write(os.fspath(path), array, meta, format, layout or "", options)
 

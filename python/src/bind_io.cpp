@@ -18,6 +18,7 @@ py::dict metadata_dict(const Metadata& m) {
     d["coordinate_system"] = m.coordinate_system;
     d["description"] = m.description;
     d["extra"] = m.extra;
+    d["warnings"] = m.warnings;
     return d;
 }
 

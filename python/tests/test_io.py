@@ -103,3 +103,29 @@ def test_geotiff_written_with_its_georeference(tmp_path):
     # Its ENVI copy stays georeferenced (map info made from the geotransform).
     cubekit.write(tmp_path / "a.hdr", y, metadata=meta)
     assert cubekit.read(tmp_path / "a.hdr")[1]["map_info"].startswith("Arbitrary, 1, 1, 5, 45, 0.25, 0.25")
+
+
+def _envi_pair(tmp_path, data: bytes, extra_header: str = ""):
+    (tmp_path / "x.hdr").write_text("ENVI\nsamples = 6\nlines = 4\nbands = 2\nheader offset = 0\n"
+                                    "data type = 12\ninterleave = bsq\nbyte order = 0\n" + extra_header)
+    (tmp_path / "x.img").write_bytes(data)
+    return tmp_path / "x.hdr"
+
+
+def test_envi_data_longer_than_the_header_is_read_with_a_warning(tmp_path):
+    cube = (np.arange(48, dtype=np.uint16) * 97 + 5).reshape(2, 4, 6)  # bands, lines, samples
+    hdr = _envi_pair(tmp_path, cube.tobytes() + b"\0\0\0\0\0")
+    with pytest.warns(UserWarning, match="5 bytes after the 96"):
+        array, meta = cubekit.read(hdr)
+    np.testing.assert_array_equal(array, np.moveaxis(cube, 0, -1))
+    assert len(meta["warnings"]) == 1
+    cubekit.write(tmp_path / "y.npy", array, metadata=meta)  # the warnings are not written (nor refused)
+
+
+def test_gzip_envi_data_is_read(tmp_path):
+    import gzip
+    cube = (np.arange(48, dtype=np.uint16) * 131 + 3).reshape(2, 4, 6)
+    hdr = _envi_pair(tmp_path, gzip.compress(cube.tobytes()), "file compression = 1\n")
+    array, meta = cubekit.read(hdr)
+    np.testing.assert_array_equal(array, np.moveaxis(cube, 0, -1))
+    assert meta["warnings"] == []

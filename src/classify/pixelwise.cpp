@@ -148,7 +148,7 @@ ClassMeans read_class_means(const std::filesystem::path& path) {
             m.means.insert(m.means.end(), v.begin(), v.end());
         }
     } catch (const nlohmann::json::exception& e) {
-        throw InvalidInput(where + e.what());
+        throw InvalidInput(where + json_reason(e.what()));
     }
     check_means(m, m.bands, "read_class_means");
     return m;

@@ -238,7 +238,7 @@ void read_scaling(const std::filesystem::path& path, SvmModel& m) {
         for (const auto& g : j.value("grid", nlohmann::json::array()))
             m.grid.push_back({g.at("c").get<double>(), g.at("gamma").get<double>(), g.at("accuracy").get<double>()});
     } catch (const nlohmann::json::exception& e) {
-        throw InvalidInput(where + e.what());
+        throw InvalidInput(where + json_reason(e.what()));
     }
     if (m.bands < 1 || m.scale_min.size() != std::size_t(m.bands) || m.scale_max.size() != std::size_t(m.bands))
         throw InvalidInput(where + "bands = " + std::to_string(m.bands) + " with " + std::to_string(m.scale_min.size()) +

@@ -216,13 +216,19 @@ std::vector<int> parse_band_list(std::string_view text, int num_bands, std::stri
         const std::size_t comma = text.find(',', start);
         const std::string_view token = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
         const std::size_t dash = token.find('-', 1);
+        int a = 0, b = 0;
         if (dash == std::string_view::npos) {
-            out.push_back(parse_int(token, token));
+            a = b = parse_int(token, token);
         } else {
-            const int a = parse_int(token.substr(0, dash), token), b = parse_int(token.substr(dash + 1), token);
+            a = parse_int(token.substr(0, dash), token), b = parse_int(token.substr(dash + 1), token);
             if (b < a) throw fail(token, "is a decreasing range");
-            for (int v = a; v <= b; ++v) out.push_back(v);
         }
+        // A band may repeat, but the selection may not outgrow the cube (a list of thousands of
+        // repeats would multiply the memory without meaning anything more).
+        if (out.size() + std::size_t(b - a + 1) > std::size_t(num_bands))
+            throw fail(token, "makes the selection longer than the cube's " + std::to_string(num_bands) +
+                                  " bands (a band may repeat, the list may not outgrow the cube)");
+        for (int v = a; v <= b; ++v) out.push_back(v);
         if (comma == std::string_view::npos) break;
         start = comma + 1;
     }

@@ -106,7 +106,7 @@ Spectrum parse_json(const std::filesystem::path& path, const std::string& text) 
     try {
         j = json::parse(text);
     } catch (const json::exception& e) {
-        bad_file(path, std::string("not valid JSON: ") + e.what());
+        bad_file(path, std::string("not valid JSON: ") + json_reason(e.what()));
     }
     try {
         if (j.is_array()) {
@@ -127,7 +127,7 @@ Spectrum parse_json(const std::filesystem::path& path, const std::string& text) 
             bad_file(path, "expected a list of values, {\"wavelengths\", \"values\"} or {wavelength: value}");
         }
     } catch (const json::exception& e) {
-        bad_file(path, std::string("expected numbers: ") + e.what());
+        bad_file(path, std::string("expected numbers: ") + json_reason(e.what()));
     }
     if (!s.wavelengths.empty() && s.wavelengths.size() != s.values.size())
         bad_file(path, "wavelengths and values differ in length");
@@ -372,7 +372,7 @@ BackgroundStats read_background_stats(const std::filesystem::path& path) {
             if (j.contains("dropped"))
                 for (const json& d : j["dropped"]) s.dropped.push_back({d.at("band").get<int>(), d.at("reason").get<std::string>()});
         } catch (const json::exception& e) {
-            bad_file(path, std::string("not a statistics file: ") + e.what());
+            bad_file(path, std::string("not a statistics file: ") + json_reason(e.what()));
         }
     }
     const std::size_t K = s.kept.size();

@@ -130,7 +130,7 @@ json parse(std::string_view text, std::string_view source) {
     try {
         return json::parse(text);
     } catch (const json::parse_error& e) {
-        throw InvalidInput(std::string(source) + ": not valid JSON (" + e.what() + ")");
+        throw InvalidInput(std::string(source) + ": not valid JSON (" + json_reason(e.what()) + ")");
     }
 }
 

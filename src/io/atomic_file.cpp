@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
+#include <set>
 
 #include "io/io_internal.hpp"
 
@@ -98,6 +100,18 @@ std::string random_suffix() {
     return s;
 }
 
+// The temporaries of the writes in progress, for abandon_unfinished_writes. A commit renames under
+// the same lock, so a temporary is either removed or in place, never renamed after its removal.
+struct LiveTemporaries {
+    std::mutex mutex;
+    std::set<std::string> paths;
+    bool abandoned = false;
+};
+LiveTemporaries& live() {
+    static LiveTemporaries* t = new LiveTemporaries;  // never destroyed: used until _exit
+    return *t;
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(std::string_view fn, fs::path target) : fn_(fn), target_(std::move(target)) {
@@ -109,6 +123,8 @@ AtomicFile::AtomicFile(std::string_view fn, fs::path target) : fn_(fn), target_(
         fd_ = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd_ >= 0) {
             temp_ = std::move(candidate);
+            const std::lock_guard lock(live().mutex);
+            live().paths.insert(temp_.string());
             break;
         }
         if (errno != EEXIST) throw_os_error(fn_, target_, "cannot create", errno);
@@ -119,7 +135,11 @@ AtomicFile::AtomicFile(std::string_view fn, fs::path target) : fn_(fn), target_(
 
 AtomicFile::~AtomicFile() {
     if (fd_ >= 0) ::close(fd_);
-    if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+    if (!committed_ && !temp_.empty()) {
+        ::unlink(temp_.c_str());
+        const std::lock_guard lock(live().mutex);
+        live().paths.erase(temp_.string());
+    }
 }
 
 void AtomicFile::write_all(const char* p, std::size_t n) {
@@ -185,13 +205,24 @@ void AtomicFile::close() {
 
 void AtomicFile::commit() {
     close();
+    const std::lock_guard lock(live().mutex);
+    if (live().abandoned) throw IoError(fn_ + ": " + target_.string() + ": not written: the process is stopping");
     if (::rename(temp_.c_str(), target_.c_str()) != 0) throw_os_error(fn_, target_, "cannot rename the temporary file onto it", errno);
     committed_ = true;
+    live().paths.erase(temp_.string());
 }
 
 }  // namespace cubekit::io_detail
 
 namespace cubekit {
+
+void abandon_unfinished_writes() noexcept {
+    auto& t = io_detail::live();
+    const std::lock_guard lock(t.mutex);
+    t.abandoned = true;
+    for (const std::string& p : t.paths) ::unlink(p.c_str());
+    t.paths.clear();
+}
 
 void write_text_file(const std::filesystem::path& path, std::string_view text) {
     io_detail::AtomicFile file("write_text_file", path);

@@ -116,7 +116,10 @@ struct CubeFile::State {
 CubeFile::CubeFile(const std::filesystem::path& path, const ReadOptions& options) : state_(std::make_unique<State>()) {
     const FileFormat format = options.format == FileFormat::Auto ? detect_format(path) : options.format;
     std::optional<RawCube> raw;
-    if (format == FileFormat::Envi) raw = describe_envi(path);
+    if (format == FileFormat::Envi) {
+        raw = describe_envi(path);
+        if (raw->gzip) raw.reset();  // compressed: no positions to read windows at; read whole
+    }
     if (format == FileFormat::Npy) {
         raw = describe_npy(path);
         if (raw->fortran) raw.reset();  // columns contiguous: no layout to read rows of; read whole

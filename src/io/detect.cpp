@@ -53,6 +53,35 @@ bool looks_like_pnm(const unsigned char* b, std::size_t n) {
     return i < n && ((b[i] >= '0' && b[i] <= '9') || b[i] == '#');
 }
 
+// A MATLAB version 4 file: no magic, a 20-byte header of five int32 (type MOPT, rows, columns,
+// imaginary flag, name length with its NUL) in either byte order, then the name. Taken only from a
+// .mat file, where all of this holding by chance is unlikely.
+bool looks_like_mat_v4(const unsigned char* b, std::size_t n) {
+    if (n < 21) return false;
+    for (const bool big : {false, true}) {
+        const auto word = [&](int i) {
+            const unsigned char* w = b + 4 * i;
+            const std::uint32_t u = big ? (std::uint32_t(w[0]) << 24 | std::uint32_t(w[1]) << 16 | std::uint32_t(w[2]) << 8 | w[3])
+                                        : (std::uint32_t(w[3]) << 24 | std::uint32_t(w[2]) << 16 | std::uint32_t(w[1]) << 8 | w[0]);
+            return std::int32_t(u);
+        };
+        const std::int32_t type = word(0), rows = word(1), cols = word(2), imag = word(3), namelen = word(4);
+        const int m = type / 1000, o = type / 100 % 10, p = type / 10 % 10, t = type % 10;
+        if (type < 0 || m != (big ? 1 : 0) || o != 0 || p > 5 || t > 2) continue;
+        if (rows < 0 || cols < 0 || (imag != 0 && imag != 1) || namelen < 1 || namelen > 4096) continue;
+        if (std::size_t(20 + namelen) <= n && b[20 + namelen - 1] != 0) continue;  // the name ends in NUL
+        return true;
+    }
+    return false;
+}
+
+bool is_tiff(const unsigned char* b, std::size_t n) {
+    if (n < 4) return false;
+    const std::string_view h(reinterpret_cast<const char*>(b), 4);
+    return h == std::string_view("II*\0", 4) || h == std::string_view("MM\0*", 4) || h == std::string_view("II+\0", 4) ||
+           h == std::string_view("MM\0+", 4);
+}
+
 // Extensions GDAL is the reader for, used for the message when GDAL is not built in.
 bool gdal_extension(const std::string& ext) {
     static const char* const exts[] = {".tif", ".tiff", ".gtif", ".lan", ".gis", ".vrt", ".jp2", ".nc", ".h5", ".hdf", ".ers", ".ntf"};
@@ -74,19 +103,20 @@ FileFormat detect_format(const std::filesystem::path& path) {
 
     // Strong signatures first: these are long enough that no data file matches them by chance.
     if (starts("\x93NUMPY")) return FileFormat::Npy;
-    if (starts("MATLAB ")) return FileFormat::Mat;                      // v4 text-less files are rare
+    if (starts("MATLAB ")) return FileFormat::Mat;                      // v5 and v7 (v4 has no magic: below)
     if (starts("\x89HDF\r\n\x1a\n", 512)) return FileFormat::Mat;       // v7.3 = HDF5 with 512-byte user block
     if (starts("\x89PNG\r\n\x1a\n")) return FileFormat::Png;
 
-    // A .tif/.tiff with a TIFF signature is a TIFF even with an X.hdr beside it (a GeoTIFF next to the
-    // ENVI output of the same stem): the name and the content agree, which ENVI data rarely does.
+    // A file whose extension and signature agree is that format even with an X.hdr beside it (a
+    // GeoTIFF or a PGM next to the ENVI output of the same stem): ENVI data rarely does both.
     const std::string extension = lower_extension(path);
-    if ((extension == ".tif" || extension == ".tiff") &&
-        (starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4)) ||
-         starts(std::string_view("II+\0", 4)) || starts(std::string_view("MM\0+", 4)))) {
+    if ((extension == ".tif" || extension == ".tiff") && is_tiff(head, n)) {
         if (gdal_available()) return FileFormat::Gdal;
         throw_invalid(fn, path, "a TIFF is read through GDAL; GDAL support is not built in; install libgdal-dev and rebuild");
     }
+    if ((extension == ".pgm" || extension == ".ppm" || extension == ".pnm") && looks_like_pnm(head, n)) return FileFormat::Pnm;
+    if ((extension == ".jpg" || extension == ".jpeg") && starts("\xFF\xD8\xFF")) return FileFormat::Jpeg;
+    if (extension == ".mat" && looks_like_mat_v4(head, n)) return FileFormat::Mat;
 
     // ENVI: the header itself, or a data file with its header beside it. Tested before the short
     // PNM/JPEG signatures because raw samples can begin with bytes such as FF D8 FF.

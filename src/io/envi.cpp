@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include <zlib.h>
+
 #include "io/io_internal.hpp"
 
 namespace cubekit::io_detail {
@@ -30,7 +32,7 @@ struct HeaderEntry {
 const std::set<std::string, std::less<>> kKnownKeys = {
     "samples",     "lines",     "bands",      "header offset", "data type", "interleave",
     "byte order",  "wavelength", "wavelength units", "band names", "map info",
-    "coordinate system string", "description", "file type"};
+    "coordinate system string", "description", "file type", "file compression"};
 
 std::vector<HeaderEntry> parse_header(const fs::path& hdr, const std::string& text) {
     std::size_t pos = 0;
@@ -264,36 +266,111 @@ RawCube describe_envi(const fs::path& path) {
         meta.coordinate_system = std::string(strip_braces(it->second));
     if (const auto it = known.find("description"); it != known.end()) meta.description = std::string(strip_braces(it->second));
 
-    // Data: exactly header offset + W*H*B*size bytes.
+    // 'file compression' = 1: the data file is gzip (ENVI's own and GDAL's reading); the header
+    // offset counts bytes of the uncompressed stream.
+    bool gzip = false;
+    if (const auto it = known.find("file compression"); it != known.end()) {
+        const long long c = parse_int(hdr, "file compression", it->second);
+        if (c != 0 && c != 1)
+            throw_invalid(kRead, hdr, "'file compression' = " + std::to_string(c) + " is not supported (0 none, 1 gzip)");
+        gzip = c == 1;
+    }
+
+    // Data: header offset + W*H*B*size bytes. Less is refused. A few bytes more (padding, a trailer:
+    // less than one band) are ignored with a warning, as ENVI and GDAL do; a band or more beyond the
+    // cube means the header's dimensions are wrong, which reading would turn into a sheared image.
     const std::size_t esize = dtype_size(dtype);
     std::size_t elements = 0, payload = 0;
     if (__builtin_mul_overflow(std::size_t(width) * std::size_t(height), std::size_t(bands), &elements) ||
         __builtin_mul_overflow(elements, esize, &payload))
         throw_invalid(kRead, hdr, "the cube is too large to address");
-    InputFile file(kRead, data);
     const std::uint64_t expected = std::uint64_t(offset) + payload;
-    if (file.size() != expected) {
-        const std::string what = file.size() < expected ? "is truncated" : "is larger than the header says";
-        throw_invalid(kRead, data,
-                      what + ": expected " + std::to_string(expected) + " bytes (header offset " + std::to_string(offset) +
-                          " + " + std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(bands) +
-                          " x " + std::to_string(esize) + " bytes, from " + hdr.filename().string() + "), the file has " +
-                          std::to_string(file.size()));
+    const auto size_text = [&] {
+        return "expected " + std::to_string(expected) + " bytes (header offset " + std::to_string(offset) + " + " +
+               std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(bands) + " x " +
+               std::to_string(esize) + " bytes, from " + hdr.filename().string() + ")";
+    };
+    if (!gzip) {
+        InputFile file(kRead, data);
+        if (file.size() < expected)
+            throw_invalid(kRead, data, "is truncated: " + size_text() + ", the file has " + std::to_string(file.size()));
+        if (file.size() - expected >= std::uint64_t(width) * std::uint64_t(height) * esize)
+            throw_invalid(kRead, data, "is larger than the header says by a band or more (are samples, lines or bands "
+                                       "wrong?): " + size_text() + ", the file has " + std::to_string(file.size()));
+        if (file.size() > expected)
+            meta.warnings.push_back(std::string(kRead) + ": " + data.string() + ": " + std::to_string(file.size() - expected) +
+                                    " bytes after the " + std::to_string(expected) + " the header describes (" +
+                                    hdr.filename().string() + ") were ignored");
     }
     RawCube raw;
     raw.data = data;
     raw.offset = std::uint64_t(offset);
     raw.shape = CubeShape{width, height, bands, dtype, layout};
     raw.swap = (byte_order == 0) != host_is_little_endian();
+    raw.gzip = gzip;
     raw.metadata = std::move(meta);
     return raw;
 }
 
+namespace {
+
+// The samples of a gzip data file (raw.gzip): the uncompressed stream from raw.offset, which must
+// hold at least the cube; bytes beyond it are ignored with a warning.
+void read_gzip_samples(RawCube& raw, Cube& cube) {
+    InputFile probe(kRead, raw.data);  // IoError naming the file when it cannot be opened
+    gzFile gz = gzopen(raw.data.c_str(), "rb");
+    if (!gz) throw_os_error(kRead, raw.data, "cannot open", errno ? errno : ENOMEM);
+    std::uint64_t got = 0;
+    const auto read = [&](void* dst, std::uint64_t n) {
+        std::uint64_t done = 0;
+        while (done < n) {
+            const unsigned chunk = unsigned(std::min<std::uint64_t>(n - done, 1u << 30));
+            const int r = gzread(gz, static_cast<char*>(dst) + done, chunk);
+            if (r < 0) {
+                int code = 0;
+                const std::string why = gzerror(gz, &code);
+                gzclose(gz);
+                throw_invalid(kRead, raw.data, "the gzip data is damaged (file compression = 1): " + why);
+            }
+            if (r == 0) break;
+            done += std::uint64_t(r);
+        }
+        got += done;
+        return done;
+    };
+    std::vector<char> skip(std::size_t(std::min<std::uint64_t>(raw.offset, 1u << 20)));
+    for (std::uint64_t left = raw.offset; left > 0;) {
+        const std::uint64_t n = std::min<std::uint64_t>(left, skip.size());
+        if (read(skip.data(), n) < n) break;
+        left -= n;
+    }
+    if (got == raw.offset) read(cube.bytes(), cube.num_bytes());
+    const std::uint64_t expected = raw.offset + cube.num_bytes();
+    if (got < expected) {
+        gzclose(gz);
+        throw_invalid(kRead, raw.data, "is truncated: the gzip data (file compression = 1) holds " + std::to_string(got) +
+                                           " bytes, expected " + std::to_string(expected));
+    }
+    char extra[4096];
+    std::uint64_t more = 0;
+    for (std::uint64_t n; (n = read(extra, sizeof extra)) > 0;) more += n;
+    gzclose(gz);
+    if (more > 0)
+        raw.metadata.warnings.push_back(std::string(kRead) + ": " + raw.data.string() + ": " + std::to_string(more) +
+                                        " uncompressed bytes after the " + std::to_string(expected) +
+                                        " the header describes were ignored");
+}
+
+}  // namespace
+
 Cube read_envi(const fs::path& path) {
     RawCube raw = describe_envi(path);
     const CubeShape& s = raw.shape;
-    Cube cube = Cube::uninitialized(s.width, s.height, s.bands, s.dtype, s.layout);  // read_at fills every byte
-    InputFile(kRead, raw.data).read_at(raw.offset, cube.bytes(), cube.num_bytes());
+    Cube cube = Cube::uninitialized(s.width, s.height, s.bands, s.dtype, s.layout);  // the reads fill every byte
+    if (raw.gzip)
+        read_gzip_samples(raw, cube);
+    else
+        InputFile(kRead, raw.data).read_at(raw.offset, cube.bytes(), cube.num_bytes());
     if (raw.swap) byteswap_inplace(cube.bytes(), cube.num_elements(), dtype_size(s.dtype));
     cube.metadata() = std::move(raw.metadata);
     return cube;

@@ -120,6 +120,7 @@ struct RawCube {
     CubeShape shape;            ///< layout = the file's nesting (BSQ, BIL or BIP)
     bool fortran = false;       ///< .npy in Fortran order (element (h, w, b) at h + H (w + W b)): no layout
     bool swap = false;          ///< the file's byte order is not the host's
+    bool gzip = false;          ///< ENVI 'file compression = 1': gzip data, read whole (no windows)
     Metadata metadata;
 };
 /// The description of an ENVI cube (header checked, data file size checked) without reading it.

@@ -34,6 +34,35 @@ struct VarFree {
 using MatPtr = std::unique_ptr<mat_t, MatClose>;
 using VarPtr = std::unique_ptr<matvar_t, VarFree>;
 
+// A variable name as messages show it: valid UTF-8 as it is, other bytes and control characters as
+// \xNN (names written by other tools need not be ASCII), an empty name as "(unnamed)".
+std::string shown_name(const std::string& name) {
+    if (name.empty()) return "(unnamed)";
+    std::string out;
+    const auto* p = reinterpret_cast<const unsigned char*>(name.data());
+    const std::size_t n = name.size();
+    const auto hex = [&](unsigned char c) {
+        static constexpr char digits[] = "0123456789abcdef";
+        out += "\\x";
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    };
+    for (std::size_t i = 0; i < n;) {
+        const unsigned char c = p[i];
+        const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool valid = len > 0 && i + len <= n;
+        for (std::size_t k = 1; valid && k < len; ++k) valid = (p[i + k] & 0xC0) == 0x80;
+        if (!valid || c < 0x20 || c == 0x7F) {
+            hex(c);
+            ++i;
+            continue;
+        }
+        out.append(name, i, len);
+        i += len;
+    }
+    return out;
+}
+
 struct VarInfo {
     std::string name;
     std::vector<std::size_t> dims;
@@ -41,7 +70,8 @@ struct VarInfo {
     bool logical = false;
     bool complex = false;
 
-    bool numeric() const { return cls >= MAT_C_DOUBLE && cls <= MAT_C_UINT64; }
+    /// Unnamed variables are MATLAB's hidden subsystem data (function handles, objects), never an image.
+    bool numeric() const { return cls >= MAT_C_DOUBLE && cls <= MAT_C_UINT64 && !name.empty(); }
     bool empty() const {
         for (std::size_t d : dims)
             if (d == 0) return true;
@@ -59,7 +89,7 @@ struct VarInfo {
         std::string t = logical ? "logical" : (int(cls) >= 0 && int(cls) < 18 ? names[cls] : "unknown");
         return complex ? "complex " + t : t;
     }
-    std::string describe() const { return name + " (" + shape() + " " + type() + ")"; }
+    std::string describe() const { return shown_name(name) + " (" + shape() + " " + type() + ")"; }
 };
 
 MatPtr open_mat(std::string_view fn, const fs::path& path) {
@@ -105,12 +135,12 @@ const VarInfo& choose(const fs::path& path, const std::vector<VarInfo>& vars, co
         for (const auto& v : vars) {
             if (v.name != var) continue;
             if (!v.numeric())
-                throw_invalid(kRead, path, "variable '" + var + "' is a " + v.type() + " array, not numeric (numeric variables: " + listing + ")");
+                throw_invalid(kRead, path, "variable '" + shown_name(var) + "' is a " + v.type() + " array, not numeric (numeric variables: " + listing + ")");
             if (v.dims.size() != 2 && v.dims.size() != 3)
-                throw_invalid(kRead, path, "variable '" + var + "' is " + v.shape() + "; 2-D (R x C) or 3-D (R x C x B) arrays are accepted");
+                throw_invalid(kRead, path, "variable '" + shown_name(var) + "' is " + v.shape() + "; 2-D (R x C) or 3-D (R x C x B) arrays are accepted");
             return v;
         }
-        throw_invalid(kRead, path, "no variable '" + var + "' (numeric variables: " + listing + ")");
+        throw_invalid(kRead, path, "no variable '" + shown_name(var) + "' (numeric variables: " + listing + ")");
     }
     std::vector<const VarInfo*> three, two;
     for (const VarInfo* v : numeric) {
@@ -146,7 +176,7 @@ Cube read_mat(const fs::path& path, const std::string& var) {
     MatPtr mat = open_mat(kRead, path);
     const std::vector<VarInfo> vars = scan(mat.get());
     const VarInfo& info = choose(path, vars, var);
-    const std::string what = "variable '" + info.name + "' (" + info.shape() + " " + info.type() + ")";
+    const std::string what = "variable '" + shown_name(info.name) + "' (" + info.shape() + " " + info.type() + ")";
     if (info.complex) throw_invalid(kRead, path, what + ": complex arrays are not supported");
     if (info.cls == MAT_C_INT64 || info.cls == MAT_C_UINT64)
         throw_invalid(kRead, path, what + ": 64-bit integers are not supported (double, single, int8, uint8, int16, uint16, int32, uint32, logical are)");
@@ -199,7 +229,7 @@ std::vector<std::string> list_mat(const fs::path& path) {
     MatPtr mat = open_mat("list_mat_variables", path);
     std::vector<std::string> out;
     for (const auto& v : scan(mat.get()))
-        if (v.numeric()) out.push_back(v.name + ": " + v.shape() + " " + v.type());
+        if (v.numeric()) out.push_back(shown_name(v.name) + ": " + v.shape() + " " + v.type());
     return out;
 }
 

@@ -22,7 +22,7 @@ void check_kmeans_arguments(const CubeShape& shape, const KmeansOptions& o) {
     check_fields(o, "kmeans");
     if (o.k > n)
         throw InvalidInput("kmeans: k = " + std::to_string(o.k) + " exceeds the " + std::to_string(n) +
-                           " pixels of the image");
+                           " pixels of the image (" + std::to_string(shape.width) + "x" + std::to_string(shape.height) + ")");
     if (!o.mask.empty() && std::int64_t(o.mask.size()) != n)
         throw InvalidInput("kmeans: mask has " + std::to_string(o.mask.size()) + " values; the image has " +
                            std::to_string(n) + " pixels (" + std::to_string(shape.width) + "x" +
@@ -37,7 +37,7 @@ void check_kmeans_arguments(const CubeShape& shape, const KmeansOptions& o) {
             if (!std::isfinite(v)) throw InvalidInput("kmeans: explicit centroids contain a non-finite value");
     }
     if (o.legacy && (shape.dtype != DType::U8 || shape.bands != 3))
-        throw InvalidInput("kmeans: legacy mode needs 8-bit RGB input (the seed's 24-bit BMP); the image is " +
+        throw InvalidInput("kmeans: legacy = true (the seed's mode) needs 8-bit RGB input (its 24-bit BMP); the image is " +
                            std::string(dtype_name(shape.dtype)) + " with " + std::to_string(shape.bands) + " bands");
 }
 

@@ -10,6 +10,7 @@
 
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
+#include "interrupt.hpp"
 #include "option_flags.hpp"
 
 namespace cubekit::cli {
@@ -70,6 +71,7 @@ private:
 
 Context make_context(const CommonOptions& common, const std::string& task) {
     ContextOptions options = common.context;
+    options.cancel = interrupt_flag();  // SIGINT/SIGTERM stop the work at its next check (interrupt.hpp)
     if (!common.quiet && isatty(STDERR_FILENO)) {
         auto bar = std::make_shared<ProgressBar>(task);
         options.progress = [bar](std::size_t done, std::size_t total) { bar->update(done, total); };
@@ -87,6 +89,7 @@ Context make_context(const CommonOptions& common, const std::string& task) {
 
 Input read_input(const std::filesystem::path& path, const CommonOptions& common) {
     Input in{.cube = read_cube(path, common.read), .bands = {}};
+    say_read_warnings(common, in.cube.metadata());
     if (common.bands.empty()) {
         in.bands.resize(std::size_t(in.cube.bands()));
         for (int b = 0; b < in.cube.bands(); ++b) in.bands[std::size_t(b)] = b;
@@ -125,6 +128,10 @@ void check_same_size(const Cube& c, const CubeShape& want, const std::string& fl
 
 void say(const CommonOptions& common, const std::string& line) {
     if (!common.quiet) std::cerr << line << "\n";
+}
+
+void say_read_warnings(const CommonOptions& common, const Metadata& metadata) {
+    for (const std::string& w : metadata.warnings) say(common, "cubekit: warning: " + w);
 }
 
 nlohmann::json summary(const std::string& command, const Context& ctx, const nlohmann::json& backend_choice) {

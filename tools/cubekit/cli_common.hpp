@@ -134,6 +134,9 @@ auto context_while_reading(const CommonOptions& common, const std::string& task,
 /// A human-readable line on stderr (suppressed by --quiet).
 void say(const CommonOptions& common, const std::string& line);
 
+/// Says what the reader accepted with a warning (Metadata::warnings), one line each, unless --quiet.
+void say_read_warnings(const CommonOptions& common, const Metadata& metadata);
+
 /// The JSON skeleton every subcommand fills: command, cubekit version, backend, device, and auto's
 /// backend_choice when it decided (context_while_reading).
 nlohmann::json summary(const std::string& command, const Context& ctx, const nlohmann::json& backend_choice = nullptr);

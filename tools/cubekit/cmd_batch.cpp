@@ -19,6 +19,7 @@
 #include "batch_worker.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/tiles.hpp"
 
@@ -179,7 +180,7 @@ Action add_batch(CLI::App& root) {
         const auto work = [&](int w) {
             const int device = devices.empty() ? -1 : devices[std::size_t(w) % devices.size()];
             SceneWorker worker(exe, child_environment(device));
-            for (std::size_t i; (i = next.fetch_add(1)) < scenes.size();) {
+            for (std::size_t i; !interrupted() && (i = next.fetch_add(1)) < scenes.size();) {
                 Scene& s = scenes[i];
                 if (s.status == "skipped") continue;
                 std::vector<std::string> argv = command;
@@ -218,6 +219,11 @@ Action add_batch(CLI::App& root) {
         for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
         for (std::thread& t : threads) t.join();
 
+        if (interrupted()) {  // the scenes done are kept (their reports mark them complete); a rerun resumes
+            std::cerr << "cubekit: batch: interrupted by " << interrupt_name() << " after " << done.load() << " of " << to_run
+                      << " scenes; run the same command again to resume\n";
+            throw BatchFailed(130);
+        }
         nlohmann::json j = {{"command", "batch"}, {"subcommand", a->command}, {"out_dir", a->out_dir}};
         int ok = 0, skipped = 0, failed = 0, first_failure = 0;
         for (const Scene& s : scenes) {

@@ -110,7 +110,7 @@ void check_flags(const Args& a) {
     std::vector<std::string> outs{a.output};
     for (const std::string* o : {&a.png, &a.pixelwise_out, &a.model_out})
         if (!o->empty()) outs.push_back(*o);
-    check_distinct(outs, "classify");
+    check_outputs(outs, "classify");
 }
 
 // ---- the pixel-wise step ----------------------------------------------------------------------------

@@ -73,7 +73,7 @@ std::vector<double> read_centroids_json(const std::string& path, int m) {
     try {
         j = nlohmann::json::parse(text.str());
     } catch (const nlohmann::json::exception& e) {
-        throw InvalidInput(where + "not JSON (" + std::string(e.what()) + ")");
+        throw InvalidInput(where + "not JSON (" + json_reason(e.what()) + ")");
     }
     if (!j.is_object() || !j.contains("centroids") || !j["centroids"].is_array() || j["centroids"].empty())
         throw InvalidInput(where + "expected an object with a non-empty \"centroids\" array");
@@ -165,7 +165,11 @@ std::pair<KmeansResult, std::string> classify(const Context& ctx, const Cube& cu
     if (!given.empty() && options.init != KmeansInit::Explicit)
         return {apply_palette(ctx, cube, given, options.mask), "apply"};
     options.init_centroids = given;
-    return {kmeans(ctx, cube, options), "fit"};
+    try {
+        return {kmeans(ctx, cube, options), "fit"};
+    } catch (const InvalidInput& e) {  // the library names the option; the input is named here
+        throw InvalidInput(a.input + ": " + e.what());
+    }
 }
 
 /// Writes the labels, the class map and the centroid files; a failure takes back what was written.
@@ -203,7 +207,7 @@ void cluster_command(const ClusterArgs& a) {
     options.paint = false;  // labels and centroids are all cluster writes
     if (options.init == KmeansInit::Explicit && a.centroids_in.empty())
         throw InvalidInput("--init explicit needs --centroids-in FILE (the initial centroid spectra)");
-    check_distinct({out, beside(out, ".png"), beside(out, ".centroids.csv"), beside(out, ".centroids.json")},
+    check_outputs({out, beside(out, ".png"), beside(out, ".centroids.csv"), beside(out, ".centroids.json")},
                    "OUT " + out);
     Timings timings;
     auto [ctx, in, choice] = context_while_reading(

@@ -9,6 +9,7 @@
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "option_flags.hpp"
+#include "outputs.hpp"
 
 namespace cubekit::cli {
 
@@ -54,6 +55,7 @@ void convert_command(const ConvertArgs& a) {
     const CommonOptions& common = a.common;
     Timings timings;
     const FileFormat out_format = output_format(a.output);  // refuse a bad OUT before reading
+    check_output_folder(a.output);
     // Converting runs on the CPU: without --backend cuda or --device no CUDA context is made (its start
     // and exit cost ~0.3 s on the GPU machine); with either, the context is made and checks them.
     CommonOptions flags = common;

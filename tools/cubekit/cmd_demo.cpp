@@ -77,10 +77,8 @@ void demo_command(const DemoArgs& a) {
         common, "rcmg", timings, a.scene, [&] { return read_input(a.scene, common).cube; }, estimate);
     // A bad photo fails before any output.
     const Cube photo = timings.time("read", [&] { return a.photo.empty() ? Cube() : read_cube(a.photo); });
-    const bool made_dir = !std::filesystem::exists(a.out_dir);
-    std::error_code ec;
-    std::filesystem::create_directories(a.out_dir, ec);
-    if (ec) throw IoError("demo: --out " + a.out_dir + ": cannot create the folder: " + ec.message());
+    MadeFolders folders;
+    folders.create(a.out_dir, "demo: --out");
     say(common, "demo: read " + a.scene + ": " + cube.shape().describe() + " (Samson, SAMSON sensor, 401-899 nm)");
     const std::string png = a.out_dir + "/samson_rcmg.png", npy = a.out_dir + "/samson_rcmg.npy";
     const std::string json_path = a.out_dir + "/samson_rcmg.json", edges_png = a.out_dir + "/samson_edges.png";
@@ -106,7 +104,7 @@ void demo_command(const DemoArgs& a) {
         write_text_file(json_path, j.dump(2) + "\n");
     } catch (...) {
         remove_outputs(written);
-        if (made_dir) std::filesystem::remove(a.out_dir, ec);
+        folders.remove_made();
         throw;
     }
     say(common, "demo: Robust Color Morphological Gradient (8-connectivity, 1 pair rejected, f64 sums) on " +

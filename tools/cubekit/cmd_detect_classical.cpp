@@ -95,7 +95,7 @@ void check_flags(const ClassicalArgs& a) {
     if (!a.stats_out.empty()) {
         const auto ext = std::filesystem::path(a.stats_out).extension();
         if (ext != ".json" && ext != ".npz") throw InvalidInput("--stats-out = " + a.stats_out + ": use .json or .npz");
-        check_distinct({a.output, a.stats_out}, "detect");
+        check_outputs({a.output, a.stats_out}, "detect");
     }
 }
 

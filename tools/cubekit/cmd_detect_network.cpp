@@ -78,7 +78,7 @@ void run_rbfn(const RbfnArgs& a) {
     output_format(a.output);  // a bad OUT fails before any work
     const std::string objects_path = beside(a.output, ".objects.json"), csv_path = beside(a.output, ".objects.csv"),
                       overlay_path = beside(a.output, ".overlay.png");
-    check_distinct({a.output, objects_path, csv_path, overlay_path}, "detect rbfn");
+    check_outputs({a.output, objects_path, csv_path, overlay_path}, "detect rbfn");
     const RbfnModel model = read_rbfn_model(a.model);
     Timings timings;
     auto [ctx, cube, choice] = context_while_reading(
@@ -158,7 +158,7 @@ void run_multires(const MultiresArgs& a) {
     const std::string overlay_path = ext == ".png" ? a.output : beside(a.output, ".overlay.png");
     std::vector<std::string> paths{windows_path, csv_path, overlay_path};
     if (!out_json && ext != ".png") paths.push_back(a.output);
-    check_distinct(paths, "detect multires");
+    check_outputs(paths, "detect multires");
     const MultiresModel model = read_multires_model(a.model);
     Timings timings;
     auto [ctx, cube, choice] = context_while_reading(

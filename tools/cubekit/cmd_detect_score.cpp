@@ -50,6 +50,7 @@ nlohmann::ordered_json result_json(const DetectionScore& r) {
 void score_command(const ScoreArgs& a) {
     if (!a.roc_out.empty() && std::filesystem::path(a.roc_out).extension() != ".csv")
         throw InvalidInput("--roc-out = " + a.roc_out + ": use .csv");
+    check_output_folder(a.roc_out);
     Timings timings;
     CommonOptions common = a.common;
     if (common.context.backend == Backend::Auto) common.context.backend = Backend::Cpu;  // host work

@@ -72,7 +72,7 @@ void check_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, int ba
     std::vector<std::string> paths;
     for (const std::string* p : {&a.output, &a.thresholds_out, &a.vote_count_out})
         if (!p->empty()) paths.push_back(*p);
-    check_distinct(paths, "edges outputs");
+    check_outputs(paths, "edges outputs");
     for (const std::string* p : {&a.output, &a.vote_count_out})
         if (!p->empty()) output_format(*p);  // a bad extension fails before the work
 }
@@ -97,15 +97,14 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
         return c;
     };
     OutputList written;
+    MadeFolders folders;
     try {
         if (!a.output.empty()) {
             write_cube(placed(binary_map_for_file(r.edges, a.output, a.invert)), a.output, a.common.write);
             written.add(a.output, "edges", std::string(format_name(output_format(a.output))), "u8");
         }
         if (!a.per_band_out.empty()) {
-            std::error_code ec;
-            std::filesystem::create_directories(a.per_band_out, ec);
-            if (ec) throw IoError("edges: --per-band-out " + a.per_band_out + ": " + ec.message());
+            folders.create(a.per_band_out, "edges: --per-band-out");
             const Cube& maps = o.fusion == EdgeFusion::None ? r.edges : r.band_edges;
             const bool pca = fusion_uses_pca(o.fusion);
             for (int b = 0; b < maps.bands(); ++b) {
@@ -127,6 +126,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
         }
     } catch (...) {
         written.remove_all();
+        folders.remove_made();
         throw;
     }
     return written;

@@ -57,6 +57,7 @@ void baseline_command(const BaselineArgs& a) {
     const BaselineOptions& options = a.options;
     check_baseline_options(options);  // refuse bad options and OUT before reading anything
     const FileFormat format = output_format(a.output);
+    check_output_folder(a.output);
     if (format != FileFormat::Png && format != FileFormat::Npy)
         throw InvalidInput("edges-baseline: OUT = " + a.output + "; expected a .png or .npy path");
 

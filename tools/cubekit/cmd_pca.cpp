@@ -46,7 +46,7 @@ void pca_command(const PcaArgs& a) {
     if (format != FileFormat::Npy && format != FileFormat::Envi)
         throw InvalidInput("pca: OUT = " + a.output + ": the components are float64; use .npy or ENVI (.hdr/.img)");
     const std::string model_path = a.model_out.empty() ? beside(a.output, ".pca.json") : a.model_out;
-    check_distinct({a.output, model_path}, "pca");
+    check_outputs({a.output, model_path}, "pca");
     Timings timings;
     auto [ctx, cube, choice] = context_while_reading(
         common, "pca", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate_pca);

@@ -76,7 +76,7 @@ QuantizePlan plan_quantize(const Cube& image, const QuantizeJob& job) {
     std::vector<std::string> all = {job.output, p.palette_json_path};
     if (p.indexed_type_ok) all.push_back(p.indexed_path);
     if (!p.swatch_path.empty()) all.push_back(p.swatch_path);
-    check_distinct(all, job.palette_out.empty() ? "OUT " + job.output : "--palette-out " + job.palette_out);
+    check_outputs(all, job.palette_out.empty() ? "OUT " + job.output : "--palette-out " + job.palette_out);
     return p;
 }
 
@@ -181,7 +181,11 @@ nlohmann::json run_quantize(const Context& ctx, const Cube& image, const Quantiz
     const auto t_start = std::chrono::steady_clock::now();
     const QuantizePlan plan = plan_quantize(image, job);
     QuantizeRun run;
-    run.q = quantize_image(ctx, image, quantize_options(image, job, plan.channels));
+    try {
+        run.q = quantize_image(ctx, image, quantize_options(image, job, plan.channels));
+    } catch (const InvalidInput& e) {  // the library names the option; the input is named here
+        throw InvalidInput(job.input + ": " + e.what());
+    }
     const QuantizedImage& q = run.q;
     // The painted modes have always carried the input's header (wavelengths, map info, ...) to
     // OUT; a plain fit and an image with alpha have not (the library's image has no metadata).
@@ -245,7 +249,8 @@ void quantize_command(const QuantizeArgs& a) {
                                     : "--device " + std::to_string(common.context.device)));
         common.context.backend = Backend::Cpu;
     }
-    output_format(job.output);  // a bad OUT fails before any work
+    output_format(job.output);  // a bad OUT (or its missing folder) fails before any work
+    check_outputs({job.output}, "quantize");
     Timings timings;
     auto [ctx, image, choice] = context_while_reading(
         common, "quantize", timings, a.input, [&] { return read_input(a.input, common).cube; },

@@ -91,6 +91,7 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
                         const std::optional<TileOptions>& tiles) {
     check_rcmg_arguments(cube.shape(), options);
     for (const std::string& out : outputs) output_format(out);  // refuse bad names before work
+    check_outputs(outputs, "rcmg");
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<TiledRun> tiled;
     Cube gradient;
@@ -151,12 +152,14 @@ Action add_rcmg(CLI::App& root) {
         if (!args->tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
         const RcmgOptions& options = args->options;
         for (const std::string& out : args->outputs) output_format(out);  // a bad OUT fails before any work
+        check_outputs(args->outputs, "rcmg");
         Timings timings;
         // A tiled run reads a raw file (ENVI, .npy) by windows: the scene never has to fit in memory.
         std::optional<CubeFile> file;
         // Large: the data, not the path (an ENVI header is a few hundred bytes beside gigabytes).
         if (common.bands.empty() && windowed_format(args->input)) {
             file.emplace(timings.time("read", [&] { return CubeFile(args->input, common.read); }));
+            say_read_warnings(common, file->metadata());
             // A Fortran-order .npy is not windowed: read whole below, as a small scene is.
             if (!file->windowed() || (!tiles && file->shape().num_bytes() < kStreamedMinBytes)) file.reset();
         }

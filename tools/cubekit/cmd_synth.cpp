@@ -122,20 +122,20 @@ nlohmann::json object_json(const SynthObject& o) {
 
 /// Refuses bad output names before any work: OUT any format cubekit writes, the object ids (i32)
 /// only where integers survive, no two outputs on one file.
-void check_outputs(const SynthArgs& a) {
+void check_synth_outputs(const SynthArgs& a) {
     output_format(a.output);
     output_format(a.truth);
     if (!a.objects.empty() && is_image(output_format(a.objects)))
         throw InvalidInput("synth: --objects = " + a.objects + ": the object ids are i32; use .npy or ENVI (.hdr/.img)");
     std::vector<std::string> paths = {a.output, a.truth};
     if (!a.objects.empty()) paths.push_back(a.objects);
-    check_distinct(paths, "synth");
+    check_outputs(paths, "synth");
 }
 
 void synth_command(SynthArgs a) {
     const SynthSceneKind kind = parse_enum<SynthSceneKind>(a.scene, "synth: SCENE");
     if (a.truth.empty()) a.truth = beside(a.output, ".truth.npy");
-    check_outputs(a);
+    check_synth_outputs(a);
     if (a.run.threads > 0) omp_set_num_threads(a.run.threads);
     Timings timings;
     const SynthScene s = timings.time("synth", [&] { return synth_scene(kind, a.run.seed, a.options); });

@@ -12,6 +12,7 @@
 #include "cubekit/detect_train.hpp"
 #include "cubekit/error.hpp"
 #include "option_flags.hpp"
+#include "outputs.hpp"
 
 namespace cubekit::cli {
 
@@ -89,6 +90,7 @@ template <class Options, class Train>
 void run_training(const std::string& kind, const TrainArgs& args, const Options& options, Train&& train) {
     Timings timings;
     const std::string command = "train " + kind;
+    check_output_folder(args.output);  // before the training, which can take minutes
     const TrainingData data = timings.time("read", [&] { return read_data(args); });
     const Context ctx = timings.time("context", [&] { return training_context(args.common, command); });
     TrainReport report;

@@ -259,7 +259,7 @@ void check_output_names(const Args& a) {
     std::vector<std::string> paths{a.output};
     for (const std::string* p : {&a.png, &a.boundary_out, &a.gradient_out, &a.regions_out})
         if (!p->empty()) paths.push_back(*p);
-    check_distinct(paths, a.flags.segment ? "segment" : "watershed");
+    check_outputs(paths, a.flags.segment ? "segment" : "watershed");
 }
 
 /// A volume of more than one slice has no one picture: --png and a PNG/PNM --boundary-out are refused.

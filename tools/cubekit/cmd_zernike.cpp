@@ -223,7 +223,7 @@ void check_zernike_outputs(const ZernikeArgs& a, const std::string& mode) {
     std::vector<std::string> outs;
     for (const std::string* p : {&a.output, &a.reconstruct})
         if (!p->empty()) outs.push_back(*p);
-    check_distinct(outs, "zernike outputs");
+    check_outputs(outs, "zernike outputs");
 }
 
 /// One run: the table, the input, the reconstruction and the timings.

@@ -119,7 +119,7 @@ Palette read_palette_json(const std::string& path, int channels, const std::stri
     try {
         j = nlohmann::json::parse(text.str());
     } catch (const nlohmann::json::exception& e) {
-        throw InvalidInput(where + "not JSON (" + std::string(e.what()) + ")");
+        throw InvalidInput(where + "not JSON (" + json_reason(e.what()) + ")");
     }
     if (!j.is_object() || !j.contains("palette") || !j["palette"].is_array() || j["palette"].empty())
         throw InvalidInput(where + "expected an object with a non-empty \"palette\" array");

@@ -10,6 +10,7 @@
 
 #include "batch_worker.hpp"
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "cubekit/error.hpp"
 #include "option_flags.hpp"
 #include "timings.hpp"
@@ -23,7 +24,8 @@ int run_cli(int argc, char** argv) {
     app.set_version_flag("--version", std::string("cubekit ") + CUBEKIT_VERSION);
     app.require_subcommand(1);
     app.footer("Exit codes: 0 success; 2 invalid file content or parameter; 3 the operating system refused\n"
-               "(missing file, permission, disk full); 4 device failure. Run 'cubekit SUBCOMMAND --help' for details.");
+               "(missing file, permission, disk full); 4 device failure; 130 interrupted (SIGINT/SIGTERM).\n"
+               "Run 'cubekit SUBCOMMAND --help' for details.");
     std::map<CLI::App*, cubekit::cli::Action> actions;
     auto add = [&](cubekit::cli::Action (*adder)(CLI::App&)) {
         const std::size_t before = app.get_subcommands({}).size();
@@ -68,6 +70,15 @@ int run_cli(int argc, char** argv) {
             return 2;
         }
     }
+    // An empty value ('--bands ""', an empty file name) would silently mean the default or nothing.
+    for (int i = 2; i < argc; ++i) {
+        if (argv[i][0] != '\0') continue;
+        const std::string_view before(argv[i - 1]);
+        std::cerr << "cubekit: argument " << i << " is empty";
+        if (before.starts_with("-") && before.size() > 1) std::cerr << " (after " << before << ")";
+        std::cerr << "; give a value (a file name, a number) or leave the flag out\n";
+        return 2;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -84,6 +95,10 @@ int run_cli(int argc, char** argv) {
                 running = inner;
             actions.at(sub)();
         }
+        if (cubekit::cli::interrupted()) {  // the signal came too late to stop the work
+            std::cerr << "cubekit: interrupted by " << cubekit::cli::interrupt_name() << " after the work had finished (its outputs are complete)\n";
+            return 130;
+        }
         return 0;
     } catch (const cubekit::cli::BatchFailed& e) {
         return e.code;
@@ -98,7 +113,10 @@ int run_cli(int argc, char** argv) {
         std::cerr << "cubekit: " << e.what() << "\n";
         return 4;
     } catch (const cubekit::Cancelled& e) {
-        std::cerr << "cubekit: " << e.what() << "\n";
+        if (cubekit::cli::interrupted())
+            std::cerr << "cubekit: interrupted by " << cubekit::cli::interrupt_name() << "; stopped, nothing written\n";
+        else
+            std::cerr << "cubekit: " << e.what() << "\n";
         return 130;
     } catch (const std::bad_alloc&) {
         std::cerr << "cubekit: out of host memory\n";
@@ -113,6 +131,7 @@ int run_cli(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     cubekit::cli::mark_main_entry();  // where --json timings_ms "total" starts and "startup" ends
+    cubekit::cli::install_interrupt_handling();  // before any thread starts: all inherit the blocked signals
     // The worker processes of `cubekit batch` (batch_worker.hpp), not a command for users.
     if (argc == 2 && std::string_view(argv[1]) == "__batch-worker") return cubekit::cli::serve_batch_worker(run_cli);
     return run_cli(argc, argv);

@@ -3,8 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <utility>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "cubekit/error.hpp"
+#include "interrupt.hpp"
 #include "cubekit/io.hpp"
 
 namespace cubekit::cli {
@@ -22,12 +29,26 @@ FileFormat format_of(const std::string& flag, const std::string& path) {
     }
 }
 
-void check_distinct(const std::vector<std::string>& paths, const std::string& what) {
+void check_outputs(const std::vector<std::string>& paths, const std::string& what) {
     for (std::size_t i = 0; i < paths.size(); ++i)
         for (std::size_t j = i + 1; j < paths.size(); ++j)
-            if (std::filesystem::path(paths[i]).lexically_normal() ==
-                std::filesystem::path(paths[j]).lexically_normal())
+            if (!paths[i].empty() && std::filesystem::path(paths[i]).lexically_normal() ==
+                                         std::filesystem::path(paths[j]).lexically_normal())
                 throw InvalidInput(what + ": two outputs would be the same file, " + paths[j]);
+    for (const std::string& p : paths) check_output_folder(p);
+}
+
+void check_output_folder(const std::string& path) {
+    if (path.empty()) return;
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    const std::filesystem::path folder = parent.empty() ? std::filesystem::path(".") : parent;
+    std::error_code ec;
+    const auto status = std::filesystem::status(folder, ec);
+    if (!std::filesystem::exists(status))
+        throw IoError(path + ": cannot write: the folder " + folder.string() + " does not exist");
+    if (!std::filesystem::is_directory(status)) throw IoError(path + ": cannot write: " + folder.string() + " is not a folder");
+    if (::access(folder.c_str(), W_OK | X_OK) != 0)
+        throw IoError(path + ": cannot write in the folder " + folder.string() + ": " + std::strerror(errno));
 }
 
 void remove_outputs(const std::vector<std::string>& paths) {
@@ -56,7 +77,33 @@ void OutputList::add(const std::string& path, const std::string& role, const std
     add(path, std::move(o));
 }
 
+void MadeFolders::create(const std::string& folder, const std::string& flag) {
+    std::vector<std::string> missing;
+    std::error_code ec;
+    for (std::filesystem::path p = std::filesystem::path(folder).lexically_normal(); !p.empty() && !std::filesystem::exists(p, ec);
+         p = p.parent_path()) {
+        missing.push_back(p.string());
+        if (p == p.parent_path()) break;
+    }
+    std::filesystem::create_directories(folder, ec);
+    if (ec) throw IoError(flag + " " + folder + ": cannot create the folder: " + ec.message());
+    made_.insert(made_.end(), missing.rbegin(), missing.rend());
+}
+
+void MadeFolders::remove_made() const noexcept {
+    std::error_code ec;
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) std::filesystem::remove(*it, ec);  // only when empty
+}
+
+OutputList::OutputList(OutputList&& other) noexcept
+    : paths_(std::exchange(other.paths_, {})), json_(std::exchange(other.json_, nlohmann::json::array())) {}
+
+OutputList::~OutputList() {
+    for (const std::string& p : paths_) forget_run_output(p);
+}
+
 void OutputList::add(const std::string& path, nlohmann::json entry) {
+    register_run_output(path);
     paths_.push_back(path);
     json_.push_back(std::move(entry));
 }

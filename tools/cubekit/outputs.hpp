@@ -23,16 +23,40 @@ std::string beside(const std::string& out, const std::string& suffix);
 /// InvalidInput "FLAG = PATH: ..." (`flag`: "OUT", "--png", ...).
 FileFormat format_of(const std::string& flag, const std::string& path);
 
-/// Throws InvalidInput naming `what` when two of `paths` are the same file name.
-void check_distinct(const std::vector<std::string>& paths, const std::string& what);
+/// Checks the outputs of a run before any work: InvalidInput naming `what` when two of `paths` are
+/// the same file name; IoError (exit 3) naming the path when its folder is missing, not a folder or
+/// not writable (check_output_folder). Empty paths (outputs not asked for) are skipped.
+void check_outputs(const std::vector<std::string>& paths, const std::string& what);
+
+/// IoError naming `path` when the folder it would be written in is missing or not writable.
+void check_output_folder(const std::string& path);
 
 /// Removes outputs a failed run wrote (ENVI: the header and the data file as well); never throws.
 void remove_outputs(const std::vector<std::string>& paths);
+
+/// Creates a folder and the missing folders above it, remembering which it made, so that a failed
+/// run takes them back (remove_made: each made folder, deepest first, when it is empty again).
+/// `flag` names the folder in errors ("--out", "--per-band-out"); IoError when it cannot be made.
+class MadeFolders {
+public:
+    void create(const std::string& folder, const std::string& flag);
+    void remove_made() const noexcept;
+
+private:
+    std::vector<std::string> made_;  // outermost first
+};
 
 /// The outputs one run has written so far, for the JSON summary ([{role, path, format, dtype}])
 /// and for cleaning up after a failure.
 class OutputList {
 public:
+    // The outputs listed are the run's until the list is destroyed (the command finished): an
+    // interruption that stops the process removes them (interrupt.hpp).
+    OutputList() = default;
+    OutputList(OutputList&& other) noexcept;
+    OutputList& operator=(OutputList&&) = delete;
+    OutputList(const OutputList&) = delete;
+    ~OutputList();
     void add(const std::string& path, const std::string& role, const std::string& format,
              const std::string& dtype = "");
     /// Adds the entry with extra keys (e.g. the display scale of a PNG).

@@ -246,7 +246,7 @@ void read_json(MomentFile& f, const std::string& text, const std::string& flag) 
     try {
         j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-        throw InvalidInput(where + "not valid JSON: " + e.what());
+        throw InvalidInput(where + "not valid JSON: " + json_reason(e.what()));
     }
     if (!j.is_object() || !j.contains("moments") || !j["moments"].is_array())
         throw InvalidInput(where + "no 'moments' array; expected a JSON file written by cubekit zernike -o FILE.json");
