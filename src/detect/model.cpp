@@ -129,7 +129,7 @@ MlpModel mlp_from(const json& j, std::string_view source, const std::string& pre
 json parse(std::string_view text, std::string_view source) {
     try {
         return json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
         throw InvalidInput(std::string(source) + ": not valid JSON (" + json_reason(e.what()) + ")");
     }
 }

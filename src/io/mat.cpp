@@ -5,6 +5,7 @@
 // within a band the row index varies fastest. cubekit's BSQ is row-major within a band
 // ((b*H + y)*W + x), hence every band is transposed while copying. The result is BSQ.
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -92,8 +93,49 @@ struct VarInfo {
     std::string describe() const { return shown_name(name) + " (" + shape() + " " + type() + ")"; }
 };
 
+// A version 4 file (no "MATLAB" text header, no HDF5 signature) is a sequence of records: five
+// int32 (type MOPT, rows, columns, imaginary flag, name length), the name, the samples. matio trusts
+// the lengths (a name length of 2 GB is allocated before the file is found short), so the records
+// are walked here first: every length must fit in the file.
+void check_v4_records(std::string_view fn, const fs::path& path, const InputFile& file) {
+    unsigned char head[520] = {};
+    const std::size_t got = file.read_some_at(0, head, sizeof head);
+    if ((got >= 7 && std::memcmp(head, "MATLAB ", 7) == 0) || (got >= 520 && std::memcmp(head + 512, "\x89HDF\r\n\x1a\n", 8) == 0))
+        return;  // v5 / v7.3: matio checks those
+    const std::uint64_t size = file.size();
+    for (std::uint64_t at = 0; at < size;) {
+        unsigned char w[20];
+        if (size - at < 20 || file.read_some_at(at, w, 20) != 20)
+            throw_invalid(fn, path, "a MATLAB v4 record header is cut short at byte " + std::to_string(at));
+        // The type (< 2^16) has two zero high bytes: first in a big-endian file (M = 1), last in a
+        // little-endian one (M = 0; type 0 is all zero and little-endian).
+        const bool big = w[0] == 0 && w[1] == 0 && (w[2] != 0 || w[3] != 0);
+        const auto word = [&](int i) {
+            const unsigned char* b = w + 4 * i;
+            return std::int32_t(big ? std::uint32_t(b[0]) << 24 | std::uint32_t(b[1]) << 16 | std::uint32_t(b[2]) << 8 | b[3]
+                                    : std::uint32_t(b[3]) << 24 | std::uint32_t(b[2]) << 16 | std::uint32_t(b[1]) << 8 | b[0]);
+        };
+        const std::int32_t type = word(0), rows = word(1), cols = word(2), imag = word(3), namelen = word(4);
+        const int p = type / 10 % 10;
+        if (type < 0 || type / 1000 != (big ? 1 : 0) || type / 100 % 10 != 0 || p > 5 || type % 10 > 2 || rows < 0 || cols < 0 ||
+            (imag != 0 && imag != 1) || namelen < 1 || namelen > 65536)
+            throw_invalid(fn, path, "not a MATLAB file: the v4 record at byte " + std::to_string(at) +
+                                        " has type " + std::to_string(type) + ", " + std::to_string(rows) + "x" +
+                                        std::to_string(cols) + ", name length " + std::to_string(namelen));
+        static constexpr int kSize[] = {8, 4, 4, 2, 2, 1};
+        const std::uint64_t samples = std::uint64_t(rows) * std::uint64_t(cols) * std::uint64_t(kSize[p]) * (imag ? 2u : 1u);
+        const std::uint64_t end = at + 20 + std::uint64_t(namelen) + samples;
+        if (end > size)
+            throw_invalid(fn, path, "the MATLAB v4 variable at byte " + std::to_string(at) + " (" + std::to_string(rows) + "x" +
+                                        std::to_string(cols) + ") needs " + std::to_string(end) + " bytes; the file has " +
+                                        std::to_string(size));
+        at = end;
+    }
+}
+
 MatPtr open_mat(std::string_view fn, const fs::path& path) {
-    InputFile probe(fn, path);  // IoError with strerror when missing or unreadable; matio gives no errno
+    const InputFile probe(fn, path);  // IoError with strerror when missing or unreadable; matio gives no errno
+    check_v4_records(fn, path, probe);
     MatPtr mat(Mat_Open(path.c_str(), MAT_ACC_RDONLY));
     if (!mat) throw_invalid(fn, path, "not a MATLAB file that matio can read (v4, v5 or v7.3 are)");
     return mat;
@@ -184,6 +226,17 @@ Cube read_mat(const fs::path& path, const std::string& var) {
     for (std::size_t d : info.dims)
         if (d > std::size_t(INT_MAX)) throw_invalid(kRead, path, what + " is too large (an extent above " + std::to_string(INT_MAX) + ")");
 
+    // A variable's samples cannot outweigh the file by more than zlib's best ratio (about 1032:1, for
+    // compressed v5 and v7.3 data): a header claiming more is refused before matio allocates it.
+    const std::uint64_t file_bytes = InputFile(kRead, path).size();
+    long double claimed = info.cls == MAT_C_DOUBLE || info.cls == MAT_C_INT64 || info.cls == MAT_C_UINT64 ? 8
+                          : info.cls == MAT_C_SINGLE || info.cls == MAT_C_INT32 || info.cls == MAT_C_UINT32 ? 4
+                          : info.cls == MAT_C_INT16 || info.cls == MAT_C_UINT16 ? 2 : 1;
+    for (std::size_t d : info.dims) claimed *= static_cast<long double>(d);
+    if (claimed > 1100.0L * static_cast<long double>(file_bytes) + 4096.0L)
+        throw_invalid(kRead, path, what + " claims " + std::to_string(static_cast<unsigned long long>(std::min(claimed, 1e19L))) +
+                                       " bytes of samples, more than a " + std::to_string(file_bytes) +
+                                       "-byte file can hold even compressed (damaged or truncated file)");
     VarPtr v(Mat_VarRead(mat.get(), info.name.c_str()));
     if (!v || !v->data) throw_invalid(kRead, path, "matio could not read " + what + " (damaged or unsupported storage)");
     const int R = int(info.dims[0]), C = int(info.dims[1]);

@@ -179,7 +179,8 @@ void reconstruct_by_erosion_cpu(const Grid& g, const std::vector<Step>& steps, c
     for (std::int64_t p = 0; p < n; ++p)
         if (g.in(p)) queue.emplace(marker[p], p);
     while (!queue.empty()) {
-        const auto [value, p] = queue.top();
+        const K value = queue.top().first;  // not a structured binding: clang 14 cannot capture one
+        const std::int64_t p = queue.top().second;
         queue.pop();
         if (value != marker[p]) continue;  // a stale entry
         for_neighbours(g, steps, p, [&](std::int64_t q) {

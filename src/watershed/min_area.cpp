@@ -72,7 +72,7 @@ Graph region_graph(const Grid& g, const std::vector<Step>& steps, const T* h, co
         if (g.in(p) && labels[p] > 0) ++graph.area[std::size_t(labels[p])];
     std::vector<std::int64_t> start(R + 1, 0);
     for (std::size_t l = 0; l < R; ++l) start[l + 1] = start[l] + graph.area[l];
-    std::vector<std::uint32_t> order(std::size_t(start[R]));  // raster indices (< 2^31), region by region
+    std::vector<std::uint32_t> order(static_cast<std::size_t>(start[R]));  // raster indices (< 2^31), region by region
     {
         std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
         for (std::int64_t p = 0; p < g.size(); ++p)

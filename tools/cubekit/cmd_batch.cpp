@@ -222,7 +222,7 @@ Action add_batch(CLI::App& root) {
         if (interrupted()) {  // the scenes done are kept (their reports mark them complete); a rerun resumes
             std::cerr << "cubekit: batch: interrupted by " << interrupt_name() << " after " << done.load() << " of " << to_run
                       << " scenes; run the same command again to resume\n";
-            throw BatchFailed(130);
+            throw BatchFailed{130};
         }
         nlohmann::json j = {{"command", "batch"}, {"subcommand", a->command}, {"out_dir", a->out_dir}};
         int ok = 0, skipped = 0, failed = 0, first_failure = 0;
@@ -239,7 +239,7 @@ Action add_batch(CLI::App& root) {
         if (a->json) std::cout << j.dump(2) << "\n";
         if (!a->quiet)
             std::cerr << "batch: " << ok << " done, " << skipped << " skipped (complete already), " << failed << " failed\n";
-        if (first_failure != 0) throw BatchFailed(first_failure >= 2 && first_failure <= 4 ? first_failure : 1);
+        if (first_failure != 0) throw BatchFailed{first_failure >= 2 && first_failure <= 4 ? first_failure : 1};
     };
 }
 
