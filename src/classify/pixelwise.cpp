@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/json_numbers.hpp"
 #include "classify/classify_internal.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
@@ -137,9 +138,9 @@ ClassMeans read_class_means(const std::filesystem::path& path) {
         if (j.value("format", "") != "cubekit-class-means")
             throw InvalidInput(where + "not a class-means file (\"format\" is not \"cubekit-class-means\")");
         m.classifier = parse_enum<Classifier>(j.at("classifier").get<std::string>(), where + "classifier");
-        m.bands = j.at("bands").get<int>();
-        m.classes = j.at("classes").get<std::vector<std::int32_t>>();
-        m.counts = j.at("counts").get<std::vector<std::int64_t>>();
+        m.bands = detail::json_integer<int>(j.at("bands"), where + "bands");
+        m.classes = detail::json_integers<std::int32_t>(j.at("classes"), where + "classes");
+        m.counts = detail::json_integers<std::int64_t>(j.at("counts"), where + "counts");
         for (const auto& row : j.at("means")) {
             const auto v = row.get<std::vector<double>>();
             if (v.size() != std::size_t(m.bands))

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/json_numbers.hpp"
 #include "classify/classify_internal.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
@@ -229,12 +230,12 @@ void read_scaling(const std::filesystem::path& path, SvmModel& m) {
         const nlohmann::json j = nlohmann::json::parse(text.str());
         if (j.value("format", "") != "cubekit-svm-scaling")
             throw InvalidInput(where + "not a scaling file (\"format\" is not \"cubekit-svm-scaling\")");
-        m.bands = j.at("bands").get<int>();
+        m.bands = detail::json_integer<int>(j.at("bands"), where + "bands");
         m.scale_min = j.at("min").get<std::vector<double>>();
         m.scale_max = j.at("max").get<std::vector<double>>();
         m.c = j.at("c").get<double>();
         if (j.contains("cv_accuracy") && j["cv_accuracy"].is_number()) m.cv_accuracy = j["cv_accuracy"].get<double>();
-        m.training_pixels = j.value("training_pixels", std::int64_t(0));
+        m.training_pixels = j.contains("training_pixels") ? detail::json_integer<std::int64_t>(j["training_pixels"], where + "training_pixels") : 0;
         for (const auto& g : j.value("grid", nlohmann::json::array()))
             m.grid.push_back({g.at("c").get<double>(), g.at("gamma").get<double>(), g.at("accuracy").get<double>()});
     } catch (const nlohmann::json::exception& e) {

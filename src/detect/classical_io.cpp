@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/json_numbers.hpp"
 #include "core/view_sample.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
@@ -348,12 +349,12 @@ BackgroundStats read_background_stats(const std::filesystem::path& path) {
         const auto scalar = [&](const char* n) {
             const std::vector<double> v = npz_numbers(path, z, n);
             if (v.size() != 1) bad_file(path, std::string(n) + " must be a scalar");
-            return std::int64_t(v[0]);
+            return detail::checked_integer<std::int64_t>(v[0], n);
         };
-        s.bands = int(scalar("bands"));
+        s.bands = detail::checked_integer<int>(double(scalar("bands")), "bands");
         s.samples = scalar("samples");
-        s.ddof = int(scalar("ddof"));
-        for (double v : npz_numbers(path, z, "kept_bands")) s.kept.push_back(int(v));
+        s.ddof = detail::checked_integer<int>(double(scalar("ddof")), "ddof");
+        for (double v : npz_numbers(path, z, "kept_bands")) s.kept.push_back(detail::checked_integer<int>(v, "kept_bands"));
         s.mean = npz_numbers(path, z, "mean");
         s.covariance = npz_numbers(path, z, "covariance");
         if (z.count("eigenvalues") && z.count("eigenvectors"))
@@ -361,16 +362,17 @@ BackgroundStats read_background_stats(const std::filesystem::path& path) {
     } else {
         try {
             const json j = json::parse(slurp(path, "stats"));
-            s.bands = j.at("bands").get<int>();
-            s.kept = j.at("kept_bands").get<std::vector<int>>();
-            s.samples = j.at("samples").get<std::int64_t>();
-            s.ddof = j.value("ddof", 0);
+            s.bands = detail::json_integer<int>(j.at("bands"), "bands");
+            s.kept = detail::json_integers<int>(j.at("kept_bands"), "kept_bands");
+            s.samples = detail::json_integer<std::int64_t>(j.at("samples"), "samples");
+            s.ddof = j.contains("ddof") ? detail::json_integer<int>(j["ddof"], "ddof") : 0;
             s.mean = j.at("mean").get<std::vector<double>>();
             s.covariance = j.at("covariance").get<std::vector<double>>();
             s.eigenvalues = j.value("eigenvalues", std::vector<double>{});
             s.eigenvectors = j.value("eigenvectors", std::vector<double>{});
             if (j.contains("dropped"))
-                for (const json& d : j["dropped"]) s.dropped.push_back({d.at("band").get<int>(), d.at("reason").get<std::string>()});
+                for (const json& d : j["dropped"])
+                    s.dropped.push_back({detail::json_integer<int>(d.at("band"), "dropped band"), d.at("reason").get<std::string>()});
         } catch (const json::exception& e) {
             bad_file(path, std::string("not a statistics file: ") + json_reason(e.what()));
         }

@@ -290,7 +290,12 @@ RawCube describe_envi(const fs::path& path) {
                std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(bands) + " x " +
                std::to_string(esize) + " bytes, from " + hdr.filename().string() + ")";
     };
-    if (!gzip) {
+    if (gzip) {  // zlib inflates at most about 1032 bytes per byte: a header claiming more is wrong
+        const std::uint64_t packed = InputFile(kRead, data).size();
+        if (expected > 1032 * packed + 1024)
+            throw_invalid(kRead, data, "is truncated: " + size_text() + ", more than its " + std::to_string(packed) +
+                                           " gzip bytes (file compression = 1) can hold");
+    } else {
         InputFile file(kRead, data);
         if (file.size() < expected)
             throw_invalid(kRead, data, "is truncated: " + size_text() + ", the file has " + std::to_string(file.size()));

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include <matio.h>
+#include <zlib.h>
 
 #include "io/io_internal.hpp"
 
@@ -133,9 +134,170 @@ void check_v4_records(std::string_view fn, const fs::path& path, const InputFile
     }
 }
 
+// A version 5 file: a 128-byte header, then top-level elements (tag: type, byte count; miMATRIX
+// = 14 as it is, miCOMPRESSED = 15 deflated). matio allocates what an array claims (its dimensions,
+// its name, a cell's or struct's elements) before checking that the file holds it, so every array
+// is walked here first, nested ones too: each claim must fit in the bytes of its element.
+class V5Walker {
+public:
+    explicit V5Walker(bool swap) : swap_(swap) {}
+
+    // The array element at b[0..n) (its tag included): "" when every claim fits, else the reason.
+    std::string walk(const unsigned char* b, std::size_t n, int depth = 0) const {
+        if (n < 8 || u32(b) != 14) return "";  // not an array: matio refuses it by type
+        if (depth > 32) return "arrays nested more than 32 deep";
+        const std::uint32_t bytes = u32(b + 4);
+        if (bytes > n - 8) return "an array claims " + std::to_string(bytes) + " bytes; its element holds " + std::to_string(n - 8);
+        Cursor c{b + 8, bytes};
+        Sub flags, dims, name;
+        if (!next(c, flags) || !next(c, dims) || !next(c, name)) return c.error;
+        // The layout MATLAB and matio write: flags 8 bytes of miUINT32, dimensions miINT32 (two or
+        // more), the name miINT8; a known class. Anything else is damage matio would misread.
+        if (flags.type != 6 || flags.len != 8) return "the array flags are not 8 bytes of miUINT32";
+        if (dims.type != 5 || dims.len < 8 || dims.len % 4 != 0) return "the dimensions are not two or more miINT32";
+        if (name.type != 1) return "the name is not miINT8";
+        const unsigned cls = u32(flags.data) & 0xFF;
+        if (cls < 1 || cls > 17) return "unknown array class " + std::to_string(cls);
+        long double count = 1;
+        for (std::size_t i = 0; i + 4 <= dims.len; i += 4) {
+            const auto d = std::int32_t(u32(dims.data + i));
+            if (d < 0) return "a dimension is negative (" + std::to_string(d) + ")";
+            count *= d;
+        }
+        if (cls == 5 || cls > 15) return "";  // sparse (dimensions need not be stored), functions, opaque
+        std::size_t fields = 1;
+        if (cls == 2 || cls == 3) {  // struct, object: [class name,] field name length, names
+            Sub class_name, length, names;
+            if (cls == 3 && !next(c, class_name)) return c.error;
+            if (!next(c, length) || !next(c, names)) return c.error;
+            const std::uint32_t each = length.len >= 4 ? u32(length.data) : 0;
+            fields = each == 0 ? 0 : names.len / each;
+        }
+        if (cls == 1 || cls == 2 || cls == 3) {  // every element (and field) is an array of 8 bytes or more
+            if (count * fields * 8 > c.left)
+                return "a cell or struct claims " + std::to_string(static_cast<unsigned long long>(std::min(count * fields, 1e19L))) +
+                       " elements; its " + std::to_string(c.left) + " bytes hold fewer";
+            for (long double i = 0; i < count * fields; ++i) {
+                if (c.left < 8) return "a cell or struct ends before its elements";
+                const std::string why = walk(c.at, c.left, depth + 1);
+                if (!why.empty()) return why;
+                const std::size_t step = 8 + std::size_t(u32(c.at + 4));
+                c.at += step, c.left -= std::min(step, c.left);
+            }
+            return "";
+        }
+        Sub real;  // char, logical, numeric: the samples, at least a byte each
+        if (!next(c, real)) return c.error;
+        if (count > real.len)
+            return "an array claims " + std::to_string(static_cast<unsigned long long>(std::min(count, 1e19L))) + " elements; its data holds " +
+                   std::to_string(real.len) + " bytes";
+        return "";
+    }
+
+private:
+    struct Cursor {
+        const unsigned char* at;
+        std::size_t left;
+        std::string error;
+    };
+    struct Sub {
+        const unsigned char* data = nullptr;
+        std::size_t len = 0;
+        std::uint32_t type = 0;
+    };
+    std::uint32_t u32(const unsigned char* b) const {
+        const std::uint32_t v = std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 | std::uint32_t(b[3]) << 24;
+        return swap_ ? __builtin_bswap32(v) : v;
+    }
+    // The next sub-element (small ones pack up to 4 bytes into their tag); false when it does not fit.
+    bool next(Cursor& c, Sub& s) const {
+        if (c.left < 8) {
+            c.error = "an array ends inside its header";
+            return false;
+        }
+        const std::uint32_t type = u32(c.at);
+        if ((type >> 16) != 0) {
+            if ((type >> 16) > 4) {
+                c.error = "a packed sub-element claims " + std::to_string(type >> 16) + " bytes (at most 4 fit)";
+                return false;
+            }
+            s = {c.at + 4, std::size_t(type >> 16), type & 0xFFFF};
+            c.at += 8, c.left -= 8;
+            return true;
+        }
+        const std::size_t len = u32(c.at + 4), padded = (len + 7) & ~std::size_t(7);
+        if (len > c.left - 8) {
+            c.error = "a sub-element claims " + std::to_string(len) + " bytes; " + std::to_string(c.left - 8) + " are left in its array";
+            return false;
+        }
+        s = {c.at + 8, len, type};
+        c.at += 8 + std::min(padded, c.left - 8), c.left -= 8 + std::min(padded, c.left - 8);
+        return true;
+    }
+    bool swap_;
+};
+
+// Arrays larger than this (as stored, or inflated) are not walked: their claims are matio's to check.
+constexpr std::size_t kWalkLimit = std::size_t(64) << 20;
+
+void check_v5_elements(std::string_view fn, const fs::path& path, const InputFile& file) {
+    unsigned char head[128];
+    if (file.read_some_at(0, head, 128) != 128 || std::memcmp(head, "MATLAB ", 7) != 0) return;
+    bool swap = false;
+    if (head[126] == 'M' && head[127] == 'I') swap = true;
+    else if (head[126] != 'I' || head[127] != 'M') return;  // not v5 (v7.3 is HDF5: matio decides)
+    const V5Walker walker(swap);
+    const auto u32 = [&](const unsigned char* b) {
+        const std::uint32_t v = std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 | std::uint32_t(b[3]) << 24;
+        return swap ? __builtin_bswap32(v) : v;
+    };
+    const std::uint64_t size = file.size();
+    for (std::uint64_t at = 128; at + 8 <= size;) {
+        unsigned char tag[8];
+        file.read_some_at(at, tag, 8);
+        const std::uint32_t type = u32(tag), bytes = u32(tag + 4);
+        if ((type >> 16) != 0) break;  // a small element at top level: not an array; matio decides
+        if (at + 8 + bytes > size)
+            throw_invalid(fn, path, "the element at byte " + std::to_string(at) + " claims " + std::to_string(bytes) +
+                                        " bytes; the file has " + std::to_string(size - at - 8) + " after it (truncated or damaged)");
+        std::vector<unsigned char> array;
+        if (type == 14 && bytes + 8 <= kWalkLimit) {
+            array.resize(8 + bytes);
+            file.read_some_at(at, array.data(), array.size());
+        } else if (type == 15) {  // inflated, up to the walk limit
+            std::vector<unsigned char> packed(bytes);
+            file.read_some_at(at + 8, packed.data(), packed.size());
+            array.resize(std::min<std::size_t>(kWalkLimit, std::max<std::size_t>(4096, std::size_t(bytes) * 8)));
+            z_stream z{};
+            if (inflateInit(&z) == Z_OK) {
+                z.next_in = packed.data(), z.avail_in = uInt(packed.size());
+                std::size_t got = 0;
+                int rc = Z_OK;
+                while (rc == Z_OK) {
+                    if (got == array.size()) {
+                        if (array.size() == kWalkLimit) break;
+                        array.resize(std::min(kWalkLimit, array.size() * 2));
+                    }
+                    z.next_out = array.data() + got, z.avail_out = uInt(array.size() - got);
+                    rc = inflate(&z, Z_NO_FLUSH);
+                    got = array.size() - z.avail_out;
+                }
+                inflateEnd(&z);
+                // The whole array, or a damaged stream cut short (whose claims beyond its bytes are
+                // refused); an array beyond the walk limit is not walked.
+                array.resize(rc == Z_STREAM_END || got < kWalkLimit ? got : 0);
+            }
+        }
+        if (const std::string why = walker.walk(array.data(), array.size()); !why.empty())
+            throw_invalid(fn, path, "the variable at byte " + std::to_string(at) + ": " + why + " (damaged file)");
+        at += 8 + (type == 15 ? std::uint64_t(bytes) : (std::uint64_t(bytes) + 7) & ~std::uint64_t(7));
+    }
+}
+
 MatPtr open_mat(std::string_view fn, const fs::path& path) {
     const InputFile probe(fn, path);  // IoError with strerror when missing or unreadable; matio gives no errno
     check_v4_records(fn, path, probe);
+    check_v5_elements(fn, path, probe);
     MatPtr mat(Mat_Open(path.c_str(), MAT_ACC_RDONLY));
     if (!mat) throw_invalid(fn, path, "not a MATLAB file that matio can read (v4, v5 or v7.3 are)");
     return mat;

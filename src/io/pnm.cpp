@@ -73,6 +73,15 @@ Cube read_pnm(const fs::path& path) {
     if (maxval == 0 || maxval > 65535)
         throw_invalid(kRead, path, "maxval " + std::to_string(maxval) + " is not supported (1 to 65535 is)");
     const bool wide = maxval > 255;
+    // The samples the header claims must be in the file before the cube is allocated (a 20-byte
+    // file claiming 50000 x 50000 must not cost gigabytes): binary, 1 or 2 bytes each; ASCII, a
+    // digit and a separator each (the last separator optional).
+    const long double count_claimed = static_cast<long double>(width) * height * channels;
+    const long double left = static_cast<long double>(d.size() - std::min(d.size(), scan.pos()));
+    if ((ascii ? 2 * count_claimed - 1 : count_claimed * (wide ? 2 : 1)) > left + (ascii ? 0 : -1))
+        throw_invalid(kRead, path, "truncated: " + std::to_string(width) + "x" + std::to_string(height) + "x" +
+                                       std::to_string(channels) + " samples cannot fit in the " +
+                                       std::to_string(static_cast<unsigned long long>(left)) + " bytes after the header");
     Cube cube(int(width), int(height), channels, wide ? DType::U16 : DType::U8, Layout::BIP);
     const std::size_t count = cube.num_elements();
 
