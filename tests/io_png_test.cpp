@@ -280,7 +280,9 @@ TEST(IoPng, DamagedFilesReadAsWithLibpng) {
         compress(reinterpret_cast<Bytef*>(zz.data()), &m, reinterpret_cast<const Bytef*>(raw.data()), uLong(raw.size()));
         f = f.substr(0, idat.offset) + chunk("IDAT", zz.substr(0, m)) + f.substr(c.back().offset);
     });
-    for (const auto& [name, file] : cases) {
+    for (const auto& named : cases) {  // not a structured binding: clang cannot capture one with OpenMP
+        const std::string& name = named.first;
+        const std::string& file = named.second;
         SCOPED_TRACE(name);
         put(dir / "d.png", file);
         const std::string expected = outcome([&] { return decode_png_libpng(dir / "d.png", file); });

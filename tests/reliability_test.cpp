@@ -9,6 +9,8 @@
 #include <chrono>
 #include <thread>
 
+#include "cubekit/detect_classical.hpp"
+#include "cubekit/detect_models.hpp"
 #include "cubekit/io.hpp"
 #include "io/io_internal.hpp"
 #include "io_test_helpers.hpp"
@@ -320,4 +322,43 @@ TEST(Reliability, AbandonedWritesLeaveNoTemporary) {
         },
         ::testing::ExitedWithCode(0), "");
     EXPECT_EQ(listing(dir), std::set<std::string>{});
+}
+
+// ---- fuzz regressions ---------------------------------------------------------------------------
+
+// Every input the fuzzers found (fuzz/regressions/TARGET/) is refused with a cubekit error, in this
+// build too (no sanitizer: these inputs once made the readers allocate gigabytes, read out of bounds
+// or convert out of range). The fuzz targets' own replay runs in scripts/fuzz.
+TEST(Reliability, FuzzRegressionsAreRefused) {
+    const fs::path root = cubekit::testing::source_path("fuzz/regressions");
+    if (!fs::exists(root)) GTEST_SKIP() << root << " is missing";
+    const fs::path dir = temp_dir("rel-fuzz");
+    int replayed = 0;
+    for (const auto& target : fs::directory_iterator(root)) {
+        const std::string t = target.path().filename().string();
+        for (const auto& input : fs::directory_iterator(target.path())) {
+            const std::string bytes = get(input.path());
+            const auto refused = [&](auto&& read) {
+                try {
+                    read();
+                    ADD_FAILURE() << input.path() << " was accepted";
+                } catch (const cubekit::Error&) {
+                }
+            };
+            if (t == "mat") refused([&] { put(dir / "x.mat", bytes), read_cube(dir / "x.mat", {.format = FileFormat::Mat}); });
+            else if (t == "pnm") refused([&] { put(dir / "x.pgm", bytes), read_cube(dir / "x.pgm", {.format = FileFormat::Pnm}); });
+            else if (t == "model") refused([&] { rbfn_model_from_json(bytes); });
+            else if (t == "detector_files") refused([&] { put(dir / "s.json", bytes.substr(1)), read_background_stats(dir / "s.json"); });
+            else if (t == "envi") {
+                const std::size_t cut = bytes.find("\n@@\n");
+                put(dir / "x.hdr", bytes.substr(0, cut));
+                put(dir / "x.img", cut == std::string::npos ? std::string() : bytes.substr(cut + 4));
+                refused([&] { read_cube(dir / "x.hdr", {.format = FileFormat::Envi}); });
+            } else {
+                ADD_FAILURE() << "no replay for fuzz target " << t;
+            }
+            ++replayed;
+        }
+    }
+    EXPECT_GE(replayed, 15);
 }

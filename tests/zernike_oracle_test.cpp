@@ -275,7 +275,9 @@ TEST(ZernikeClosedForms, RotationByArbitraryAngles) {
         return std::exp(-((X - 0.3) * (X - 0.3) + (Y - 0.2) * (Y - 0.2)) / (2 * 0.1 * 0.1)) +
                std::exp(-((X + 0.25) * (X + 0.25) + (Y - 0.1) * (Y - 0.1)) / (2 * 0.08 * 0.08));
     };
-    for (const auto& [N, bound] : {std::pair{64, 9.5e-12}, std::pair{256, 7.55e-13}}) {
+    for (const auto& size_bound : {std::pair{64, 9.5e-12}, std::pair{256, 7.55e-13}}) {
+        const int N = size_bound.first;  // not a structured binding: clang cannot capture one with OpenMP
+        const double bound = size_bound.second;
         const ZernikeMoments z0 = zernike_set(cpu_context(), image_of(N, N, DType::F64, [&](int x, int y) {
                                                   return blobs(unit_x(x, N), unit_y(y, N));
                                               }), 20);

@@ -210,13 +210,20 @@ void cluster_command(const ClusterArgs& a) {
     check_outputs({out, beside(out, ".png"), beside(out, ".centroids.csv"), beside(out, ".centroids.json")},
                    "OUT " + out);
     Timings timings;
-    auto [ctx, in, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "cluster", timings, a.input, [&] { return read_input(a.input, common); },
         [&](const CubeShape& s) { return estimate_kmeans(s, options.k); });
+    Context& ctx = prepared.ctx;
+    auto& in = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     const Cube& cube = in.cube;
     const std::vector<int> band_indices = common.bands.empty() ? std::vector<int>{} : in.bands;
     const TransferTotals copies = ctx.transfer_totals();
-    const auto [r, mode] = timings.time("kmeans", [&] { return classify(ctx, cube, a, options); });
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    const auto fit = timings.time("kmeans", [&] { return classify(ctx, cube, a, options); });
+    const auto& r = fit.first;
+    const auto& mode = fit.second;
     timings.split_transfers(ctx, copies, "kmeans");
     Cube labels;
     const OutputList outputs = timings.time("write", [&] {

@@ -73,8 +73,12 @@ void demo_command(const DemoArgs& a) {
         const WorkEstimate scene = estimate_rcmg(s) + estimate_edges(s);
         return a.photo.empty() ? scene : scene + estimate_kmeans(shape_lower_bound(a.photo), 16);
     };
-    auto [ctx, cube, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "rcmg", timings, a.scene, [&] { return read_input(a.scene, common).cube; }, estimate);
+    Context& ctx = prepared.ctx;
+    auto& cube = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     // A bad photo fails before any output.
     const Cube photo = timings.time("read", [&] { return a.photo.empty() ? Cube() : read_cube(a.photo); });
     MadeFolders folders;

@@ -107,9 +107,13 @@ void classical_command(const ClassicalArgs& a) {
     if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
     if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     Timings timings;
-    auto [ctx, cube, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, name, timings, a.input, [&] { return read_input(a.input, common).cube; },
         [&](const CubeShape& s) { return estimate_classical(s, a.options); });
+    Context& ctx = prepared.ctx;
+    auto& cube = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     const std::vector<double> target = timings.time("target", [&] { return target_of(ctx, a, cube); });
     std::optional<TiledRun> tiled;

@@ -81,9 +81,13 @@ void run_rbfn(const RbfnArgs& a) {
     check_outputs({a.output, objects_path, csv_path, overlay_path}, "detect rbfn");
     const RbfnModel model = read_rbfn_model(a.model);
     Timings timings;
-    auto [ctx, cube, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "detect rbfn", timings, a.input, [&] { return read_input(a.input, common).cube; },
         [&](const CubeShape& s) { return estimate_detect_rbfn(s, model.hidden); });
+    Context& ctx = prepared.ctx;
+    auto& cube = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     check_bands(a.model, model.bands, cube);
     const TransferTotals copies = ctx.transfer_totals();
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
@@ -161,8 +165,12 @@ void run_multires(const MultiresArgs& a) {
     check_outputs(paths, "detect multires");
     const MultiresModel model = read_multires_model(a.model);
     Timings timings;
-    auto [ctx, cube, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "detect multires", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate_detect_multires);
+    Context& ctx = prepared.ctx;
+    auto& cube = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     check_bands(a.model, model.ann1.inputs, cube);
     auto t0 = std::chrono::steady_clock::now();
     const MultiresResult r = detect_multires(ctx, cube, model, a.options);

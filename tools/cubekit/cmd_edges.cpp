@@ -136,8 +136,12 @@ void run_edges(const EdgesArgs& a) {
     const CommonOptions& common = a.common;
     Timings timings;
     // The input's band indices name the bands in the thresholds file.
-    auto [ctx, in, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "edges", timings, a.input, [&] { return read_input(a.input, common); }, estimate_edges);
+    Context& ctx = prepared.ctx;
+    auto& in = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     const Cube& cube = in.cube;
 
     EntropyEdgeOptions o = a.options;

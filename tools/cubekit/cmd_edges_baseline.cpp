@@ -62,9 +62,13 @@ void baseline_command(const BaselineArgs& a) {
         throw InvalidInput("edges-baseline: OUT = " + a.output + "; expected a .png or .npy path");
 
     Timings timings;
-    auto [ctx, cube, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "edges-baseline", timings, a.input, [&] { return read_input(a.input, common).cube; },
         estimate_edge_baseline);
+    Context& ctx = prepared.ctx;
+    auto& cube = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     if (format == FileFormat::Png && cube.bands() != 1)
         throw InvalidInput("edges-baseline: OUT " + a.output + " is a PNG, which holds one band, and IN has " +
                            std::to_string(cube.bands()) + " bands; pick one with --bands N or write .npy");

@@ -48,8 +48,12 @@ void pca_command(const PcaArgs& a) {
     const std::string model_path = a.model_out.empty() ? beside(a.output, ".pca.json") : a.model_out;
     check_outputs({a.output, model_path}, "pca");
     Timings timings;
-    auto [ctx, cube, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "pca", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate_pca);
+    Context& ctx = prepared.ctx;
+    auto& cube = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     // The CLI clamps K to the bands (the library refuses K > B, as scikit-learn does).
     PcaOptions options = a.options;
     options.components = std::min(a.options.components, cube.bands());

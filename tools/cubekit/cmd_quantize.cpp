@@ -252,9 +252,13 @@ void quantize_command(const QuantizeArgs& a) {
     output_format(job.output);  // a bad OUT (or its missing folder) fails before any work
     check_outputs({job.output}, "quantize");
     Timings timings;
-    auto [ctx, image, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "quantize", timings, a.input, [&] { return read_input(a.input, common).cube; },
         [&](const CubeShape& s) { return estimate_kmeans(s, job.options.k); });
+    Context& ctx = prepared.ctx;
+    auto& image = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     // PNG stores alpha as the last channel (grey+alpha, RGBA): it is not a colour to cluster.
     job.alpha_last = common.bands.empty() && (image.bands() == 2 || image.bands() == 4) &&
                      detect_format(a.input) == FileFormat::Png;

@@ -168,7 +168,10 @@ Action add_rcmg(CLI::App& root) {
             prepared.emplace(context_while_reading(
                 common, "rcmg", timings, args->input, [&] { return read_input(args->input, common).cube; }, estimate_rcmg));
         else {
-            auto [c, choice] = context_for_work(common, "rcmg", timings, estimate_rcmg(file->shape()));
+            // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+            auto work_context = context_for_work(common, "rcmg", timings, estimate_rcmg(file->shape()));
+            Context& c = work_context.first;
+            nlohmann::json& choice = work_context.second;
             prepared.emplace(Prepared<Cube>{std::move(c), Cube(), std::move(choice)});
         }
         const Context& ctx = prepared->ctx;

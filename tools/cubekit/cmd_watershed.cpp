@@ -351,8 +351,12 @@ void run_watershed(const Args& a) {
     const WatershedOptions o = resolved(a);
     check_output_names(a);
     Timings timings;
-    auto [ctx, relief, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "watershed", timings, a.input, [&] { return read_relief(a.input, common, o.volume); }, estimate_watershed);
+    Context& ctx = prepared.ctx;
+    auto& relief = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     if (!o.volume && relief.bands() != 1)
         throw InvalidInput("IN = " + a.input + ": " + std::to_string(relief.bands()) +
                            " bands; the relief is one band (pick one with --bands B, or --volume: the bands are z-slices)");
@@ -408,8 +412,12 @@ void run_segment(const Args& a) {
     if (rcmg_options.connectivity == 0) rcmg_options.connectivity = o.connectivity;
     check_output_names(a);
     Timings timings;
-    auto [ctx, in, choice] = context_while_reading(
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_while_reading(
         common, "segment", timings, a.input, [&] { return read_input(a.input, common); }, estimate_segment);
+    Context& ctx = prepared.ctx;
+    auto& in = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     const Cube& cube = in.cube;
     check_rcmg_arguments(cube.shape(), rcmg_options);
     const std::unique_ptr<Secondary> secondary =

@@ -353,7 +353,10 @@ void run_zernike(const ZernikeArgs& a) {
     const std::int64_t moments = run.t.mode == "set"     ? std::int64_t(zernike_set_size(a.max_order))
                                  : run.t.mode == "order" ? a.order / 2 + 1
                                                          : 1;
-    auto [ctx, choice] = context_for_work(a.common, "zernike", timings, estimate_zernike(run.cube.shape(), moments));
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto work_context = context_for_work(a.common, "zernike", timings, estimate_zernike(run.cube.shape(), moments));
+    Context& ctx = work_context.first;
+    nlohmann::json& choice = work_context.second;
     run.target = a.reconstruct.empty() ? 0 : reconstruct_target(a, run.t);
     compute_moments(ctx, a, options, run);
     for (const std::string& w : run.t.moments.warnings) say(a.common, "zernike: warning: " + w);

@@ -127,8 +127,11 @@ void run_reconstruct(const ReconstructArgs& a) {
         z.values.push_back(value);
     }
     z.disk = zernike_disk(width, height, f.options);
-    auto [ctx, choice] = context_for_work(common, "zernike-reconstruct", timings,
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto work_context = context_for_work(common, "zernike-reconstruct", timings,
                                           estimate_zernike_reconstruct(std::int64_t(width) * height, std::int64_t(z.indices.size())));
+    Context& ctx = work_context.first;
+    nlohmann::json& choice = work_context.second;
     const TransferTotals copies = ctx.transfer_totals();
     const Cube rebuilt = timings.time("reconstruct", [&] { return zernike_reconstruct(ctx, z, z.disk, K); });
     timings.split_transfers(ctx, copies, "reconstruct");
