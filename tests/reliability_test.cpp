@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cubekit/classify.hpp"
 #include "cubekit/detect_classical.hpp"
 #include "cubekit/detect_models.hpp"
 #include "cubekit/io.hpp"
@@ -349,7 +350,14 @@ TEST(Reliability, FuzzRegressionsAreRefused) {
             else if (t == "pnm") refused([&] { put(dir / "x.pgm", bytes), read_cube(dir / "x.pgm", {.format = FileFormat::Pnm}); });
             else if (t == "model") refused([&] { rbfn_model_from_json(bytes); });
             else if (t == "detector_files") refused([&] { put(dir / "s.json", bytes.substr(1)), read_background_stats(dir / "s.json"); });
-            else if (t == "envi") {
+            else if (t == "classify_models") {  // first byte odd: a LIBSVM model and its scaling, split at "\n@@\n"
+                const std::string body = bytes.substr(1);
+                const std::size_t cut = body.find("\n@@\n");
+                put(dir / "m.svm", body.substr(0, cut));
+                put(dir / "m.svm.scaling.json", cut == std::string::npos ? std::string() : body.substr(cut + 4));
+                if (bytes[0] % 2 == 0) put(dir / "means.json", body);
+                refused([&] { bytes[0] % 2 == 0 ? (void)read_class_means(dir / "means.json") : (void)read_svm_model(dir / "m.svm"); });
+            } else if (t == "envi") {
                 const std::size_t cut = bytes.find("\n@@\n");
                 put(dir / "x.hdr", bytes.substr(0, cut));
                 put(dir / "x.img", cut == std::string::npos ? std::string() : bytes.substr(cut + 4));

@@ -51,6 +51,16 @@ SvmModel from_libsvm(const svm_model& m, int bands, const std::string& where) {
     if (m.param.svm_type != C_SVC || m.param.kernel_type != RBF)
         throw InvalidInput(where + "not an RBF C-SVC (svm_type " + std::to_string(m.param.svm_type) + ", kernel_type " +
                            std::to_string(m.param.kernel_type) + "; expected c_svc and rbf)");
+    // LIBSVM's reader leaves the arrays a model file does not list null (a file without "label" or
+    // "nr_sv" lines loads): each is checked before it is read.
+    if (m.nr_class < 2 || m.l < 1 || !m.label || !m.nSV || !m.rho || !m.sv_coef || !m.SV)
+        throw InvalidInput(where + "an incomplete LIBSVM model (nr_class " + std::to_string(m.nr_class) + ", total_sv " +
+                           std::to_string(m.l) + (!m.label ? ", no label line" : "") + (!m.nSV ? ", no nr_sv line" : "") +
+                           (!m.rho ? ", no rho line" : "") + ")");
+    long long listed = 0;
+    for (int k = 0; k < m.nr_class; ++k) listed += m.nSV[k];
+    if (listed != m.l)
+        throw InvalidInput(where + "nr_sv adds up to " + std::to_string(listed) + "; total_sv is " + std::to_string(m.l));
     SvmModel out;
     const auto K = std::size_t(m.nr_class), n = std::size_t(m.l), B = std::size_t(bands);
     out.bands = bands;
