@@ -281,7 +281,9 @@ TEST(Reliability, InterruptedRunExits130AndLeavesNothing) {
         std::vector<std::string> env;
         std::string said;
     };
-    const Case cases[] = {{SIGINT, {}, "cubekit: interrupted by SIGINT; stopped, nothing written"},
+    // A long grace for the first case, so that the work always reaches its check (a slow, instrumented
+    // build may take more than the default 2 s per k-means iteration).
+    const Case cases[] = {{SIGINT, {"CUBEKIT_INTERRUPT_GRACE=30"}, "cubekit: interrupted by SIGINT; stopped, nothing written"},
                           {SIGTERM, {"CUBEKIT_INTERRUPT_GRACE=0"}, "cubekit: interrupted by SIGTERM; stopped ("}};
     for (const Case& k : cases) {
         const fs::path dir = temp_dir("rel-signal-" + std::to_string(k.signal));
