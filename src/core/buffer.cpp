@@ -38,6 +38,34 @@ void count_allocation(MemoryKind kind, std::size_t bytes) {
         case MemoryKind::Pinned: c.pinned_allocations++, c.pinned_bytes += bytes; break;
     }
 }
+namespace {
+// Armed at start-up by CUBEKIT_FAIL_DEVICE_ALLOCATION=N (the CLI's out-of-memory tests), else off.
+std::int64_t armed_by_environment() {
+    const char* text = std::getenv("CUBEKIT_FAIL_DEVICE_ALLOCATION");
+    if (!text || !*text) return -1;
+    std::int64_t n = 0;
+    for (const char* c = text; *c; ++c) {
+        if (*c < '0' || *c > '9' || n > (std::int64_t(1) << 40)) return -1;
+        n = n * 10 + (*c - '0');
+    }
+    return n;
+}
+std::atomic<std::int64_t>& allocations_until_failure() {
+    static std::atomic<std::int64_t> left{armed_by_environment()};
+    return left;
+}
+}  // namespace
+
+void fail_device_allocation(std::int64_t nth) { allocations_until_failure().store(nth < 0 ? -1 : nth); }
+
+bool device_allocation_must_fail() {
+    std::atomic<std::int64_t>& until = allocations_until_failure();
+    std::int64_t left = until.load();
+    while (left >= 0) {
+        if (until.compare_exchange_weak(left, left - 1)) return left == 0;
+    }
+    return false;
+}
 }  // namespace detail
 
 MemoryCounters memory_counters() {

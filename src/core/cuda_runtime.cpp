@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -84,19 +85,37 @@ void synchronize_stream(void* stream) {
 
 }  // namespace detail
 
+namespace {
+// "cannot allocate 1.23 GB (1234567890 bytes) on device 0: 0.80 GB of 79.20 GB free".
+std::string out_of_device_memory(std::size_t bytes, int device) {
+    const auto gb = [](std::size_t b) {
+        char s[32];
+        std::snprintf(s, sizeof s, "%.2f GB", double(b) / 1e9);
+        return std::string(s);
+    };
+    std::string said = "cannot allocate " + gb(bytes) + " (" + std::to_string(bytes) + " bytes) on device " + std::to_string(device);
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+        said += ": " + gb(free) + " of " + gb(total) + " free";
+    else
+        (void)cudaGetLastError();
+    return said;
+}
+}  // namespace
+
 DeviceBuffer::DeviceBuffer(const Context& ctx, std::size_t bytes) {
     if (!ctx.is_cuda()) throw DeviceError("DeviceBuffer: the context runs on the CPU backend");
     device_ = ctx.device();
     stream_ = ctx.cuda_stream();
     if (bytes == 0) return;
     CUBEKIT_CUDA_CHECK(cudaSetDevice(device_));
-    const cudaError_t err = cudaMallocAsync(&data_, bytes, static_cast<cudaStream_t>(stream_));
+    const cudaError_t err = detail::device_allocation_must_fail()
+                                ? cudaErrorMemoryAllocation
+                                : cudaMallocAsync(&data_, bytes, static_cast<cudaStream_t>(stream_));
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
         data_ = nullptr;
-        if (err == cudaErrorMemoryAllocation)
-            throw OutOfMemory("DeviceBuffer: cannot allocate " + std::to_string(bytes) + " bytes on device " +
-                              std::to_string(device_));
+        if (err == cudaErrorMemoryAllocation) throw OutOfMemory(out_of_device_memory(bytes, device_));
         detail::throw_cuda_error(err, "cudaMallocAsync");
     }
     size_ = bytes;
@@ -205,7 +224,7 @@ void DeviceBuffer::download_async(const Context& ctx, void* host, std::size_t by
 PinnedBuffer::PinnedBuffer(std::size_t bytes) {
     if (bytes == 0) return;
     void* p = nullptr;
-    const cudaError_t err = cudaMallocHost(&p, bytes);
+    const cudaError_t err = detail::device_allocation_must_fail() ? cudaErrorMemoryAllocation : cudaMallocHost(&p, bytes);
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
         if (err == cudaErrorMemoryAllocation)

@@ -2,9 +2,8 @@
 // rounds of the relaxations, and the phases of cuda_kernels.cuh, all queued on the context's
 // stream. Host reads: one 4-byte flag per batch of rounds, and R plus the NaN check at the end.
 #include <cub/device/device_scan.cuh>
-#include <thrust/execution_policy.h>
-#include <thrust/sort.h>
-#include <thrust/unique.h>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -99,18 +98,35 @@ __global__ void seed_values(Geometry g, const std::int32_t* markers, std::int32_
 }
 
 std::int64_t count_marker_labels(const Context& ctx, const Geometry& g, const std::int32_t* markers) {
+    // Sorted, then the distinct runs counted, all with CUB over DeviceBuffers (thrust would allocate
+    // its temporary storage outside them, escaping OutOfMemory and the allocation tests).
     const std::int64_t n = std::int64_t(g.width) * g.height * g.depth;
-    DeviceBuffer values(ctx, std::size_t(n) * sizeof(std::int32_t));
-    seed_values<<<blocks_for(n), kBlock, 0, stream_of(ctx)>>>(g, markers, as<std::int32_t>(values));
+    cudaStream_t stream = stream_of(ctx);
+    DeviceBuffer values(ctx, std::size_t(n) * sizeof(std::int32_t)), sorted(ctx, std::size_t(n) * sizeof(std::int32_t));
+    seed_values<<<blocks_for(n), kBlock, 0, stream>>>(g, markers, as<std::int32_t>(values));
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed seed_values", dim3(blocks_for(n)), dim3(kBlock));
-    std::int32_t* v = as<std::int32_t>(values);
-    const auto policy = thrust::cuda::par.on(stream_of(ctx));
-    thrust::sort(policy, v, v + n);
-    const std::int64_t distinct = thrust::unique(policy, v, v + n) - v;
-    std::int32_t first = 0;
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&first, v, sizeof(first), cudaMemcpyDeviceToHost, stream_of(ctx)));
-    CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));
-    return distinct - (first == 0 ? 1 : 0);
+    std::size_t sort_bytes = 0, unique_bytes = 0;
+    CUBEKIT_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, as<std::int32_t>(values), as<std::int32_t>(sorted),
+                                                      n, 0, 32, stream));
+    CUBEKIT_CUDA_CHECK(cub::DeviceSelect::Unique(nullptr, unique_bytes, as<std::int32_t>(sorted), as<std::int32_t>(values),
+                                                 static_cast<std::int64_t*>(nullptr), n, stream));
+    DeviceBuffer temp(ctx, std::max<std::size_t>({sort_bytes, unique_bytes, 1}));
+    struct Tally {
+        std::int64_t distinct;
+        std::int32_t smallest, unused;
+    };
+    DeviceBuffer tally(ctx, sizeof(Tally));
+    auto* on_device = static_cast<Tally*>(tally.data());
+    CUBEKIT_CUDA_CHECK(cudaMemsetAsync(on_device, 0, sizeof(Tally), stream));  // all 16 bytes are read back
+    CUBEKIT_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp.data(), sort_bytes, as<std::int32_t>(values), as<std::int32_t>(sorted),
+                                                      n, 0, 32, stream));
+    CUBEKIT_CUDA_CHECK(cub::DeviceSelect::Unique(temp.data(), unique_bytes, as<std::int32_t>(sorted), as<std::int32_t>(values),
+                                                 &on_device->distinct, n, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&on_device->smallest, as<std::int32_t>(sorted), sizeof(std::int32_t),
+                                       cudaMemcpyDeviceToDevice, stream));
+    Tally got{};
+    read_back(ctx, on_device, &got, sizeof got);
+    return got.distinct - (got.smallest == 0 ? 1 : 0);
 }
 
 // Phases 1–5 on a prepared relief. Returns R (without markers), 0 with markers.
