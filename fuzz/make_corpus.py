@@ -141,6 +141,24 @@ def text_seeds():
     out("classify_models", "svm", "\1" + svm + "\n@@\n" + json.dumps(scaling))
     for i, s in enumerate(["0", "0-9,20", "3,3,1", "0-2", "5-1", "a", ""]):
         out("band_list", f"s{i}", bytes([30]) + s.encode())
+    # palettes: bare triples, entries with values and centroids, a grey palette
+    out("palette", "rgb", "\2" + json.dumps({"palette": [[255, 0, 0], [0, 128, 255]]}))
+    out("palette", "entries", "\2" + json.dumps({"palette": [{"values": [1, 2, 3], "centroid": [1.5, 2.5, 3.5]},
+                                                               {"values": [9, 8, 7]}]}))
+    out("palette", "grey", "\0" + json.dumps({"palette": [[0], [64], [255]]}))
+    # moment files: CSV with and without the image column, a JSON file
+    out("moments", "csv", "\0band,n,m,re,im,abs\n0,0,0,1.5,0,1.5\n0,1,1,0.25,-0.5,0.559\n0,2,0,0.1,0,0.1\n")
+    out("moments", "batch_csv", "\0image,band,n,m,re,im,abs\na.png,0,0,0,1,0,1\nb.png,0,0,0,2,0,2\n")
+    out("moments", "json", "\1" + json.dumps({"width": 8, "height": 8, "mapping": "inscribed", "center_x": 3.5,
+                                              "center_y": 3.5, "radius": 4, "normalization": "pixelcount",
+                                              "max_order": 2, "dtype": "u8",
+                                              "moments": [{"band": 0, "n": 0, "m": 0, "re": 1, "im": 0, "abs": 1},
+                                                          {"band": 0, "n": 2, "m": 2, "re": 0.1, "im": 0.2, "abs": 0.22}]}))
+    # argument syntaxes: byte 0 picks crop, WxH, bytes, devices, the tile flags
+    for i, (kind, t) in enumerate([(0, "10,20,8,4"), (0, "0,0,40,30"), (0, "1,2,3"), (1, "64x64"), (1, "0x8"),
+                                   (2, "12M"), (2, "1.5G"), (2, "30"), (3, "0,1"), (3, "all"), (3, "0,0"),
+                                   (4, "64M|1G|0,1|32x16"), (4, "||all|")]):
+        out("arguments", f"a{i}", bytes([kind]) + t.encode())
 
 
 def cli_seeds():
@@ -166,6 +184,12 @@ def cli_seeds():
         out("model", "written_multires", (p / "mr.json").read_bytes())
         out("detector_files", "written_stats", b"\0" + (p / "st.json").read_bytes())
         out("classify_models", "written_means", b"\0" + (p / "sam.json").read_bytes())
+        run("quantize", ROOT / "data" / "photos" / "chelsea.png", p / "q.png", "-k", 4, "--palette-out", p / "q.palette.json")
+        out("palette", "written", b"\2" + (p / "q.palette.json").read_bytes())
+        run("zernike", ROOT / "data" / "samson" / "samson_1.img", "--bands", 40, "--max-order", 6, "-o", p / "z.csv")
+        run("zernike", ROOT / "data" / "samson" / "samson_1.img", "--bands", 40, "--max-order", 6, "-o", p / "z.json")
+        out("moments", "written_csv", b"\0" + (p / "z.csv").read_bytes())
+        out("moments", "written_json", b"\1" + (p / "z.json").read_bytes())
         out("classify_models", "written_svm", b"\1" + (p / "m.svm").read_bytes() + b"\n@@\n" + (p / "m.svm.scaling.json").read_bytes())
 
 

@@ -31,6 +31,8 @@ namespace fs = std::filesystem;
 using namespace cubekit;
 using cubekit::testing::run_cli;
 using cubekit::testing::source_path;
+using cubekit::testing::folder_listing;
+using cubekit::testing::names_token;
 using cubekit::testing::temp_dir;
 
 // ---- helpers --------------------------------------------------------------------------------------
@@ -54,28 +56,6 @@ void spit(const fs::path& p, const std::string& bytes) {
     std::ofstream out(p, std::ios::binary);
     out.write(bytes.data(), std::streamsize(bytes.size()));
     if (!out) throw std::runtime_error("cannot write fixture " + p.string());
-}
-
-/// Every entry under `dir` (recursively), as paths relative to it.
-std::string listing(const fs::path& dir) {
-    std::set<std::string> names;
-    for (const auto& e : fs::recursive_directory_iterator(dir)) names.insert(fs::relative(e.path(), dir).string());
-    std::string s;
-    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-    return "{" + s + "}";
-}
-
-/// True when `needle` occurs in `text` as a whole token: an alphanumeric edge of the needle must
-/// not touch another alphanumeric character ("6" is not found in "16", "x.img" not in "x.imgs").
-bool names(const std::string& text, const std::string& needle) {
-    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-    for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-        const bool left_ok = at == 0 || !word(needle.front()) || !word(text[at - 1]);
-        const std::size_t end = at + needle.size();
-        const bool right_ok = end == text.size() || !word(needle.back()) || !word(text[end]);
-        if (left_ok && right_ok) return true;
-    }
-    return false;
 }
 
 /// The header dict of a .npy file ("{'descr': '<f4', 'fortran_order': False, 'shape': (95, 95), }").
@@ -347,15 +327,15 @@ TEST_P(CliBadInput, ExitCodeOneLineNothingLeft) {
         if (const std::string why = row.skip(); !why.empty()) GTEST_SKIP() << row.name << ": " << why;
     const fs::path dir = temp_dir("bad-" + row.name);
     const Invocation inv = row.make(dir);
-    const std::string before = listing(dir);
+    const std::string before = folder_listing(dir);
     const auto r = run_cli(inv.args);
     SCOPED_TRACE("cubekit " + inv.args + "\n  exit " + std::to_string(r.exit_code) + ", stderr: " + r.err);
     EXPECT_EQ(r.exit_code, row.exit_code);
     EXPECT_EQ(r.out, "") << "nothing on stdout on failure";
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "stderr must be exactly one line";
     EXPECT_TRUE(!r.err.empty() && r.err.back() == '\n') << "stderr must be one complete line";
-    for (const std::string& n : inv.names) EXPECT_TRUE(names(r.err, n)) << "stderr does not name '" << n << "'";
-    EXPECT_EQ(listing(dir), before) << "the output folder must hold only what the test put there";
+    for (const std::string& n : inv.names) EXPECT_TRUE(names_token(r.err, n)) << "stderr does not name '" << n << "'";
+    EXPECT_EQ(folder_listing(dir), before) << "the output folder must hold only what the test put there";
 }
 
 INSTANTIATE_TEST_SUITE_P(Cli, CliBadInput, ::testing::ValuesIn(bad_rows()),
@@ -370,8 +350,8 @@ TEST(CliDevice, NamedDeviceIsNeverIgnored) {
         const auto r = run_cli(args);
         SCOPED_TRACE("cubekit " + args + "\n  exit " + std::to_string(r.exit_code) + ", stderr: " + r.err);
         EXPECT_TRUE(r.exit_code == 2 || r.exit_code == 4);
-        EXPECT_TRUE(names(r.err, "--device 7"));
-        EXPECT_EQ(listing(dir), "{}");
+        EXPECT_TRUE(names_token(r.err, "--device 7"));
+        EXPECT_EQ(folder_listing(dir), "{}");
     }
 }
 
@@ -462,7 +442,7 @@ TEST(CliRcmg, NpyAndPngWithJsonSummary) {
     const auto r = run_cli(rcmg_into(samson(), dir, "--json --quiet --backend cpu"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "");
-    EXPECT_EQ(listing(dir), "{out.npy, out.png}");
+    EXPECT_EQ(folder_listing(dir), "{out.npy, out.png}");
     const std::string h = npy_header(dir / "out.npy");
     EXPECT_NE(h.find("'shape': (95, 95)"), std::string::npos) << h;
     EXPECT_NE(h.find("'descr': '<f4'"), std::string::npos) << h;
@@ -538,7 +518,7 @@ TEST(CliConvert, NpyWindowOfBands) {
     const fs::path dir = temp_dir("convert-npy");
     const auto r = run_cli("convert " + q(samson()) + " " + q(dir / "w.npy") + " --bands 0-2 --crop 10,20,30,40");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(listing(dir), "{w.npy}");
+    EXPECT_EQ(folder_listing(dir), "{w.npy}");
     const std::string h = npy_header(dir / "w.npy");
     EXPECT_NE(h.find("'shape': (40, 30, 3)"), std::string::npos) << h;
     EXPECT_NE(h.find("'descr': '<i2'"), std::string::npos) << h;
@@ -555,7 +535,7 @@ TEST(CliConvert, EnviBipReadsBackAsTheCrop) {
     const auto r = run_cli("convert " + q(samson()) + " " + q(dir / "w.hdr") + " --layout bip --bands 3,1,7 --crop 10,20,30,40 --quiet");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "");
-    EXPECT_EQ(listing(dir), "{w.hdr, w.img}");
+    EXPECT_EQ(folder_listing(dir), "{w.hdr, w.img}");
     const Cube scene = read_cube(samson()), w = read_cube(dir / "w.hdr");
     ASSERT_EQ(w.shape().describe(), "30x40x3 i16 bip");
     for (int i = 0; i < 3; ++i)
@@ -708,7 +688,7 @@ TEST(CliDemo, WritesPngNpyJson) {
     const auto r = run_cli("demo --quiet --out " + q(dir));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "");
-    EXPECT_EQ(listing(dir), "{samson_edges.png, samson_rcmg.json, samson_rcmg.npy, samson_rcmg.png}");
+    EXPECT_EQ(folder_listing(dir), "{samson_edges.png, samson_rcmg.json, samson_rcmg.npy, samson_rcmg.png}");
     const std::string h = npy_header(dir / "samson_rcmg.npy");
     EXPECT_NE(h.find("'shape': (95, 95)"), std::string::npos) << h;
     EXPECT_EQ(read_cube(dir / "samson_rcmg.png").shape().describe().substr(0, 10), "95x95x1 u8");

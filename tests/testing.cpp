@@ -3,12 +3,14 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 namespace cubekit::testing {
@@ -160,6 +162,26 @@ std::filesystem::path temp_dir(const std::string& name) {
     const std::filesystem::path dir = root / (name + "-" + std::to_string(counter++));
     std::filesystem::create_directories(dir);
     return dir;
+}
+
+std::string folder_listing(const std::filesystem::path& dir) {
+    std::set<std::string> names;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+        names.insert(std::filesystem::relative(e.path(), dir).string());
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return "{" + s + "}";
+}
+
+bool names_token(const std::string& text, const std::string& needle) {
+    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+    for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+        const bool left_ok = at == 0 || !word(needle.front()) || !word(text[at - 1]);
+        const std::size_t end = at + needle.size();
+        const bool right_ok = end == text.size() || !word(needle.back()) || !word(text[end]);
+        if (left_ok && right_ok) return true;
+    }
+    return false;
 }
 
 CliResult run_cli(const std::string& args) {

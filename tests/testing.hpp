@@ -57,6 +57,13 @@ std::vector<std::filesystem::path> shared_photos(const std::string& folder);
 /// A fresh empty folder under one /tmp/cubekit-test-XXXXXX per test process.
 std::filesystem::path temp_dir(const std::string& name);
 
+/// Every entry under `dir` (recursively), as paths relative to it: "{a, b, b/c}".
+std::string folder_listing(const std::filesystem::path& dir);
+
+/// True when `needle` occurs in `text` as a whole token: an alphanumeric edge of the needle must
+/// not touch another alphanumeric character ("6" is not found in "16", "x.img" not in "x.imgs").
+bool names_token(const std::string& text, const std::string& needle);
+
 /// Runs the cubekit executable with arguments (shell-quoted here); captures stdout, stderr, exit code.
 struct CliResult {
     int exit_code = -1;

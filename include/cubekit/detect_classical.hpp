@@ -200,7 +200,8 @@ std::vector<double> read_target_spectrum(const std::filesystem::path& path, cons
                                          int bands);
 
 /// Statistics files: .json (bands, kept_bands, dropped, samples, ddof, mean, covariance) or .npz
-/// (the same arrays: mean, covariance, kept_bands, samples, bands, ddof). Reading checks shapes.
+/// (the same arrays: mean, covariance, kept_bands, samples, bands, ddof); another extension is
+/// InvalidInput. Reading checks shapes.
 void write_background_stats(const BackgroundStats& stats, const std::filesystem::path& path);
 BackgroundStats read_background_stats(const std::filesystem::path& path);
 

@@ -310,6 +310,8 @@ std::vector<double> read_target_spectrum(const std::filesystem::path& path, cons
 }
 
 void write_background_stats(const BackgroundStats& s, const std::filesystem::path& path) {
+    if (path.extension() != ".npz" && path.extension() != ".json")
+        throw InvalidInput(path.string() + ": statistics files are .json or .npz");
     if (path.extension() == ".npz") {
         const std::size_t K = s.kept.size();
         std::vector<std::int64_t> kept(s.kept.begin(), s.kept.end());

@@ -495,10 +495,10 @@ Action add_classify(CLI::App& root) {
         "      --train SalinasA_gt.mat:salinasA_gt --train-fraction 0.05 --seed 1 --segment watershed --json\n"
         "  cubekit classify scene.hdr classes.npy --train train.png --test test.png --classifier sam --model-out sam.json\n"
         "  cubekit classify scene.hdr voted.npy --classifier svm_map.npy --segment watershed --test test.png");
-    app->add_option("IN", a->input, "input cube (any format cubekit reads; --var names a MATLAB variable)")->required();
+    input_file(app->add_option("IN", a->input, "input cube (any format cubekit reads; --var names a MATLAB variable)"))->required();
     app->add_option("OUT", a->output, "class map: .npy or ENVI (i32), or .png (colours with a legend)")->required();
-    app->add_option("--train", a->train, "training labels, W x H (0 = unlabelled); FILE.mat:VAR for a MATLAB variable");
-    app->add_option("--test", a->test, "test labels for the scores, W x H (0 = not scored)");
+    input_file(app->add_option("--train", a->train, "training labels, W x H (0 = unlabelled); FILE.mat:VAR for a MATLAB variable"));
+    input_file(app->add_option("--test", a->test, "test labels for the scores, W x H (0 = not scored)"));
     a->bound.add("classifier", app->add_option("--classifier", a->classifier,
                                                 "svm, sam, mindist, or FILE: an external class map (0 = no prediction)")
                                    ->default_str("svm"));
@@ -506,7 +506,7 @@ Action add_classify(CLI::App& root) {
         ->default_str("none");
     const BoundFlags flags = bind_flags(*app, a->flags);
     a->bound.add("train_fraction", flags["train_fraction"]);
-    app->add_option("--model-in", a->model_in, "classify with a saved model (--model-out) instead of training");
+    input_file(app->add_option("--model-in", a->model_in, "classify with a saved model (--model-out) instead of training"));
     app->add_option("--model-out", a->model_out, "save the model: svm: LIBSVM's model file + F.scaling.json; sam, mindist: JSON");
     app->add_option("--png", a->png, "also write the class map in colours with a legend (.png)");
     app->add_option("--pixelwise-out", a->pixelwise_out, "with --segment: also write the pixel-wise map (.npy, ENVI or .png)");

@@ -274,13 +274,13 @@ Action add_cluster(CLI::App& root) {
         "  cubekit cluster data/samson/samson_1.img classes.npy                 # k = 10 -> classes.png, .centroids.*\n"
         "  cubekit cluster scene.mat classes.hdr --var data -k 6 --n-init 3 --mask valid.png --json\n"
         "  cubekit cluster scene2.hdr c2.npy --centroids-in classes.centroids.json     # classify with given spectra");
-    app->add_option("IN", args->input, "input cube (any format cubekit reads)")->required();
+    input_file(app->add_option("IN", args->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->output, "label image: .npy or ENVI (.hdr/.img)")->required();
     args->kmeans.options.k = kClusterDefaultK;  // the spec's default for classification
     add_kmeans_flags(*app, args->kmeans, "--centroids-in");
-    app->add_option("--centroids-in", args->centroids_in,
+    input_file(app->add_option("--centroids-in", args->centroids_in,
                     "classify with the centroid spectra of this JSON file (as written by cluster) without\n"
-                    "fitting; with --init explicit, start k-means from them instead");
+                    "fitting; with --init explicit, start k-means from them instead"));
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);
     return [args] { cluster_command(*args); };

@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 
+#include "arg_parsers.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "cubekit/error.hpp"
@@ -39,11 +40,7 @@ struct ConvertArgs {
 Cube converted(Cube cube, const ConvertArgs& a) {
     if (!a.common.bands.empty()) cube = cube.select_bands(parse_band_list(a.common.bands, cube.bands(), "bands"));
     if (!a.crop.empty()) {
-        int v[4];
-        char c1, c2, c3;
-        std::istringstream s(a.crop);
-        if (!(s >> v[0] >> c1 >> v[1] >> c2 >> v[2] >> c3 >> v[3]) || c1 != ',' || c2 != ',' || c3 != ',' || !s.eof())
-            throw InvalidInput("--crop = '" + a.crop + "': expected X,Y,W,H (four integers)");
+        const std::array<int, 4> v = parse_crop(a.crop, "--crop");
         cube = cube.crop(v[0], v[1], v[2], v[3]);
     }
     if (a.options.out_type) cube = cube.to_dtype(*a.options.out_type);
@@ -84,7 +81,7 @@ Action add_convert(CLI::App& root) {
                 "  cubekit convert data/samson/samson_1.img rgb.png --bands 85,50,10 --out-type u8\n"
                 "  cubekit convert scene.hdr window.npy --crop 10,20,64,64 --out-type f32\n"
                 "Output format from OUT's extension: .hdr/.img/.dat/.raw (ENVI), .npy, .png, .pgm/.ppm.");
-    app->add_option("IN", args->input, "input cube or image")->required();
+    input_file(app->add_option("IN", args->input, "input cube or image"))->required();
     app->add_option("OUT", args->output, "output file; written atomically")->required();
     bind_flags(*app, args->options);  // --layout, --out-type
     app->add_option("--crop", args->crop, "spatial window X,Y,W,H (0-based top-left corner, then size)");

@@ -133,10 +133,10 @@ Action add_demo(CLI::App& root) {
                 "  cubekit demo --out out/demo   (then open out/demo/samson_rcmg.png and samson_edges.png)\n"
                 "  cubekit demo --out out/demo --photo data/photos/chelsea.png   (also out/demo/chelsea_k16.png)");
     app->add_option("--out", args->out_dir, "output folder (created if missing)")->capture_default_str();
-    app->add_option("--scene", args->scene, "scene to use instead of the embedded one")->capture_default_str();
-    app->add_option("--photo", args->photo,
+    input_file(app->add_option("--scene", args->scene, "scene to use instead of the embedded one"))->capture_default_str();
+    input_file(app->add_option("--photo", args->photo,
                     "also quantize this photo to 16 colours (k-means, seed 0): <out>/<photo stem>_k16.png, its\n"
-                    ".indexed.png, .palette.json and .palette.png");
+                    ".indexed.png, .palette.json and .palette.png"));
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);
     return [args] { demo_command(*args); };

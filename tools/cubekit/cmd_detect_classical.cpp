@@ -95,8 +95,8 @@ void check_flags(const ClassicalArgs& a) {
     if (!a.stats_out.empty()) {
         const auto ext = std::filesystem::path(a.stats_out).extension();
         if (ext != ".json" && ext != ".npz") throw InvalidInput("--stats-out = " + a.stats_out + ": use .json or .npz");
-        check_outputs({a.output, a.stats_out}, "detect");
     }
+    check_outputs({a.output, a.stats_out}, "detect");
 }
 
 void classical_command(const ClassicalArgs& a) {
@@ -189,18 +189,18 @@ void add_one(CLI::App& detect, NestedActions& actions, Detector d, const std::st
     args->options.detector = d;
     CLI::App* app = detect.add_subcommand(std::string(enum_name(d)), help);
     app->footer(footer);
-    app->add_option("IN", args->input, "input cube (any format cubekit reads; --var names a MATLAB variable)")->required();
+    input_file(app->add_option("IN", args->input, "input cube (any format cubekit reads; --var names a MATLAB variable)"))->required();
     app->add_option("OUT", args->output, "score map: .npy or ENVI (float), or .png scaled for display")->required();
     BoundFlags flags = bind_flags(*app, args->options);
     add_tile_flags(*app, args->tiles);
     if (d != Detector::Rx) app->remove_option(flags["window"]);
     if (d != Detector::Rx) {
-        app->add_option("--target", args->target,
-                        "target spectrum: CSV (wavelength,value rows or one value per band) or JSON");
-        app->add_option("--target-mask", args->target_mask,
-                        "target = mean spectrum of the mask's nonzero pixels (FILE or FILE.mat:VAR)");
+        input_file(app->add_option("--target", args->target,
+                        "target spectrum: CSV (wavelength,value rows or one value per band) or JSON"));
+        input_file(app->add_option("--target-mask", args->target_mask,
+                        "target = mean spectrum of the mask's nonzero pixels (FILE or FILE.mat:VAR)"));
     }
-    app->add_option("--stats-in", args->stats_in, "background statistics to use (.json or .npz from --stats-out)");
+    input_file(app->add_option("--stats-in", args->stats_in, "background statistics to use (.json or .npz from --stats-out)"));
     app->add_option("--stats-out", args->stats_out, "write the background statistics (.json or .npz)");
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);

@@ -235,9 +235,9 @@ void add_detect_networks(CLI::App& detect, NestedActions& actions) {
         "  cubekit detect rbfn big.hdr scores.npy --model planes.json --devices 0,1   # tiles over two GPUs\n"
         "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size compute the scores in tiles (bit-identical);\n"
         "on a GPU an input of 64 MiB or more is always streamed in tiles. Objects come from the whole score map.");
-    app->add_option("IN", rbfn->input, "input cube (any format cubekit reads)")->required();
+    input_file(app->add_option("IN", rbfn->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", rbfn->output, "score map: .npy, .hdr/.img (ENVI) or .png")->required();
-    app->add_option("--model", rbfn->model, "RBF network model file (JSON, type rbfn)")->required();
+    input_file(app->add_option("--model", rbfn->model, "RBF network model file (JSON, type rbfn)"))->required();
     bind_flags(*app, rbfn->options);
     add_common_flags(*app, rbfn->common);
     add_output_flags(*app, rbfn->common);
@@ -254,9 +254,9 @@ void add_detect_networks(CLI::App& detect, NestedActions& actions) {
         "0 = none); beside it <stem>.windows.json, <stem>.windows.csv and <stem>.overlay.png.\n"
         "Example:\n"
         "  cubekit detect multires sea.npy boxes.json --model castaways.json --trace --json");
-    app->add_option("IN", multires->input, "input cube (any format cubekit reads)")->required();
+    input_file(app->add_option("IN", multires->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", multires->output, "windows: .json, .png overlay, or .npy/ENVI raster")->required();
-    app->add_option("--model", multires->model, "multi-resolution model file (JSON, type multires)")->required();
+    input_file(app->add_option("--model", multires->model, "multi-resolution model file (JSON, type multires)"))->required();
     bind_flags(*app, multires->options);
     add_common_flags(*app, multires->common);
     add_output_flags(*app, multires->common);

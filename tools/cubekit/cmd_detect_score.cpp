@@ -90,8 +90,8 @@ Action add_detect_score(CLI::App& root) {
         "Examples:\n"
         "  cubekit detect-score rx.npy abu-airport-1.mat:map\n"
         "  cubekit detect-score mf.npy Sandiego.mat:map --far 0.001 --roc-out roc.csv");
-    app->add_option("SCORES", args->scores, "score map (one band; --var names its MATLAB variable)")->required();
-    app->add_option("MASK", args->mask, "target mask, nonzero = target (FILE or FILE.mat:VAR)")->required();
+    input_file(app->add_option("SCORES", args->scores, "score map (one band; --var names its MATLAB variable)"))->required();
+    input_file(app->add_option("MASK", args->mask, "target mask, nonzero = target (FILE or FILE.mat:VAR)"))->required();
     app->add_option("--far", args->far, "false-alarm rate for the per-blob detection")
         ->default_val(0.01)
         ->check(CLI::Range(0.0, 1.0));

@@ -193,7 +193,7 @@ Action add_edges(CLI::App& root) {
         "  cubekit edges photo.png edges.png --min-component 8\n"
         "  cubekit edges scene.hdr fused.png --fusion vote-edges --vote-percent 15 --min-component 3 --thresholds-out t.json\n"
         "  cubekit edges scene.hdr maps.npy --fusion none --bands 0-9");
-    app->add_option("IN", a->input, "input image or cube (any format cubekit reads)")->required();
+    input_file(app->add_option("IN", a->input, "input image or cube (any format cubekit reads)"))->required();
     app->add_option("OUT", a->output, "edge map: .png or .npy (may be omitted with --per-band-out)");
     bind_flags(*app, a->options);
     app->add_option("--thresholds-out", a->thresholds_out, "JSON file of every band's T1, T2, T3 (and of derived images)");

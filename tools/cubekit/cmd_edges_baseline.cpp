@@ -108,7 +108,7 @@ Action add_edges_baseline(CLI::App& root) {
         "Examples:\n"
         "  cubekit edges-baseline camera.png canny.png\n"
         "  cubekit edges-baseline scene.mat sobel.npy --var data --method sobel --bands 10-19 --json");
-    app->add_option("IN", args->input, "input image or cube (any format cubekit reads)")->required();
+    input_file(app->add_option("IN", args->input, "input image or cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->output, "output map: .png (one band) or .npy")->required();
     bind_flags(*app, args->options);
     add_common_flags(*app, args->common);

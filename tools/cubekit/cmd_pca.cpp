@@ -113,7 +113,7 @@ Action add_pca(CLI::App& root) {
         "Examples:\n"
         "  cubekit pca data/samson/samson_1.img pcs.npy                 # 3 components, pcs.pca.json\n"
         "  cubekit pca scene.mat pcs.hdr --var data --components 8 --model-out model.json --json");
-    app->add_option("IN", args->input, "input cube (any format cubekit reads)")->required();
+    input_file(app->add_option("IN", args->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->output, "component cube: .npy or ENVI .hdr/.img (float64); written atomically")
         ->required();
     bind_flags(*app, args->options)["components"]->description("components K (clamped to the number of bands)");

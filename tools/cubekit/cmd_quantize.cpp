@@ -301,15 +301,15 @@ Action add_quantize(CLI::App& root) {
         "  cubekit quantize photo.png poster.png -k 8 --n-init 4 --seed 7 --json\n"
         "  cubekit quantize frame2.png frame2_q.png --palette-in chelsea_k16.palette.json   # reuse a palette\n"
         "  cubekit quantize photo.png soft.png -k 12 --colorspace lab --dither floyd-steinberg");
-    app->add_option("IN", args->input, "input image (PNG, JPEG, PPM, or any cube cubekit reads)")->required();
+    input_file(app->add_option("IN", args->input, "input image (PNG, JPEG, PPM, or any cube cubekit reads)"))->required();
     app->add_option("OUT", args->output, "quantized image: .png, .ppm/.pgm, .npy or ENVI (.hdr)")->required();
     add_kmeans_flags(*app, args->kmeans, "--palette-in");
     app->add_option("--palette-out", args->palette_out,
                     "palette file name: F.json (with swatch F.png) or F.png (with F.json)");
-    app->add_option("--palette-in", args->palette_in,
+    input_file(app->add_option("--palette-in", args->palette_in,
                     "apply the palette of this JSON file (as written by quantize; JSON only) without fitting: each\n"
                     "pixel gets the entry with the nearest \"centroid\" (\"rgb\" when the file has none); with\n"
-                    "--init explicit, start k-means from it instead");
+                    "--init explicit, start k-means from it instead"));
     bind_flags(*app, args->quantize);  // --colorspace, --dither
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);

@@ -139,7 +139,7 @@ Action add_rcmg(CLI::App& root) {
         "  cubekit rcmg big.hdr g.npy --devices 0,1 --device-memory-limit 2G   # tiles over two GPUs\n"
         "Tiles: --memory-limit, --device-memory-limit or --devices run the scene in tiles with a 1-pixel halo (the\n"
         "result is bit-identical); on a GPU an input of 64 MiB or more is always streamed in tiles.");
-    app->add_option("IN", args->input, "input cube (any format cubekit reads)")->required();
+    input_file(app->add_option("IN", args->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->outputs, "one or more outputs: .npy, .hdr/.img (ENVI), .png")->required();
     bind_flags(*app, args->options);
     add_common_flags(*app, args->common);

@@ -50,9 +50,9 @@ std::string fixed4(double v) {
 
 /// Adds IN..., --labels, -o and the common flags to a `train` subcommand.
 void add_data_flags(CLI::App& app, TrainArgs& args) {
-    app.add_option("IN", args.inputs, "training cubes (any format cubekit reads; --var names their MATLAB variable)")->required();
-    app.add_option("--labels", args.labels,
-                   "one label image per IN, W x H: 1 target, 0 background, 255 ignore; FILE:VAR for a MATLAB variable")
+    input_file(app.add_option("IN", args.inputs, "training cubes (any format cubekit reads; --var names their MATLAB variable)"))->required();
+    input_file(app.add_option("--labels", args.labels,
+                   "one label image per IN, W x H: 1 target, 0 background, 255 ignore; FILE:VAR for a MATLAB variable"))
         ->required();
     app.add_option("-o,--output", args.output, "model file to write (JSON)")->required();
     add_common_flags(app, args.common);

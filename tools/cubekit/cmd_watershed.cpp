@@ -450,10 +450,10 @@ void run_segment(const Args& a) {
 /// The flags both commands share: the options, the secondary inputs and the pictures.
 void add_flags(CLI::App& app, Args& a) {
     a.bound = bind_flags(app, a.flags);
-    app.add_option("--markers", a.markers,
+    input_file(app.add_option("--markers", a.markers,
                    "seed labels, IN's size: > 0 = a marker whose label its region keeps (minima imposition); "
-                   "FILE or FILE.mat:VAR");
-    app.add_option("--mask", a.mask, "IN's size; 0 = outside (label 0, not part of the relief); FILE or FILE.mat:VAR");
+                   "FILE or FILE.mat:VAR"));
+    input_file(app.add_option("--mask", a.mask, "IN's size; 0 = outside (label 0, not part of the relief); FILE or FILE.mat:VAR"));
     app.add_option("--png", a.png, "the regions in distinct colours, boundaries black (.png)");
     app.add_option("--boundary-out", a.boundary_out,
                    "u8 boundary map: 1 where a right/lower (8-conn: any forward) neighbour has another label "
@@ -482,7 +482,7 @@ Action add_watershed(CLI::App& root) {
         "  cubekit watershed g.npy regions.npy --markers seeds.png --mask valid.png\n"
         "  cubekit watershed scene.mat labels.hdr --var gradient --markers scene.mat:seeds\n"
         "  cubekit watershed ct.npy ct_labels.npy --volume --connectivity 6");
-    app->add_option("IN", a->input, "the relief: one band (any format cubekit reads), or a volume with --volume")->required();
+    input_file(app->add_option("IN", a->input, "the relief: one band (any format cubekit reads), or a volume with --volume"))->required();
     app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
     add_flags(*app, *a);
     return [a] { run_watershed(*a); };
@@ -502,7 +502,7 @@ Action add_segment(CLI::App& root) {
         "Examples:\n"
         "  cubekit segment data/samson/samson_1.img regions.npy --png regions.png --regions-out regions.csv\n"
         "  cubekit segment scene.mat labels.hdr --var data --connectivity 4 --levels 32 --gradient-out g.png --json");
-    app->add_option("IN", a->input, "input cube (any format cubekit reads)")->required();
+    input_file(app->add_option("IN", a->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
     add_flags(*app, *a);
     app->add_option("--gradient-out", a->gradient_out, "the RCMG gradient: .npy/ENVI float, or .png scaled for display");

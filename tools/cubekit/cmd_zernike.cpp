@@ -402,7 +402,7 @@ Action add_zernike(CLI::App& root) {
         "  cubekit zernike data/photos/chelsea.png --bands 1 --max-order 30 --reconstruct chelsea_z30.png\n"
         "  cubekit zernike shapes/ --moment 4,2 --json          # a folder of same-size images\n"
         "  cubekit zernike a.png b.png --order 6 --mapping circumscribed -o ab.json");
-    app->add_option("IN", a->inputs, "image or cube, several files, or a folder of same-size images")->required()->expected(1, -1);
+    input_file(app->add_option("IN", a->inputs, "image or cube, several files, or a folder of same-size images"))->required()->expected(1, -1);
     a->max_order_opt = app->add_option("--max-order", a->max_order, "every moment with n <= N (default mode, N = 20)");
     a->order_opt = app->add_option("--order", a->order, "every repetition m of order N");
     a->moment_opt = app->add_option("--moment", a->moment, "the one moment A(N,M), written N,M");

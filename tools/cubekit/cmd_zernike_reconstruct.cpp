@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "arg_parsers.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "cubekit/error.hpp"
@@ -25,21 +26,6 @@ struct ReconstructArgs {
 
 std::string moment_name(int n, int m) { return "A(" + std::to_string(n) + "," + std::to_string(m) + ")"; }
 
-void parse_size(const std::string& text, int& w, int& h) {
-    const std::size_t x = text.find_first_of("xX");
-    try {
-        std::size_t used = 0;
-        if (x == std::string::npos) throw std::invalid_argument("no x");
-        const std::string a = text.substr(0, x), b = text.substr(x + 1);
-        w = std::stoi(a, &used);
-        if (used != a.size()) throw std::invalid_argument("trailing");
-        h = std::stoi(b, &used);
-        if (used != b.size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-        throw InvalidInput("--size = '" + text + "': expected WxH, e.g. 64x64");
-    }
-    if (w < 1 || h < 1) throw InvalidInput("--size = '" + text + "': width and height must be at least 1");
-}
 
 /// The image (batch files) and band --image and --band pick; default the first in the file.
 std::pair<std::string, int> pick_band(const ReconstructArgs& a, const MomentFile& f) {
@@ -101,9 +87,9 @@ void run_reconstruct(const ReconstructArgs& a) {
     const auto start = std::chrono::steady_clock::now();
     Timings timings;
     check_image_output(a.output, "OUT");
-    check_outputs({a.moments, a.output}, "zernike-reconstruct");
+    check_outputs({a.output}, "zernike-reconstruct");  // OUT may not be MOMENTS (input_file)
     int width = 0, height = 0;
-    if (!a.size.empty()) parse_size(a.size, width, height);
+    if (!a.size.empty()) std::tie(width, height) = parse_width_height(a.size, "--size", "64x64");
     if (a.png_depth != 0 && a.png_depth != 8 && a.png_depth != 16)
         throw InvalidInput("--png-depth = " + std::to_string(a.png_depth) + ": expected 8 or 16");
     const MomentFile f = timings.time("read", [&] { return read_moment_file(a.moments, "MOMENTS"); });
@@ -184,7 +170,7 @@ Action add_zernike_reconstruct(CLI::App& root) {
         "  cubekit zernike data/samson/samson_1.img --bands 40 --max-order 20 -o m.json\n"
         "  cubekit zernike-reconstruct m.json rebuilt.png --max-order 12\n"
         "  cubekit zernike-reconstruct moments.csv rebuilt.npy --size 95x95 --band 40");
-    app->add_option("MOMENTS", a->moments, "moments file written by cubekit zernike (.csv or .json)")->required();
+    input_file(app->add_option("MOMENTS", a->moments, "moments file written by cubekit zernike (.csv or .json)"))->required();
     app->add_option("OUT", a->output, "reconstruction: .png (one band, scaled) or .npy (float64)")->required();
     app->add_option("--size", a->size, "image size WxH (required for CSV; overrides the JSON's)");
     app->add_option("--max-order", a->max_order, "highest order K used (default: the highest in the file)")

@@ -11,6 +11,7 @@
 #include "cli_common.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
+#include "outputs.hpp"
 
 namespace cubekit::cli {
 
@@ -25,7 +26,7 @@ void add_kmeans_flags(CLI::App& app, KmeansFlags& f, const std::string& explicit
     doc = legacy->get_description();
     doc.replace(doc.find("with init explicit"), 18, "with --init explicit");
     legacy->description(doc);
-    app.add_option("--mask", f.mask, "one-band image of the same size (FILE or FILE.mat:VAR); 0 = pixel excluded (label -1, copied unchanged)");
+    input_file(app.add_option("--mask", f.mask, "one-band image of the same size (FILE or FILE.mat:VAR); 0 = pixel excluded (label -1, copied unchanged)"));
 }
 
 std::vector<std::uint8_t> read_mask(const std::string& path, const CubeShape& image) {

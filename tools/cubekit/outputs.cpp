@@ -29,6 +29,50 @@ FileFormat format_of(const std::string& flag, const std::string& path) {
     }
 }
 
+namespace {
+// The files the command's input_file flags named (FILE of FILE:VAR), in the order given.
+std::vector<std::string>& input_files() {
+    static std::vector<std::string> files;
+    return files;
+}
+
+// `path` and the files written or read with it: an ENVI header and its data file.
+std::vector<std::filesystem::path> with_partners(const std::filesystem::path& path) {
+    std::vector<std::filesystem::path> all = {path};
+    const std::string ext = path.extension().string();
+    if (ext == ".hdr" || ext == ".img") {
+        std::filesystem::path p = path;
+        all.push_back(p.replace_extension(ext == ".hdr" ? ".img" : ".hdr"));
+        if (ext == ".hdr") all.push_back(std::filesystem::path(path).replace_extension());
+    }
+    return all;
+}
+
+// Refuses an output that is a file the command reads (both exist: the same inode, whatever the name).
+void check_not_an_input(const std::string& output) {
+    for (const std::filesystem::path& out : with_partners(output))
+        for (const std::string& input : input_files())
+            for (const std::filesystem::path& in : with_partners(input)) {
+                std::error_code ec;
+                if (std::filesystem::equivalent(out, in, ec) && !ec)
+                    throw InvalidInput(output + ": this output would overwrite the input " + input +
+                                       "; write it to another file");
+            }
+}
+}  // namespace
+
+CLI::Option* input_file(CLI::Option* option) {
+    return option->each([](const std::string& value) {
+        // FILE.mat:VAR names FILE (the rule of split_secondary: only when VALUE itself is no file).
+        const std::size_t colon = value.rfind(':');
+        std::error_code ec;
+        if (!std::filesystem::exists(value, ec) && colon != std::string::npos && colon > 0)
+            input_files().push_back(value.substr(0, colon));
+        else
+            input_files().push_back(value);
+    });
+}
+
 void check_outputs(const std::vector<std::string>& paths, const std::string& what) {
     for (std::size_t i = 0; i < paths.size(); ++i)
         for (std::size_t j = i + 1; j < paths.size(); ++j)
@@ -40,6 +84,7 @@ void check_outputs(const std::vector<std::string>& paths, const std::string& wha
 
 void check_output_folder(const std::string& path) {
     if (path.empty()) return;
+    check_not_an_input(path);
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     const std::filesystem::path folder = parent.empty() ? std::filesystem::path(".") : parent;
     std::error_code ec;
@@ -49,6 +94,13 @@ void check_output_folder(const std::string& path) {
     if (!std::filesystem::is_directory(status)) throw IoError(path + ": cannot write: " + folder.string() + " is not a folder");
     if (::access(folder.c_str(), W_OK | X_OK) != 0)
         throw IoError(path + ": cannot write in the folder " + folder.string() + ": " + std::strerror(errno));
+    // access() says yes to root everywhere but on a read-only mount: a file made and removed again
+    // is the answer the write will get (a sysfs or FUSE folder may still refuse).
+    std::string probe = (folder / ".cubekit-probe-XXXXXX").string();
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0) throw IoError(path + ": cannot write in the folder " + folder.string() + ": " + std::strerror(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
 }
 
 void remove_outputs(const std::vector<std::string>& paths) {

@@ -2,6 +2,7 @@
 // Output helpers every subcommand uses: output names beside OUT, the list of outputs a run wrote
 // (taken back when a later output fails, so a failed run leaves nothing), removal of a written
 // output set, display scaling of float images and of 0/1 maps, and JSON text for files people read.
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -23,12 +24,19 @@ std::string beside(const std::string& out, const std::string& suffix);
 /// InvalidInput "FLAG = PATH: ..." (`flag`: "OUT", "--png", ...).
 FileFormat format_of(const std::string& flag, const std::string& path);
 
+/// Marks a flag or positional as naming files the command reads (IN, --model, --mask FILE[:VAR], ...):
+/// check_outputs refuses an output that is one of them. Returns `option`, for chaining.
+CLI::Option* input_file(CLI::Option* option);
+
 /// Checks the outputs of a run before any work: InvalidInput naming `what` when two of `paths` are
-/// the same file name; IoError (exit 3) naming the path when its folder is missing, not a folder or
-/// not writable (check_output_folder). Empty paths (outputs not asked for) are skipped.
+/// the same file name, or naming the output and the input when an output is a file the command
+/// reads (input_file; the same file under another name or a hard link included, and an ENVI
+/// output's .hdr/.img beside an ENVI input's); IoError (exit 3) naming the path when its folder is
+/// missing, not a folder or not writable (check_output_folder). Empty paths are skipped.
 void check_outputs(const std::vector<std::string>& paths, const std::string& what);
 
-/// IoError naming `path` when the folder it would be written in is missing or not writable.
+/// IoError naming `path` when the folder it would be written in is missing or not writable;
+/// InvalidInput when `path` is a file the command reads (input_file).
 void check_output_folder(const std::string& path);
 
 /// Removes outputs a failed run wrote (ENVI: the header and the data file as well); never throws.

@@ -3,27 +3,11 @@
 
 #include <charconv>
 
+#include "arg_parsers.hpp"
 #include "cubekit/error.hpp"
 
 namespace cubekit::cli {
 
-namespace {
-
-// "WxH" with both parts positive integers.
-std::pair<int, int> parse_tile_size(const std::string& text) {
-    const std::size_t x = text.find('x');
-    int w = 0, h = 0;
-    const auto whole = [](std::string_view s, int& v) {
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        return !s.empty() && ec == std::errc() && end == s.data() + s.size() && v > 0;
-    };
-    if (x == std::string::npos || !whole(std::string_view(text).substr(0, x), w) ||
-        !whole(std::string_view(text).substr(x + 1), h))
-        throw InvalidInput("--tile-size = '" + text + "'; expected WIDTHxHEIGHT in pixels, e.g. 512x256");
-    return {w, h};
-}
-
-}  // namespace
 
 void add_tile_flags(CLI::App& app, TileFlags& flags) {
     app.add_option("--memory-limit", flags.memory_limit,
@@ -44,7 +28,7 @@ TileOptions tile_options(const TileFlags& flags) {
     if (!flags.memory_limit.empty()) o.memory_limit = positive(flags.memory_limit, "--memory-limit");
     if (!flags.device_memory_limit.empty()) o.device_memory_limit = positive(flags.device_memory_limit, "--device-memory-limit");
     if (!flags.devices.empty() && flags.devices != "all") o.devices = parse_devices(flags.devices, "--devices");
-    if (!flags.tile_size.empty()) std::tie(o.tile_width, o.tile_height) = parse_tile_size(flags.tile_size);
+    if (!flags.tile_size.empty()) std::tie(o.tile_width, o.tile_height) = parse_width_height(flags.tile_size, "--tile-size", "512x256");
     return o;
 }
 
