@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const int channels = 1 + data[0] % 4;
     const auto path = fuzz::put("palette.json", fuzz::text(data + 1, size - 1));
     fuzz::expect_refusal_or_success([&] {
-        const Palette p = cli::read_palette_json(path.string(), channels, "--palette-in");
+        const cli::Palette p = cli::read_palette_json(path.string(), channels, "--palette-in");
         if (p.channels != channels || p.values.empty() || p.values.size() % std::size_t(channels) != 0) std::abort();
     });
     return 0;

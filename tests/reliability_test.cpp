@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "cubekit/classify.hpp"
@@ -364,6 +365,10 @@ TEST(Reliability, FuzzRegressionsAreRefused) {
                 put(dir / "x.hdr", bytes.substr(0, cut));
                 put(dir / "x.img", cut == std::string::npos ? std::string() : bytes.substr(cut + 4));
                 refused([&] { read_cube(dir / "x.hdr", {.format = FileFormat::Envi}); });
+            } else if (t == "arguments" && bytes[0] % 5 == 0) {  // --crop X,Y,W,H, then the crop of a 40x30 cube
+                int v[4] = {0, 0, 0, 0};
+                ASSERT_EQ(std::sscanf(bytes.c_str() + 1, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]), 4) << input.path();
+                refused([&] { (void)Cube(40, 30, 1, DType::U8).crop(v[0], v[1], v[2], v[3]); });
             } else {
                 ADD_FAILURE() << "no replay for fuzz target " << t;
             }

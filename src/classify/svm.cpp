@@ -4,9 +4,11 @@
 #include <libsvm/svm.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 
@@ -256,6 +258,57 @@ void read_scaling(const std::filesystem::path& path, SvmModel& m) {
                            " min and " + std::to_string(m.scale_max.size()) + " max values; expected bands of each");
 }
 
+
+// LIBSVM's svm_load_model trusts its file: a support-vector line with fewer fields than the
+// model's nr_class − 1 coefficients passes NULL to strtod, and a huge nr_class sizes its arrays
+// (crashes found by fuzzing). So the text is checked first against what svm_load_model will read:
+// the header ends at the first token "SV" (no header value can be one), nr_class and total_sv are
+// the last values given, and total_sv lines follow, each with its coefficients.
+void check_libsvm_text(const std::filesystem::path& path, const std::string& where) {
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    long long nr_class = -1, total_sv = -1;
+    std::size_t at = 0;
+    bool header_done = false;
+    const auto next_token = [&](std::string& token) {
+        at = text.find_first_not_of(" \t\r\n\v\f", at);
+        if (at == std::string::npos) return false;
+        const std::size_t end = std::min(text.find_first_of(" \t\r\n\v\f", at), text.size());
+        token = text.substr(at, end - at);
+        at = end;
+        return true;
+    };
+    std::string token, value;
+    while (!header_done && next_token(token)) {
+        if (token == "SV") header_done = true;
+        else if ((token == "nr_class" || token == "total_sv") && next_token(value))
+            (token == "nr_class" ? nr_class : total_sv) = std::atoll(value.c_str());
+    }
+    if (!header_done) return;  // svm_load_model refuses a header without SV itself
+    const double pairs = double(nr_class) * double(nr_class - 1) / 2;  // rho values the header must hold
+    if (nr_class < 2 || pairs > double(text.size()))
+        throw InvalidInput(where + "nr_class " + std::to_string(nr_class) + " is missing or larger than the file can hold");
+    std::size_t line = text.find('\n', at);  // the rest of the SV line is skipped
+    for (long long i = 0; i < total_sv; ++i) {
+        if (line == std::string::npos || line + 1 >= text.size())
+            throw InvalidInput(where + "total_sv is " + std::to_string(total_sv) + " but " + std::to_string(i) +
+                               " support vectors follow SV");
+        const std::size_t begin = line + 1;
+        line = text.find('\n', begin);
+        const std::string sv = text.substr(begin, (line == std::string::npos ? text.size() : line) - begin);
+        long long fields = 0;  // as strtok(" \t") splits it
+        for (std::size_t k = 0; k < sv.size();) {
+            const std::size_t start = sv.find_first_not_of(" \t", k);
+            if (start == std::string::npos) break;
+            ++fields;
+            k = std::min(sv.find_first_of(" \t", start), sv.size());
+        }
+        if (fields < nr_class - 1)
+            throw InvalidInput(where + "support vector " + std::to_string(i) + " has " + std::to_string(fields) +
+                               " field(s); its line needs the " + std::to_string(nr_class - 1) + " coefficient(s) first");
+    }
+    if (total_sv < 1) throw InvalidInput(where + "total_sv " + std::to_string(total_sv) + " is missing or not positive");
+}
 }  // namespace
 
 void write_svm_model(const SvmModel& model, const std::filesystem::path& path) {
@@ -288,6 +341,7 @@ SvmModel read_svm_model(const std::filesystem::path& path) {
     if (!std::filesystem::is_regular_file(path)) throw IoError("read_svm_model: " + path.string() + ": no such file");
     SvmModel scaling;
     read_scaling(scaling_path(path), scaling);
+    check_libsvm_text(path, "read_svm_model: " + path.string() + ": ");
     svm_model* loaded = nullptr;
     {
         const std::lock_guard<std::mutex> lock(libsvm_mutex());

@@ -165,7 +165,7 @@ Cube Cube::select_bands(const std::vector<int>& band_list) const {
 }
 
 Cube Cube::crop(int x0, int y0, int w, int h) const {
-    if (x0 < 0 || y0 < 0 || w <= 0 || h <= 0 || x0 + w > width() || y0 + h > height())
+    if (x0 < 0 || y0 < 0 || w <= 0 || h <= 0 || std::int64_t(x0) + w > width() || std::int64_t(y0) + h > height())
         throw InvalidInput("crop: window " + std::to_string(w) + "x" + std::to_string(h) + "+" + std::to_string(x0) +
                            "+" + std::to_string(y0) + " does not lie inside the " + std::to_string(width()) + "x" +
                            std::to_string(height()) + " image");
