@@ -260,13 +260,17 @@ void read_scaling(const std::filesystem::path& path, SvmModel& m) {
 
 
 // LIBSVM's svm_load_model trusts its file: a support-vector line with fewer fields than the
-// model's nr_class − 1 coefficients passes NULL to strtod, and a huge nr_class sizes its arrays
-// (crashes found by fuzzing). So the text is checked first against what svm_load_model will read:
+// model's nr_class − 1 coefficients passes NULL to strtod, a huge nr_class sizes its arrays, and a
+// NUL byte makes its line reader grow without end (crashes found by fuzzing). So the text is checked first against what svm_load_model will read:
 // the header ends at the first token "SV" (no header value can be one), nr_class and total_sv are
 // the last values given, and total_sv lines follow, each with its coefficients.
 void check_libsvm_text(const std::filesystem::path& path, const std::string& where) {
     std::ifstream in(path, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // A NUL hides a line's end from LIBSVM's readline, which then doubles its buffer once per line
+    // that follows until the int size overflows.
+    if (text.find('\0') != std::string::npos)
+        throw InvalidInput(where + "a NUL byte at offset " + std::to_string(text.find('\0')) + " (not a text file)");
     long long nr_class = -1, total_sv = -1;
     std::size_t at = 0;
     bool header_done = false;
