@@ -193,6 +193,29 @@ def cli_seeds():
         out("classify_models", "written_svm", b"\1" + (p / "m.svm").read_bytes() + b"\n@@\n" + (p / "m.svm.scaling.json").read_bytes())
 
 
+def gdal_seeds():
+    """Small GeoTIFFs as cubekit writes them through GDAL (needs a CLI built with GDAL: CUBEKIT_CLI), and a
+    georeferenced window of the Landsat scene when ../shared/data is there."""
+    import os
+    import subprocess
+    import tempfile
+    cli = os.environ.get("CUBEKIT_CLI")
+    if not cli:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        p = pathlib.Path(d)
+        run = lambda *a: subprocess.run([cli, *map(str, a), "--quiet"], check=True)
+        samson = ROOT / "data" / "samson" / "samson_1.img"
+        for name, extra in [("i16_3", ["--bands", "0-2"]), ("u8_1", ["--bands", "5", "--out-type", "u8"]),
+                            ("f32_2", ["--bands", "7,9", "--out-type", "f32"]), ("f64_1", ["--bands", "1", "--out-type", "f64"])]:
+            run("convert", samson, p / f"{name}.tif", "--crop", "0,0,8,6", *extra)
+            out("gdal", name, (p / f"{name}.tif").read_bytes())
+        landsat = SHARED / "multispectral" / "L7_ETMs.tif"
+        if landsat.exists():
+            run("convert", landsat, p / "landsat.tif", "--crop", "10,10,8,8")
+            out("gdal", "landsat_window", (p / "landsat.tif").read_bytes())
+
+
 if __name__ == "__main__":
-    envi_seeds(); npy_seeds(); mat_seeds(); png_seeds(); pnm_seeds(); text_seeds(); cli_seeds()
+    envi_seeds(); npy_seeds(); mat_seeds(); png_seeds(); pnm_seeds(); text_seeds(); cli_seeds(); gdal_seeds()
     print("corpora:", {d.name: len(list(d.iterdir())) for d in sorted((HERE / "corpus").iterdir())}, file=sys.stderr)

@@ -365,6 +365,9 @@ TEST(Reliability, FuzzRegressionsAreRefused) {
                 put(dir / "x.hdr", bytes.substr(0, cut));
                 put(dir / "x.img", cut == std::string::npos ? std::string() : bytes.substr(cut + 4));
                 refused([&] { read_cube(dir / "x.hdr", {.format = FileFormat::Envi}); });
+            } else if (t == "gdal") {  // refused by GDAL, or (built without GDAL) as a format not built in
+                put(dir / "x.tif", bytes);
+                refused([&] { read_cube(dir / "x.tif", {.format = FileFormat::Gdal}); });
             } else if (t == "arguments" && bytes[0] % 5 == 0) {  // --crop X,Y,W,H, then the crop of a 40x30 cube
                 int v[4] = {0, 0, 0, 0};
                 ASSERT_EQ(std::sscanf(bytes.c_str() + 1, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]), 4) << input.path();

@@ -10,6 +10,7 @@
 
 #ifdef CUBEKIT_HAVE_GDAL
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdlib>
@@ -182,6 +183,15 @@ Cube read_gdal(const fs::path& path) {
     CubekitGdalRaster r{};
     DType dtype{};
     const std::unique_ptr<void, Close> h = open_raster(path, r, dtype);
+    // A compressed raster may rightly claim far more than its file holds; one beyond this machine's
+    // memory is refused by name (CubeFile reads such a raster by windows), not by a bad_alloc.
+    const double bytes = double(r.width) * double(r.height) * double(r.bands) * double(dtype_size(dtype));
+    const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+    if (memory > 0 && bytes > memory)
+        throw IoError(std::string(kRead) + ": " + path.string() + ": GDAL reports " + std::to_string(r.width) + "x" +
+                      std::to_string(r.height) + "x" + std::to_string(r.bands) + " " + std::string(dtype_name(dtype)) +
+                      " (" + std::to_string(bytes / 1e9) + " GB), more than this machine's " +
+                      std::to_string(memory / 1e9) + " GB of memory; read it by windows (tiles)");
     Cube cube = Cube::uninitialized(r.width, r.height, r.bands, dtype, Layout::BSQ);  // every band is read
     const std::size_t band_bytes = std::size_t(r.width) * std::size_t(r.height) * dtype_size(dtype);
     char error[512] = {};
