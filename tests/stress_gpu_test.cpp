@@ -5,13 +5,10 @@
 // OutOfMemory naming the bytes asked for and free, after which the next call is right again.
 // Results are compared with the serial GPU run of the same build (the GPU tests of each family
 // compare the GPU with the CPU). Skips without a device.
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <mutex>
-#include <thread>
 
 #include "core/memory_counters.hpp"
 #include "cubekit/buffer.hpp"
@@ -62,41 +59,8 @@ TEST(GpuDeterminism, EveryFamilyIsIdenticalRunToRunAndAcrossContexts) {
 // context queue on its one stream, each with its own buffers.
 TEST(GpuConcurrency, EightThreadsOfFiftyCallsGiveTheSerialResults) {
     REQUIRE_GPU();
-    const std::vector<Family> fams = families();
-    const std::vector<std::uint64_t>& want = serial_on(gpu);
-    std::atomic<int> calls{0}, wrong{0};
-    std::mutex mutex;
-    std::vector<std::string> failures;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t)
-        threads.emplace_back([&, t] {
-            try {
-                const Context own = cuda(gpu.device());
-                const Context& ctx = t % 2 == 0 ? own : gpu;
-                for (int k = 0; k < 50; ++k) {
-                    const std::size_t i = std::size_t(t * 3 + k) % fams.size();
-                    std::uint64_t got = 0;
-                    try {
-                        got = fams[i].run(ctx);
-                    } catch (const std::exception& e) {
-                        const std::lock_guard lock(mutex);
-                        failures.push_back(fams[i].name + ": " + e.what());
-                    }
-                    ++calls;
-                    if (got != want[i]) {
-                        ++wrong;
-                        const std::lock_guard lock(mutex);
-                        failures.push_back(fams[i].name + " in thread " + std::to_string(t) + ", call " + std::to_string(k));
-                    }
-                }
-            } catch (const std::exception& e) {
-                const std::lock_guard lock(mutex);
-                failures.push_back(std::string("thread ") + std::to_string(t) + ": " + e.what());
-            }
-        });
-    for (std::thread& t : threads) t.join();
-    EXPECT_EQ(calls.load(), 400);
-    EXPECT_EQ(wrong.load(), 0) << (failures.empty() ? "" : failures.front());
+    const std::vector<std::string> failures =
+        run_concurrently(families(), serial_on(gpu), gpu, [&] { return cuda(gpu.device()); });
     EXPECT_TRUE(failures.empty()) << failures.size() << " failure(s), first: " << (failures.empty() ? "" : failures.front());
 }
 

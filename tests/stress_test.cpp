@@ -3,9 +3,6 @@
 // and every output is identical run to run and across thread counts. Results are compared through
 // a digest of every output byte (FNV-1a), against the serial run of the same build, never against
 // stored values.
-#include <atomic>
-#include <mutex>
-#include <thread>
 
 #include "stress_testing.hpp"
 
@@ -43,35 +40,7 @@ TEST(Determinism, EveryFamilyIsIdenticalRunToRunAndAcrossThreadCounts) {
 // Item 5: 8 threads x 50 calls, each thread cycling through the families; half of the threads own
 // their Context, half share one. Every result equals the serial one.
 TEST(Concurrency, EightThreadsOfFiftyCallsGiveTheSerialResults) {
-    const std::vector<Family> fams = families();
-    const std::vector<std::uint64_t>& want = serial();
     const Context shared = cpu(1);
-    std::atomic<int> calls{0}, wrong{0};
-    std::mutex mutex;
-    std::vector<std::string> failures;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t)
-        threads.emplace_back([&, t] {
-            const Context own = cpu(1);
-            const Context& ctx = t % 2 == 0 ? own : shared;
-            for (int k = 0; k < 50; ++k) {
-                const std::size_t i = std::size_t(t + k) % fams.size();
-                std::uint64_t got = 0;
-                try {
-                    got = fams[i].run(ctx);
-                } catch (const std::exception& e) {
-                    const std::lock_guard lock(mutex);
-                    failures.push_back(fams[i].name + ": " + e.what());
-                }
-                ++calls;
-                if (got != want[i]) {
-                    ++wrong;
-                    const std::lock_guard lock(mutex);
-                    failures.push_back(fams[i].name + " in thread " + std::to_string(t) + ", call " + std::to_string(k));
-                }
-            }
-        });
-    for (std::thread& t : threads) t.join();
-    EXPECT_EQ(calls.load(), 400);
-    EXPECT_EQ(wrong.load(), 0) << (failures.empty() ? "" : failures.front());
+    const std::vector<std::string> failures = run_concurrently(families(), serial(), shared, [] { return cpu(1); });
+    EXPECT_TRUE(failures.empty()) << failures.size() << " failure(s), first: " << (failures.empty() ? "" : failures.front());
 }

@@ -5,6 +5,8 @@
 // against stored values.
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,41 @@ inline std::vector<Family> families() {
              return d.h;
          }},
     };
+}
+
+/// 8 threads x `calls` calls, thread t cycling through the families from 3t; even threads run on a
+/// Context of their own (`make_own`), odd ones on `shared`. Returns the failures (a wrong digest or an
+/// exception), empty when all 8 x `calls` results equal `want`.
+inline std::vector<std::string> run_concurrently(const std::vector<Family>& fams, const std::vector<std::uint64_t>& want,
+                                                 const Context& shared, const std::function<Context()>& make_own,
+                                                 int calls = 50) {
+    std::mutex mutex;
+    std::vector<std::string> failures;
+    const auto fail = [&](std::string what) {
+        const std::lock_guard lock(mutex);
+        failures.push_back(std::move(what));
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            try {
+                const Context own = make_own();
+                const Context& ctx = t % 2 == 0 ? own : shared;
+                for (int k = 0; k < calls; ++k) {
+                    const std::size_t i = std::size_t(t * 3 + k) % fams.size();
+                    try {
+                        if (fams[i].run(ctx) != want[i])
+                            fail(fams[i].name + " in thread " + std::to_string(t) + ", call " + std::to_string(k));
+                    } catch (const std::exception& e) {
+                        fail(fams[i].name + ": " + e.what());
+                    }
+                }
+            } catch (const std::exception& e) {
+                fail("thread " + std::to_string(t) + ": " + e.what());
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    return failures;
 }
 
 }  // namespace cubekit::testing::stress
