@@ -30,6 +30,7 @@
 #include "cubekit/buffer.hpp"
 #include "cubekit/detect.hpp"
 #include "cubekit/detect_classical.hpp"
+#include "cubekit/edges.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
 #include "bench_common.hpp"
@@ -275,6 +276,33 @@ int main(int argc, char** argv) {
                     r = detect_pixels_tiled(gpu, src.in, std::span(&model, 1), o, {.devices = first_devices(n)}, &info);
                 });
                 t.row("detect_pixels_tiled", n, 3, info, ms, std::memcmp(r[0].score.bytes(), ref[0].score.bytes(), ref[0].score.num_bytes()) == 0);
+            }
+        }
+    }
+
+    // The entropy edge detector (default vote, small components removed): the statistics passes read the
+    // cube as well, so the floor counts every read (passes x in + out).
+    {
+        const EntropyEdgeOptions o{.min_component = 5};
+        Cube ref;
+        const double whole_edges_ms = median_wall_ms([&] { ref = entropy_edges(gpu, cube, o).edges; });
+        std::printf("\nentropy_edges() whole scene on one GPU (upload, kernels, download): %.1f ms.\n", whole_edges_ms);
+        Cube map = Cube::uninitialized(width, height, 1, DType::U8);
+        PinnedBuffer pinned_map(map.num_bytes());
+        const MutableCubeView pinned_map_view = MutableCubeView::host(pinned_map.data(), width, height, 1, DType::U8,
+                                                                      dense_strides(width, height, 1, Layout::BSQ));
+        const std::vector<Source> edge_sources = {{"pageable", cube.view(), map.mutable_view(), map.bytes()},
+                                                  {"page-locked", pinned_cube, pinned_map_view, pinned_map.data()}};
+        const int passes = cube.dtype() == DType::U8 ? 2 : 3;  // EntropyEdgeTiled::passes
+        for (const Source& src : edge_sources) {
+            Table t{in_gb * passes, double(map.num_bytes()) / 1e9};
+            t.header((std::string("entropy_edges_tiled (vote, L 5), ") + std::to_string(passes) + " reads, " + src.name).c_str());
+            for (int n : counts) {
+                TiledRun info;
+                const double ms = median_wall_ms([&] {
+                    info = entropy_edges_tiled(gpu, src.in, src.out, o, {.devices = first_devices(n)}).run;
+                });
+                t.row("entropy_edges_tiled", n, 3, info, ms, std::memcmp(src.out_bytes, ref.bytes(), ref.num_bytes()) == 0);
             }
         }
     }

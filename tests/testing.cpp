@@ -164,6 +164,13 @@ std::filesystem::path temp_dir(const std::string& name) {
     return dir;
 }
 
+std::string read_text(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
 std::string folder_listing(const std::filesystem::path& dir) {
     std::set<std::string> names;
     for (const auto& e : std::filesystem::recursive_directory_iterator(dir))

@@ -57,6 +57,9 @@ std::vector<std::filesystem::path> shared_photos(const std::string& folder);
 /// A fresh empty folder under one /tmp/cubekit-test-XXXXXX per test process.
 std::filesystem::path temp_dir(const std::string& name);
 
+/// The whole content of a file (empty when it cannot be read).
+std::string read_text(const std::filesystem::path& path);
+
 /// Every entry under `dir` (recursively), as paths relative to it: "{a, b, b/c}".
 std::string folder_listing(const std::filesystem::path& dir);
 

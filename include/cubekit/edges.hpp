@@ -22,7 +22,9 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -212,6 +214,69 @@ EntropyEdgeResult entropy_edges(const Context& ctx, const CubeView& cube, const 
 /// Throws InvalidInput as entropy_edges, and naming the output whose memory, size or type is wrong.
 EntropyEdgeSummary entropy_edges_into(const Context& ctx, const CubeView& cube, const MutableCubeView& edges,
                                       const EntropyEdgeOptions& options = {}, const EntropyEdgeExtras& extras = {});
+
+/// The statistics of a whole scene that E1 and E2 need, to run the detector on pieces of the scene
+/// (tiles, Dask chunks) and get the whole scene's maps: entropy_edges_tiled gathers them over its
+/// tiles; a caller who cuts the scene itself gathers them with the entropy_piece_* calls below.
+struct EdgeSceneStats {
+    /// E1: each band's finite range over the scene (quantize Global: the cube's, in every band);
+    /// lo > hi when the band has no finite sample. Empty for u8 input (its own E1).
+    std::vector<double> lo, hi;
+    std::vector<EdgeThresholds> band;  ///< E2 thresholds of the quantised bands
+    EdgeThresholds mean;               ///< of the band-mean image (fusions mean and threshold-mean)
+};
+
+/// Pieces of a scene, for a caller who cuts it (cubekit.dask does): (1) for non-u8 input, each
+/// piece's finite range per band (lo > hi where the piece has none), merged by min and max over the
+/// pieces (and over the bands for quantize Global) into scene.lo and scene.hi; (2) each piece's
+/// 256-bin histograms of its bands quantised with those ranges, then of their band mean when
+/// `with_mean` (fusions mean and threshold-mean): (B + with_mean) × 256 counts, summed over the
+/// pieces (exact integers); (3) entropy_scene_thresholds; (4) entropy_edges_piece on every piece
+/// grown by a 1-pixel halo (the 3×3 rule), whose core is the whole scene's map.
+///
+///     cubekit::EdgeSceneStats s;
+///     cubekit::entropy_piece_ranges(ctx, piece, lo, hi);                       // per piece, merged
+///     auto h = cubekit::entropy_piece_histograms(ctx, piece, s, false);        // per piece, summed
+///     cubekit::entropy_scene_thresholds(s, total, 0.5, false);
+///     cubekit::entropy_edges_piece(ctx, grown_piece, map, {}, s);
+void entropy_piece_ranges(const Context& ctx, const CubeView& piece, std::vector<double>& lo, std::vector<double>& hi);
+std::vector<std::uint32_t> entropy_piece_histograms(const Context& ctx, const CubeView& piece, const EdgeSceneStats& scene,
+                                                    bool with_mean);
+/// The scene's thresholds (scene.band, and scene.mean when with_mean) from its summed histograms.
+/// Throws InvalidInput when a count exceeds 2^32 − 1 (the threshold search counts in 32 bits).
+void entropy_scene_thresholds(EdgeSceneStats& scene, const std::vector<std::uint64_t>& histograms, double q, bool with_mean);
+/// The detector on one piece with the scene's statistics: `edges` in the context's memory, as
+/// entropy_edges_into's. E3 (min_component) is not applied (it needs the whole map): InvalidInput
+/// when asked for, as for the PCA fusions.
+EntropyEdgeSummary entropy_edges_piece(const Context& ctx, const CubeView& piece, const MutableCubeView& edges,
+                                       const EntropyEdgeOptions& options, const EdgeSceneStats& scene);
+
+/// What entropy_edges_tiled returns.
+struct EntropyEdgeTiled {
+    EntropyEdgeSummary summary;  ///< the whole scene's, as entropy_edges_into returns it
+    /// The map pass (1-pixel halo); peak_bytes and device_peak_bytes cover the statistics passes too.
+    TiledRun run;
+    int passes = 0;  ///< reads of the input: 2 for u8 (histograms, maps), 3 otherwise (ranges first)
+};
+
+/// The detector in tiles (tiles.hpp), for a scene larger than a memory budget or spread over several
+/// GPUs: the scene's statistics are gathered over its tiles (E1 ranges of a non-u8 scene, then the
+/// 256-bin histograms of the quantised bands, exact counts) and the maps are computed in tiles with
+/// a 1-pixel halo from the scene's thresholds, so `edges` equals entropy_edges' map bit for bit. E3
+/// (min_component) runs on the whole map at the end. edges: host memory, W×H×entropy_edges_bands().edges
+/// u8, any strides. Fusions none, mean, vote-edges, vote-binary, threshold-mean (entropy_edges_tiled_refusal
+/// says why the others are refused: InvalidInput). A CubeFile is read by windows, twice or three times.
+///
+///     cubekit::Cube map(W, H, 1, cubekit::DType::U8);
+///     auto t = cubekit::entropy_edges_tiled(gpu, cubekit::CubeFile("flight.hdr"), map.mutable_view(),
+///                                           {.min_component = 5}, {.device_memory_limit = 1ull << 30});
+///     // t.summary.band_thresholds, t.run.tiles
+EntropyEdgeTiled entropy_edges_tiled(const Context& ctx, const CubeView& cube, const MutableCubeView& edges,
+                                     const EntropyEdgeOptions& options = {}, const TileOptions& tiles = {});
+EntropyEdgeTiled entropy_edges_tiled(const Context& ctx, const CubeFile& file, const MutableCubeView& edges,
+                                     const EntropyEdgeOptions& options = {}, const TileOptions& tiles = {});
+/// Why entropy_edges_tiled cannot run these options on a cube of `bands` bands (a sentence), or "".
+std::string entropy_edges_tiled_refusal(const EntropyEdgeOptions& options, int bands);
 
 /// E2 thresholds of every band of a cube (E1, 256-bin histograms, the threshold search), on the
 /// context's backend; reads options.q and options.quantize only. The cube is read as by

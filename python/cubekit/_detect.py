@@ -19,7 +19,6 @@ import os
 import numpy as np
 
 from . import _cubekit, _runtime
-from ._gradient import _TILE_KEYWORDS
 from ._kmeans import _as_input, _shape
 
 #: One row per detected object of ``detect_rbfn``: named as the CLI's <stem>.objects.json. Box
@@ -192,8 +191,8 @@ def detect_rbfn(cube, model, **keywords):
 
 
 def rbfn_scores(cube, models, **keywords):
-    tiles = _tile_keywords(keywords)
-    if tiles or isinstance(cube, (str, os.PathLike)):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(cube):
         return _rbfn_scores_tiled(cube, models, keywords, tiles)
     ctx, kind, out, progress = _runtime.begin(cube, keywords, "rbfn_scores")
     _check_keywords(keywords, _SCORE_DECLARATIONS, "rbfn_scores")
@@ -207,25 +206,10 @@ def rbfn_scores(cube, models, **keywords):
     return _cubekit.rbfn_scores(ctx, cube, out, [p[0] for p in parsed], [p[1] for p in parsed], keywords, progress)
 
 
-def _tile_keywords(keywords):
-    """Pops the tile keywords (memory_limit, device_memory_limit, devices, tile_size); the given ones."""
-    tiles = {k: keywords.pop(k) for k in _TILE_KEYWORDS if keywords.get(k) is not None}
-    for k in _TILE_KEYWORDS:
-        keywords.pop(k, None)
-    return tiles
-
-
 def _rbfn_scores_tiled(cube, models, keywords, tiles):
     """The tiled path of rbfn_scores: a NumPy array or a file path (ENVI/.npy read by windows); NumPy out."""
-    if keywords.get("out") is not None:
-        raise ValueError("rbfn_scores: 'out' cannot be combined with the tile keywords or a file path")
-    path = isinstance(cube, (str, os.PathLike))
-    if not path and _runtime.array_kind(cube) != "numpy":
-        raise ValueError("rbfn_scores: the tiled path takes a NumPy array or a file path; this array is on a CUDA device")
-    if tiles.get("devices") is not None and keywords.get("backend") in (None, "auto"):
-        keywords["backend"] = "cuda"
-    probe = np.empty((1, 1), np.float32) if path else cube
-    ctx, _kind, _out, progress = _runtime.begin(probe, keywords, "rbfn_scores")
+    path = _runtime.is_path(cube)
+    ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, "rbfn_scores")
     _check_keywords(keywords, _SCORE_DECLARATIONS, "rbfn_scores")
     single = isinstance(models, (dict, str, bytes, os.PathLike))
     listed = [models] if single else list(models)
@@ -541,8 +525,7 @@ Example
 >>> s.shape, float(s[10, 22, 1])
 ((32, 32, 2), 1.0)
 """)
-rbfn_scores.__signature__ = rbfn_scores.__signature__.replace(parameters=list(rbfn_scores.__signature__.parameters.values()) + [
-    inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in _TILE_KEYWORDS])
+_runtime.with_tile_keywords(rbfn_scores)
 
 _STEP_EXAMPLE = """>>> import numpy as np, cubekit
 >>> def step(c):      # positive iff the first band's window std > c (spec B.6 hand-set networks)

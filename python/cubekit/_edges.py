@@ -7,6 +7,7 @@ scalar fields and per-band tables use the keys of the CLI's ``--json`` output an
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +55,8 @@ class EdgesResult:
     binary : keep_binary: (H, W, K) uint8, the binary images f that E2 ran on; else None.
     votes_needed : vote fusions: the smallest count that sets a pixel; else None.
     pca_components_used, explained_variance_ratio : PCA fusions; else None.
+    tiled : the tiled path (tile keywords or a file path): the CLI's JSON "tiled" ({"tiles",
+        "tile_width", "tile_height", "peak_bytes", "device_peak_bytes", "devices", "passes", ...}); else None.
     edge_pixels, edge_fraction : properties, as the CLI's JSON.
     """
     edges: object
@@ -66,6 +69,7 @@ class EdgesResult:
     votes_needed: int | None = None
     pca_components_used: int | None = None
     explained_variance_ratio: list | None = None
+    tiled: dict | None = None
 
     @property
     def edge_pixels(self) -> int:
@@ -82,7 +86,23 @@ class EdgesResult:
 
 
 def entropy_edges(cube, **keywords):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(cube):
+        return _entropy_edges_tiled(cube, keywords, tiles)
     return _entropy_edges(cube, keywords)
+
+
+def _entropy_edges_tiled(cube, keywords, tiles):
+    """The tiled path: a NumPy array or a file path (ENVI/.npy/GeoTIFF read by windows); NumPy out."""
+    for name in ("keep_band_edges", "keep_binary"):
+        if _bool_keyword(keywords, name, "entropy_edges"):
+            raise ValueError(f"entropy_edges: {name} needs every band's whole map, which the tiled path (tile keywords "
+                             "or a file path) does not hold")
+    ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, "entropy_edges")
+    path = _runtime.is_path(cube)
+    edges, s, run = _cubekit.entropy_edges_tiled(ctx, os.fspath(cube) if path else cube, keywords, tiles, progress)
+    return EdgesResult(edges=edges, thresholds=s["thresholds"], derived_thresholds=s["derived_thresholds"],
+                       parameters=s["parameters"], votes_needed=s.get("votes_needed"), tiled=run)
 
 
 def _edge_outputs(cube, kind, out, keywords, keep_band_edges, keep_binary):
@@ -118,6 +138,32 @@ def _entropy_edges(cube, keywords):
                        explained_variance_ratio=s.get("explained_variance_ratio"))
 
 
+# ---- pieces of a scene (cubekit.dask.entropy_edges): each chunk on its own kind of array -----------
+
+def _piece_ranges(piece, **common):
+    """(lo, hi): the finite range of every band of one piece (NumPy or CuPy)."""
+    ctx, _kind, _out, progress = _runtime.begin(piece, dict(common), "entropy_edges")
+    return _cubekit.entropy_piece_ranges(ctx, piece, progress)
+
+
+def _piece_histograms(piece, lo, hi, with_mean, **common):
+    """(B [+1], 256) uint32 histograms of one piece quantised with the scene's ranges (host)."""
+    ctx, _kind, _out, progress = _runtime.begin(piece, dict(common), "entropy_edges")
+    return _cubekit.entropy_piece_histograms(ctx, piece, list(lo), list(hi), with_mean, progress)
+
+
+def _edges_piece(piece, scene, **keywords):
+    """The edge map of one piece with the scene's statistics, of the piece's kind: (H, W) uint8, or
+    (H, W, B) with fusion 'none' on a 3-D piece."""
+    ctx, kind, _out, progress = _runtime.begin(piece, keywords, "entropy_edges")
+    shape = tuple(piece.shape)
+    bands = shape[2] if len(shape) == 3 else 1
+    n = _cubekit.entropy_edges_bands(bands, keywords)
+    fused = n["fusion"] != "none" or len(shape) == 2
+    out = _runtime.new_output(kind, piece, shape[:2] if fused else (shape[0], shape[1], n["edges"]), "uint8")
+    return _cubekit.entropy_edges_piece(ctx, piece, out, keywords, scene, progress)
+
+
 def entropy_band_thresholds(cube, **keywords):
     backend, device, threads, _out, progress = _runtime.split_common(keywords, out=False)
     ctx, _kind = _runtime.context(cube, backend, device, threads)
@@ -142,8 +188,18 @@ over the per-band edge maps).
 
 Parameters
 ----------
-cube : array (H, W) or (H, W, B)
+cube : array (H, W) or (H, W, B), or a file path
     NumPy, CuPy or PyTorch CUDA; bool, (u)int8/16/32, float16/32/64; any strides.
+    A path (ENVI, .npy, GeoTIFF: read by windows; other formats whole) is computed in tiles.
+memory_limit, device_memory_limit : int or str, optional
+    Host working-memory and per-GPU budgets in bytes ("512M", "2G"): the scene's ranges and
+    histograms are gathered over tiles that fit them, then the maps computed with a 1-pixel halo,
+    bit-identical to the whole call (NumPy or path input; not the PCA fusions, keep_band_edges,
+    keep_binary or the vote count).
+devices : list of int, optional
+    CUDA devices to deal the tiles to (implies backend='cuda').
+tile_size : (int, int), optional
+    Force tiles of (width, height) pixels (testing).
 
 Returns
 -------
@@ -161,7 +217,11 @@ Example
 >>> r = cubekit.entropy_edges(cube, min_component=5)           # vote over the 156 band maps
 >>> r.edges.shape, r.parameters["fusion"], r.thresholds[0]["t1"]
 ((95, 95), 'vote-edges', 82)
+>>> t = cubekit.entropy_edges(cube, min_component=5, memory_limit="64K")   # in tiles
+>>> bool((t.edges == r.edges).all()), t.tiled["tiles"] > 1
+(True, True)
 """)
+_runtime.with_tile_keywords(entropy_edges)
 
 _THRESHOLD_DECLARATIONS = [d for d in _EDGE_DECLARATIONS if d[0] in ("q", "quantize")]
 

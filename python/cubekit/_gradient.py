@@ -1,37 +1,19 @@
 """Robust Color Morphological Gradient (spec: gradient-watershed.md, Part A)."""
 from __future__ import annotations
 
-import inspect
-import os
-
-import numpy as _np
-
 from . import _cubekit, _runtime
 
 
-_TILE_KEYWORDS = ("memory_limit", "device_memory_limit", "devices", "tile_size")
-
-
 def rcmg(cube, **keywords):
-    tiles = {k: keywords.pop(k) for k in _TILE_KEYWORDS if keywords.get(k) is not None}
-    for k in _TILE_KEYWORDS:
-        keywords.pop(k, None)
-    if tiles or isinstance(cube, (str, os.PathLike)):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(cube):
         return _rcmg_tiled(cube, keywords, tiles)
     return _rcmg(cube, keywords)
 
 
 def _rcmg_tiled(cube, keywords, tiles):
     """The tiled path: a NumPy array or a file path (ENVI/.npy read by windows); NumPy out."""
-    if "out" in keywords and keywords["out"] is not None:
-        raise ValueError("rcmg: 'out' cannot be combined with memory_limit, device_memory_limit, devices, tile_size "
-                         "or a file path (the tiled path returns a new NumPy array)")
-    if not isinstance(cube, (str, os.PathLike)) and _runtime.array_kind(cube) != "numpy":
-        raise ValueError("rcmg: the tiled path takes a NumPy array or a file path; this array is on a CUDA device already")
-    if tiles.get("devices") is not None and keywords.get("backend") in (None, "auto"):
-        keywords["backend"] = "cuda"
-    probe = cube if not isinstance(cube, (str, os.PathLike)) else _np.empty((1, 1), _np.float32)
-    ctx, _kind, _out, progress = _runtime.begin(probe, keywords, "rcmg")
+    ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, "rcmg")
     gradient, _run = _cubekit.rcmg_tiled(ctx, cube, keywords, tiles, progress)
     return gradient
 
@@ -80,6 +62,4 @@ Example
 True
 """)
 
-# The tile keywords (popped before the options reach the library) in the signature a user sees.
-rcmg.__signature__ = rcmg.__signature__.replace(parameters=list(rcmg.__signature__.parameters.values()) + [
-    inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in _TILE_KEYWORDS])
+_runtime.with_tile_keywords(rcmg)

@@ -12,6 +12,7 @@ Rules (the README's Python section and each docstring state them for users):
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 
 from . import _cubekit
@@ -241,6 +242,47 @@ def begin(x, keywords: dict, function: str):
     ctx, kind = context(x, backend, device, threads)
     check_out_kind(out, kind, function)
     return ctx, kind, out, progress
+
+
+TILE_KEYWORDS = ("memory_limit", "device_memory_limit", "devices", "tile_size")
+
+
+def pop_tile_keywords(keywords: dict) -> dict:
+    """Pops the tile keywords (memory_limit, device_memory_limit, devices, tile_size); the given ones."""
+    tiles = {k: keywords.pop(k) for k in TILE_KEYWORDS if keywords.get(k) is not None}
+    for k in TILE_KEYWORDS:
+        keywords.pop(k, None)
+    return tiles
+
+
+def is_path(x) -> bool:
+    return isinstance(x, (str, os.PathLike))
+
+
+def begin_tiled(cube, keywords: dict, tiles: dict, function: str):
+    """The start of a tiled call (NumPy array or file path in, NumPy out): refuses ``out`` and device
+    arrays, lets ``devices`` imply the CUDA backend. Returns (context, progress)."""
+    if keywords.get("out") is not None:
+        raise ValueError(f"{function}: 'out' cannot be combined with memory_limit, device_memory_limit, devices, "
+                         "tile_size or a file path (the tiled path returns a new NumPy array)")
+    if not is_path(cube) and array_kind(cube) != "numpy":
+        raise ValueError(f"{function}: the tiled path takes a NumPy array or a file path; this array is on a CUDA "
+                         "device already")
+    if tiles.get("devices") is not None and keywords.get("backend") in (None, "auto"):
+        keywords["backend"] = "cuda"
+    import numpy
+    probe = numpy.empty((1, 1), numpy.float32) if is_path(cube) else cube
+    ctx, _kind, _out, progress = begin(probe, keywords, function)
+    return ctx, progress
+
+
+def with_tile_keywords(function):
+    """Adds the tile keywords to the signature a user sees (they are popped before the options reach
+    the library)."""
+    params = list(function.__signature__.parameters.values())
+    function.__signature__ = function.__signature__.replace(parameters=params + [
+        inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in TILE_KEYWORDS])
+    return function
 
 
 def split_common(keywords: dict, out: bool = True):

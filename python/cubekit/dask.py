@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _detect, _gradient
+from . import _cubekit, _detect, _edges, _gradient
 
-__all__ = ["rcmg", "RCMG_HALO", "rbfn_scores", "rx", "matched_filter", "ace", "cem"]
+__all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "rbfn_scores", "rx", "matched_filter", "ace", "cem"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -35,9 +35,13 @@ def _dask_array():
     return da
 
 
-def _local(array, halo, function, dtype):
+#: Pixels each entropy-edges chunk reads beyond its own (the 3x3 rule), once the scene's statistics are known.
+EDGES_HALO = 1
+
+
+def _local(array, halo, function, dtype, out_bands=None):
     """function over the chunks of a (H, W) or (H, W, B) array with `halo` pixels of overlap on both
-    spatial axes, returning (H, W) of `dtype`. No padding at the array's outer edges: there each
+    spatial axes, returning (H, W) of `dtype` (or (H, W, out_bands) when given). No padding at the array's outer edges: there each
     chunk is at the scene's border, where the cubekit function applies its own border rule, so the
     result equals the whole-array call."""
     da = _dask_array()
@@ -54,6 +58,10 @@ def _local(array, halo, function, dtype):
     if a.ndim == 3:
         depth[2] = 0
     grown = da.overlap.overlap(a, depth=depth, boundary="none")
+    if out_bands is not None and a.ndim == 3:  # one output band per input band: the chunks' bands
+        meta = da.utils.meta_from_array(a, ndim=3, dtype=dtype)
+        blocks = grown.map_blocks(function, dtype=dtype, meta=meta)
+        return da.overlap.trim_internal(blocks, {0: halo, 1: halo, 2: 0}, boundary="none")
     meta = da.utils.meta_from_array(a, ndim=2, dtype=dtype)
     blocks = grown.map_blocks(function, drop_axis=2 if a.ndim == 3 else [], dtype=dtype, meta=meta)
     return da.overlap.trim_internal(blocks, {0: halo, 1: halo}, boundary="none")
@@ -69,6 +77,60 @@ def rcmg(cube, **keywords):
         raise ValueError("cubekit.dask.rcmg: 'out' cannot be given (each chunk gets its own output)")
     dtype = np.float64 if keywords.get("out_type", "f32") == "f64" else np.float32
     return _local(cube, RCMG_HALO, lambda block: _gradient.rcmg(block, **keywords), dtype)
+
+
+_COMMON = ("backend", "device", "threads")
+
+
+def entropy_edges(cube, **keywords):
+    """cubekit.entropy_edges over the chunks of a dask array; keywords as cubekit.entropy_edges'.
+
+    The scene's statistics are gathered over the chunks when this is called (for non-uint8 input each
+    chunk's band ranges, then each chunk's 256-bin histograms: two reads of the chunks, computed at
+    once; exact merges), then the map is a lazy array computed chunk by chunk with a 1-pixel halo.
+    Returns (H, W) uint8 (0/1), or (H, W, B) with fusion='none', equal to
+    ``cubekit.entropy_edges(cube.compute(), **keywords).edges`` bit for bit. Not available here: the
+    PCA fusions, min_component > 1 (remove the small components from the computed map with
+    ``cubekit.remove_small_objects(map, min_size=L, connectivity=8)``: on a 0/1 map that is the
+    detector's E3), and the optional outputs.
+    """
+    da = _dask_array()
+    import dask
+    for bad in ("out", "keep_band_edges", "keep_binary"):
+        if keywords.get(bad) is not None and keywords.get(bad) is not False:
+            raise ValueError(f"cubekit.dask.entropy_edges: '{bad}' cannot be given (each chunk makes its own map)")
+    if (keywords.get("min_component") or 0) > 1:
+        raise ValueError("cubekit.dask.entropy_edges: min_component needs the whole map; compute the map, then "
+                         "cubekit.remove_small_objects(map, min_size=L, connectivity=8) (or use cubekit.entropy_edges "
+                         "with memory_limit on one machine)")
+    a = da.asarray(cube)
+    if a.ndim not in (2, 3):
+        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
+    if a.ndim == 3 and a.numblocks[2] != 1:
+        a = a.rechunk({2: -1})  # every pixel's spectrum whole in one chunk
+    bands = a.shape[2] if a.ndim == 3 else 1
+    common = {k: keywords[k] for k in _COMMON if k in keywords}
+    options = {k: v for k, v in keywords.items() if k not in _COMMON}
+    fusion = _cubekit.entropy_edges_bands(bands, dict(options))["fusion"]
+    if fusion.startswith("pca"):
+        raise ValueError(f"cubekit.dask.entropy_edges: fusion '{fusion}' needs the scene's principal components; "
+                         "use mean, vote-edges, vote-binary or threshold-mean")
+    with_mean = fusion in ("mean", "threshold-mean")
+    blocks = list(a.to_delayed().ravel())
+    lo, hi = [], []
+    if a.dtype != np.uint8:
+        ranges = dask.compute(*[dask.delayed(_edges._piece_ranges)(b, **common) for b in blocks])
+        lo = np.min([r[0] for r in ranges], axis=0)
+        hi = np.max([r[1] for r in ranges], axis=0)
+        if options.get("quantize", "per-band") == "global":
+            lo, hi = np.full(bands, lo.min()), np.full(bands, hi.max())
+        lo, hi = [float(v) for v in lo], [float(v) for v in hi]
+    hists = dask.compute(*[dask.delayed(_edges._piece_histograms)(b, lo, hi, with_mean, **common) for b in blocks])
+    total = np.sum([np.asarray(h, np.uint64) for h in hists], axis=0, dtype=np.uint64)
+    scene = _cubekit.entropy_scene_thresholds(total, lo, hi, float(options.get("q", 0.5)), with_mean)
+    per_band = fusion == "none" and a.ndim == 3
+    return _local(a, EDGES_HALO, lambda block: _edges._edges_piece(block, scene, **keywords), np.uint8,
+                  bands if per_band else None)
 
 
 def _pixelwise(cube, function, dtype, outputs=None):

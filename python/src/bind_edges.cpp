@@ -175,7 +175,94 @@ py::tuple entropy_edges_binding(PyContext& c, py::handle cube, const EdgeOutputs
                           numpy_or_none(r.binary, false), numpy_or_none(r.vote_count, true), s);
 }
 
+/// entropy_edges_tiled(ctx, cube or path, keywords, tiles, progress) -> (edges, summary, tiled): the
+/// detector in tiles (NumPy or a file read by windows in; NumPy out).
+py::tuple entropy_edges_tiled_binding(PyContext& c, py::handle cube, const py::dict& keywords, const py::dict& tiles,
+                                      py::object progress) {
+    const TiledInput in = tiled_input(cube, "entropy_edges");
+    const EntropyEdgeOptions o = edge_options(keywords, "entropy_edges", in.bands());
+    const TileOptions t = tile_options_from(tiles);
+    auto [edges, tiled] = c.run(std::move(progress), [&](const Context& ctx) {
+        Cube map(in.width(), in.height(), entropy_edges_bands(in.bands(), o).edges, DType::U8);
+        EntropyEdgeTiled r = in.file ? entropy_edges_tiled(ctx, *in.file, map.mutable_view(), o, t)
+                                     : entropy_edges_tiled(ctx, in.array->view, map.mutable_view(), o, t);
+        return std::make_pair(std::move(map), std::move(r));
+    });
+    py::dict run = tiled_dict(tiled.run);
+    run["passes"] = tiled.passes;
+    // fusion none keeps the input's shape ((H, W, 1) stays so); a fused map is (H, W)
+    const bool squeeze = o.fusion != EdgeFusion::None || (in.array ? in.array->ndim == 2 : in.bands() == 1);
+    return py::make_tuple(to_numpy(std::move(edges), squeeze), summary_dict(tiled.summary, o), run);
+}
+
+// ---- pieces of a scene (cubekit.dask): the scene's statistics travel as plain Python values (they
+// pickle to a distributed worker): {"lo": [..], "hi": [..], "band": [(t1, t2, t3, levels, loc,
+// constant), ..], "mean": (..)}.
+
+py::tuple thresholds_tuple(const EdgeThresholds& t) { return py::make_tuple(t.t1, t.t2, t.t3, t.levels, t.loc, t.constant); }
+
+EdgeThresholds thresholds_from(py::handle h) {
+    const auto v = h.cast<std::tuple<int, int, int, int, int, bool>>();
+    return {std::get<0>(v), std::get<1>(v), std::get<2>(v), std::get<3>(v), std::get<4>(v), std::get<5>(v)};
+}
+
+EdgeSceneStats scene_from(const py::dict& d) {
+    EdgeSceneStats s;
+    s.lo = d["lo"].cast<std::vector<double>>();
+    s.hi = d["hi"].cast<std::vector<double>>();
+    for (py::handle t : d["band"]) s.band.push_back(thresholds_from(t));
+    if (!d["mean"].is_none()) s.mean = thresholds_from(d["mean"]);
+    return s;
+}
+
+void bind_pieces(py::module_& m) {
+    m.def("entropy_piece_ranges", [](PyContext& c, py::handle piece, py::object progress) {
+        const ArrayView in = array_view(piece, "entropy_piece_ranges", "piece");
+        std::vector<double> lo, hi;
+        c.run(std::move(progress), [&](const Context& ctx) { entropy_piece_ranges(ctx, in.view, lo, hi); return 0; });
+        return py::make_tuple(lo, hi);
+    });
+    m.def("entropy_piece_histograms", [](PyContext& c, py::handle piece, const std::vector<double>& lo,
+                                         const std::vector<double>& hi, bool with_mean, py::object progress) {
+        const ArrayView in = array_view(piece, "entropy_piece_histograms", "piece");
+        const EdgeSceneStats scene{lo, hi, {}, {}};
+        const std::vector<std::uint32_t> h = c.run(std::move(progress), [&](const Context& ctx) {
+            return entropy_piece_histograms(ctx, in.view, scene, with_mean);
+        });
+        return array_of(h, {py::ssize_t(h.size() / 256), 256});
+    });
+    m.def("entropy_scene_thresholds", [](const py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>& hist,
+                                         const std::vector<double>& lo, const std::vector<double>& hi, double q, bool with_mean) {
+        EdgeSceneStats s{lo, hi, {}, {}};
+        entropy_scene_thresholds(s, std::vector<std::uint64_t>(hist.data(), hist.data() + hist.size()), q, with_mean);
+        py::dict d;
+        d["lo"] = s.lo;
+        d["hi"] = s.hi;
+        py::list band;
+        for (const EdgeThresholds& t : s.band) band.append(thresholds_tuple(t));
+        d["band"] = band;
+        d["mean"] = with_mean ? py::object(thresholds_tuple(s.mean)) : py::object(py::none());
+        return d;
+    });
+    m.def("entropy_edges_piece", [](PyContext& c, py::handle piece, py::object out, const py::dict& keywords,
+                                    const py::dict& scene, py::object progress) {
+        const ArrayView in = array_view(piece, "entropy_edges_piece", "piece");
+        const EntropyEdgeOptions o = edge_options(keywords, "entropy_edges_piece", in.view.bands());
+        const MutableArrayView ov = mutable_array_view(out, "entropy_edges_piece", "out");
+        check_out("entropy_edges_piece", ov, in.view.width(), in.view.height(), entropy_edges_bands(in.view.bands(), o).edges,
+                  DType::U8);
+        const EdgeSceneStats s = scene_from(scene);
+        c.run(std::move(progress), [&](const Context& ctx) {
+            entropy_edges_piece(ctx, in.view, ov.view, o, s);
+            return 0;
+        });
+        return out;
+    });
+}
+
 void bind_entropy(py::module_& m) {
+    bind_pieces(m);
+    m.def("entropy_edges_tiled", &entropy_edges_tiled_binding);
     m.def("entropy_edges_declarations", &entropy_edges_declarations);
     m.def("entropy_edges_bands", [](int bands, const py::dict& keywords) {
         const EntropyEdgeOptions o = edge_options(keywords, "entropy_edges", bands);

@@ -61,6 +61,7 @@ struct TiledInput {
     std::optional<ArrayView> array;
     int width() const { return file ? file->shape().width : array->view.width(); }
     int height() const { return file ? file->shape().height : array->view.height(); }
+    int bands() const { return file ? file->shape().bands : array->view.bands(); }
 };
 TiledInput tiled_input(py::handle cube, const char* function);
 

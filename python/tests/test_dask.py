@@ -82,3 +82,58 @@ def test_classical_chunks_equal_whole_with_given_statistics(name):
     assert got.dtype == whole.dtype and np.array_equal(got, whole)
     with pytest.raises(ValueError, match="background is required"):
         lazy(arr) if target is None else lazy(arr, target)
+
+
+def _blobs(shape, seed, dtype):
+    """Few levels in blobs (edges that are not everywhere), the scale of the dtype."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 9, shape).astype(np.float64)
+    yy, xx = np.mgrid[:shape[0], :shape[1]]
+    x[((xx // 4 + yy // 3) % 3 == 0)] *= 3
+    x = x * (20 if dtype == np.uint8 else 300) + 7
+    out = x.astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        out[1, 2, ...] = np.nan
+        out[-1, -1, ...] = np.inf
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
+@pytest.mark.parametrize("keywords", [{}, {"fusion": "none"}, {"fusion": "mean", "quantize": "global"},
+                                      {"fusion": "vote-binary", "vote_percent": 40}, {"fusion": "threshold-mean"}])
+def test_entropy_edges_chunks_equal_whole(dtype, keywords):
+    x = _blobs((53, 41, 5), seed=3, dtype=dtype)
+    whole = cubekit.entropy_edges(x, **keywords).edges
+    for chunks in [(17, 13, -1), (5, 7, 2), (1, 4, -1)]:
+        got = cubekit.dask.entropy_edges(da.from_array(x, chunks=chunks), **keywords)
+        assert got.shape == whole.shape and got.dtype == np.uint8
+        assert np.array_equal(got.compute(), whole), chunks
+    assert whole.any() and not whole.all()
+
+
+def test_entropy_edges_2d_and_small_components_afterwards():
+    x = _blobs((64, 48, 1), seed=4, dtype=np.float32)[..., 0]
+    whole = cubekit.entropy_edges(x, min_component=4)
+    m = cubekit.dask.entropy_edges(da.from_array(x, chunks=(10, 9))).compute()
+    assert np.array_equal(cubekit.remove_small_objects(m, min_size=4, connectivity=8), whole.edges)
+
+
+def test_entropy_edges_refusals():
+    x = da.from_array(_blobs((20, 20, 3), 5, np.float32), chunks=(10, 10, 3))
+    with pytest.raises(ValueError, match="min_component"):
+        cubekit.dask.entropy_edges(x, min_component=5)
+    with pytest.raises(ValueError, match="principal components"):
+        cubekit.dask.entropy_edges(x, fusion="pca")
+    with pytest.raises(ValueError, match="'out'"):
+        cubekit.dask.entropy_edges(x, out=np.zeros((20, 20), np.uint8))
+
+
+def test_entropy_edges_on_a_distributed_local_cluster():
+    distributed = pytest.importorskip("distributed", reason="python3-distributed not installed")
+    x = _blobs((90, 70, 6), seed=6, dtype=np.int16)
+    whole = cubekit.entropy_edges(x).edges
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        lazy = cubekit.dask.entropy_edges(da.from_array(x, chunks=(32, 32, 6)))
+        got = client.compute(lazy).result()
+    assert np.array_equal(got, whole)

@@ -92,3 +92,68 @@ def test_rbfn_scores_in_tiles_equal_whole(tmp_path):
     assert np.array_equal(cubekit.rbfn_scores(tmp_path / "c.hdr", model, memory_limit="16K"), whole)
     with pytest.raises(ValueError, match="memory_limit"):
         cubekit.rbfn_scores(x, model, memory_limit="lots")
+
+
+def _edge_cube(shape=(53, 41, 5), seed=3, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 9, shape).astype(np.float64)
+    yy, xx = np.mgrid[:shape[0], :shape[1]]
+    x[((xx // 4 + yy // 3) % 3 == 0)] *= 3
+    out = (x * 300 + 7).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        out[1, 2, 0] = np.nan
+    return out
+
+
+@pytest.mark.parametrize("keywords", [{"min_component": 4}, {"fusion": "none"}, {"fusion": "mean", "quantize": "global"},
+                                      {"fusion": "vote-binary", "vote_percent": 40, "min_component": 3}])
+def test_entropy_edges_tiles_equal_whole(tmp_path, keywords):
+    x = _edge_cube()
+    whole = cubekit.entropy_edges(x, **keywords)
+    for tiles in ({"memory_limit": "4K"}, {"tile_size": (5, 3)}, {"tile_size": (1, 1)}):
+        got = cubekit.entropy_edges(x, **tiles, **keywords)
+        assert np.array_equal(got.edges, whole.edges), tiles
+        assert got.thresholds == whole.thresholds and got.derived_thresholds == whole.derived_thresholds
+        assert got.tiled["tiles"] > 1 and got.tiled["passes"] == 3
+    cubekit.write(tmp_path / "c.hdr", x)
+    from_file = cubekit.entropy_edges(tmp_path / "c.hdr", memory_limit="16K", **keywords)  # read by windows
+    assert np.array_equal(from_file.edges, whole.edges)
+    assert whole.edges.any() and whole.tiled is None
+
+
+def test_entropy_edges_tiles_refusals():
+    x = _edge_cube((20, 20, 3))
+    with pytest.raises(ValueError, match="principal components"):
+        cubekit.entropy_edges(x, fusion="pca", memory_limit="4K")
+    with pytest.raises(ValueError, match="keep_binary"):
+        cubekit.entropy_edges(x, keep_binary=True, tile_size=(4, 4))
+    with pytest.raises(ValueError, match="'out'"):
+        cubekit.entropy_edges(x, out=np.zeros((20, 20), np.uint8), memory_limit="4K")
+
+
+@gpu
+def test_entropy_edges_tiles_on_every_device_and_chunk_functions_on_cupy():
+    """The GPU machine has no Dask: the per-chunk functions of cubekit.dask.entropy_edges on CuPy
+    arrays, merged as dask merges them, give the whole map; the tiled path on every device too."""
+    cp = pytest.importorskip("cupy")
+    import cubekit._edges as e
+    x = _edge_cube((67, 59, 6), dtype=np.uint16)
+    whole = cubekit.entropy_edges(x, fusion="threshold-mean")
+    devices = list(range(cp.cuda.runtime.getDeviceCount()))
+    tiled = cubekit.entropy_edges(x, fusion="threshold-mean", devices=devices, tile_size=(64, 9))
+    assert np.array_equal(tiled.edges, whole.edges) and tiled.thresholds == whole.thresholds
+    pieces = [cp.asarray(x[r:r + 23, c:c + 31]) for r in range(0, 67, 23) for c in range(0, 59, 31)]
+    ranges = [e._piece_ranges(p) for p in pieces]
+    lo = np.min([r[0] for r in ranges], axis=0).tolist()
+    hi = np.max([r[1] for r in ranges], axis=0).tolist()
+    total = np.sum([np.asarray(e._piece_histograms(p, lo, hi, True), np.uint64) for p in pieces], axis=0, dtype=np.uint64)
+    scene = cubekit._cubekit.entropy_scene_thresholds(total, lo, hi, 0.5, True)
+    got = np.zeros(whole.edges.shape, np.uint8)
+    for r in range(0, 67, 23):  # cores of 23 x 31 read with a 1-pixel halo
+        for c in range(0, 59, 31):
+            r0, c0 = max(r - 1, 0), max(c - 1, 0)
+            piece = cp.asarray(x[r0:min(r + 24, 67), c0:min(c + 32, 59)])
+            m = e._edges_piece(piece, scene, fusion="threshold-mean")
+            assert isinstance(m, cp.ndarray)
+            got[r:r + 23, c:c + 31] = cp.asnumpy(m)[r - r0:r - r0 + 23, c - c0:c - c0 + 31]
+    assert np.array_equal(got, whole.edges)

@@ -22,12 +22,16 @@ namespace cubekit::detail {
 
 struct LocalTileKernel {
     int halo = 0;
-    /// The output: element type and bands (one output pixel per input pixel, BSQ).
+    /// The output: element type and bands (one output pixel per input pixel, BSQ). 0 bands: a
+    /// statistics pass (halo 0, usually), whose kernel keeps what it computes (out is an empty view).
     DType out_dtype = DType::F32;
     int out_bands = 1;
     /// Device scratch the kernel needs per pixel of the read window, beyond its input and output
     /// (e.g. a reordered copy when the staged layout is not the one it reads).
     std::size_t device_work_bytes_per_pixel = 0;
+    /// Host scratch the CPU backend's kernel allocates per pixel of the read window (counted in the
+    /// host budget and in peak_bytes), beyond a window it reads from a file.
+    std::size_t host_work_bytes_per_pixel = 0;
     /// Computes the output of the whole read window: `in` is the window (host view of the caller's
     /// data on the CPU; a dense device copy in the input's own nesting on CUDA), `out` dense BSQ in
     /// the same memory. Queued on the context's stream (the runner synchronises).

@@ -168,14 +168,16 @@ TiledRun run_cpu(const Context& ctx, const TileSource& in, const MutableCubeView
                  const TileOptions& options, std::string_view where) {
     const std::size_t out_bpp = std::size_t(k.out_bands) * dtype_size(k.out_dtype);
     const std::size_t in_bpp = in.in_memory() ? 0 : std::size_t(in.bands) * dtype_size(in.dtype);
-    const auto [tw, th] = choose_tile_size(in.width, in.height, k.halo, out_bpp + in_bpp, 0, 1, 1, 0, options, where);
+    const std::size_t work_bpp = k.host_work_bytes_per_pixel;
+    const auto [tw, th] = choose_tile_size(in.width, in.height, k.halo, out_bpp + in_bpp + work_bpp, 0, 1, 1, 0, options, where);
     const std::vector<Tile> tiles = plan_tiles(in.width, in.height, tw, th, k.halo);
     HostBuffer buffer(max_read_pixels(tiles) * out_bpp), window(max_read_pixels(tiles) * in_bpp);
     for (std::size_t i = 0; i < tiles.size(); ++i) {
         ctx.check_cancelled(where);
         const Tile& t = tiles[i];
-        const MutableCubeView tile_out = dense_host(buffer.data(), t.read_width, t.read_height, k.out_bands,
-                                                    k.out_dtype, Layout::BSQ);
+        const MutableCubeView tile_out = k.out_bands == 0 ? MutableCubeView{}
+                                                          : dense_host(buffer.data(), t.read_width, t.read_height,
+                                                                       k.out_bands, k.out_dtype, Layout::BSQ);
         if (in.in_memory()) {
             k.run(ctx, in.view->window(t.read_x0, t.read_y0, t.read_width, t.read_height), tile_out);
         } else {
@@ -183,10 +185,11 @@ TiledRun run_cpu(const Context& ctx, const TileSource& in, const MutableCubeView
             in.read(t.read_x0, t.read_y0, t.read_width, t.read_height, w);
             k.run(ctx, w, tile_out);
         }
-        copy_core(tile_out, t, out);
+        if (k.out_bands > 0) copy_core(tile_out, t, out);
         if (tiles.size() > 1) ctx.progress(i + 1, tiles.size());
     }
-    return {.tiles = tiles.size(), .tile_width = tw, .tile_height = th, .peak_bytes = buffer.size() + window.size()};
+    return {.tiles = tiles.size(), .tile_width = tw, .tile_height = th,
+            .peak_bytes = buffer.size() + window.size() + max_read_pixels(tiles) * work_bpp};
 }
 
 // Pinned staging buffers kept for the process: page-locking costs about as much as copying the bytes
@@ -280,8 +283,9 @@ struct Lane {
         const Layout staged = s.in.layout;
         const MutableCubeView d_in = MutableCubeView::device(dev_in.data(), device, rw, rh, B, s.in.dtype,
                                                              dense_strides(rw, rh, B, staged));
-        const MutableCubeView d_out = MutableCubeView::device(dev_out.data(), device, rw, rh, s.k.out_bands, s.k.out_dtype,
-                                                              dense_strides(rw, rh, s.k.out_bands, Layout::BSQ));
+        const MutableCubeView d_out = s.k.out_bands == 0 ? MutableCubeView{}
+                                      : MutableCubeView::device(dev_out.data(), device, rw, rh, s.k.out_bands, s.k.out_dtype,
+                                                                dense_strides(rw, rh, s.k.out_bands, Layout::BSQ));
         if (s.direct_in) {
             copy_cube(ctx, s.in.view->window(t.read_x0, t.read_y0, rw, rh), d_in);
         } else {
@@ -289,6 +293,7 @@ struct Lane {
             dev_in.upload_async(ctx, pin_in->data(), in_bytes);
         }
         s.k.run(ctx, d_in, d_out);
+        if (s.k.out_bands == 0) return;  // a statistics pass: the kernel kept what it needs
         const CubeView core = CubeView(d_out).window(t.x0 - t.read_x0, t.y0 - t.read_y0, t.width, t.height);
         if (s.direct_out) {
             copy_cube(ctx, core, s.out.window(t.x0, t.y0, t.width, t.height));
@@ -342,7 +347,7 @@ TiledRun run_cuda(const Context& ctx, const TileSource& in, const MutableCubeVie
     const int workers = int(std::min<std::size_t>(std::size_t(workers_max), tiles.size()));
     Shared s{ctx, in, out, k, tiles, max_read_pixels(tiles), std::max(1, ctx.threads() / workers)};
     s.direct_in = in.in_memory() && is_page_locked(in.view->data());
-    s.direct_out = is_page_locked(out.data());
+    s.direct_out = k.out_bands > 0 && is_page_locked(out.data());
     std::vector<std::thread> threads;
     for (int w = 0; w < workers; ++w) threads.emplace_back(cuda_worker, std::ref(s), devices[std::size_t(w) % devices.size()]);
     for (std::thread& t : threads) t.join();
@@ -384,7 +389,8 @@ TiledRun run_local_tiles(const Context& ctx, const TileSource& in, const Mutable
                          const TileOptions& options, std::string_view where) {
     if (out.on_device())
         throw InvalidInput(std::string(where) + ": the tiled path writes host output (a cube on the device fits there already)");
-    if (out.width() != in.width || out.height() != in.height || out.bands() != k.out_bands || out.dtype() != k.out_dtype)
+    if (k.out_bands == 0) {  // a statistics pass writes nothing
+    } else if (out.width() != in.width || out.height() != in.height || out.bands() != k.out_bands || out.dtype() != k.out_dtype)
         throw InvalidInput(std::string(where) + ": output " + out.describe() + " does not match the input (" +
                            std::to_string(in.width) + "x" + std::to_string(in.height) + ", " + std::to_string(k.out_bands) +
                            " band(s) of " + std::string(dtype_name(k.out_dtype)) + " expected)");

@@ -64,6 +64,7 @@ struct CpuOps {
     const CubeView& cube;
     const EdgeOutputs& outputs;
     int W = 0, H = 0;
+    const EdgeSceneStats* given = nullptr;  // a tile of a scene: the scene's ranges and thresholds
     std::size_t plane() const { return std::size_t(W) * std::size_t(H); }
     bool parallel(int n) const { return std::int64_t(plane()) * n >= kParallelSamples; }
     MutableCubeView dense_view(std::uint8_t* p, int n, DType t = DType::U8, Layout l = Layout::BSQ) const {
@@ -104,7 +105,9 @@ struct CpuOps {
             return Planes{{}, nullptr, reinterpret_cast<const std::uint8_t*>(cube.data()), s};
         const Layout l = s.b == 1 && s.x != 1 ? Layout::BIP : Layout::BSQ;
         Planes q = alloc(cube.bands(), 1, l);
-        quantize_cpu(ctx, cube, dense_view(q.ptr, cube.bands(), DType::U8, l), mode);
+        const MutableCubeView out = dense_view(q.ptr, cube.bands(), DType::U8, l);
+        if (given && cube.dtype() != DType::U8) quantize_with_ranges_cpu(ctx, cube, out, given->lo, given->hi);
+        else quantize_cpu(ctx, cube, out, mode);
         return q;
     }
 
@@ -126,6 +129,7 @@ struct CpuOps {
             t[std::size_t(b)] = edges::thresholds_from_histogram(&hist[std::size_t(b) * 256], q);
         return t;
     }
+    std::vector<Thr> thresholds_of(const std::vector<EdgeThresholds>& t) { return edges::from_public(t); }
     std::vector<Thr> threshold_mean(const std::vector<Thr>& t, int) { return edges::threshold_mean_of(t); }
     void to_host(const std::vector<Thr>& t, int n, std::vector<EdgeThresholds>& dest) { dest = edges::to_public(t.data(), n); }
     void finish() {}
@@ -379,9 +383,24 @@ Planes CpuOps::band_mean(const Planes& images, int n) {
 }  // namespace
 
 EntropyEdgeSummary entropy_edges_cpu(const Context& ctx, const CubeView& cube, const EdgeOutputs& outputs,
-                                     const EntropyEdgeOptions& options) {
-    CpuOps ops{ctx, cube, outputs, cube.width(), cube.height()};
+                                     const EntropyEdgeOptions& options, const EdgeSceneStats* given) {
+    CpuOps ops{ctx, cube, outputs, cube.width(), cube.height(), given};
     return edges::run_pipeline(ops, cube.bands(), options);
+}
+
+std::vector<std::uint32_t> tile_histograms_cpu(const Context& ctx, const CubeView& cube, const EdgeSceneStats& scene,
+                                               bool with_mean) {
+    const EdgeOutputs none;
+    CpuOps ops{ctx, cube, none, cube.width(), cube.height(), &scene};
+    const int B = cube.bands();
+    const Planes images = ops.quantize(Quantize::PerBand);  // the scene's ranges
+    std::vector<std::uint32_t> hist = ops.histograms(ops.rows(images, B));
+    if (with_mean) {
+        const Planes mean = ops.band_mean(images, B);
+        const std::vector<std::uint32_t> m = ops.histograms(ops.rows(mean, 1));
+        hist.insert(hist.end(), m.begin(), m.end());
+    }
+    return hist;
 }
 
 std::vector<EdgeThresholds> band_thresholds_cpu(const Context& ctx, const CubeView& cube, double q, Quantize mode) {

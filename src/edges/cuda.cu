@@ -37,6 +37,19 @@ struct RangeKeys {
     unsigned long long lo, hi;
 };
 
+// The host's side of the keys (the scene's ranges of a tiled run): none = {~0, 0}.
+unsigned long long order_key_host(double d) {
+    unsigned long long u;
+    std::memcpy(&u, &d, sizeof u);
+    return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+}
+double from_order_key_host(unsigned long long k) {
+    const unsigned long long u = (k >> 63) ? (k & 0x7fffffffffffffffull) : ~k;
+    double d;
+    std::memcpy(&d, &u, sizeof d);
+    return d;
+}
+
 __global__ void init_ranges(RangeKeys* r, int n) {
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b < n) r[b] = {~0ull, 0ull};
@@ -339,8 +352,10 @@ struct CudaOps {
     };
     std::vector<Pending> pending;
 
-    CudaOps(const Context& c, const CubeView& cube, const EdgeOutputs& o)
-        : ctx(c), source(cube), outputs(o), W(cube.width()), H(cube.height()), grid_cap(16 * sm_count(c)),
+    const EdgeSceneStats* given = nullptr;  // a tile of a scene: the scene's ranges and thresholds
+
+    CudaOps(const Context& c, const CubeView& cube, const EdgeOutputs& o, const EdgeSceneStats* scene = nullptr)
+        : ctx(c), source(cube), outputs(o), W(cube.width()), H(cube.height()), grid_cap(16 * sm_count(c)), given(scene),
           thr_capacity(2 * std::size_t(cube.bands()) + 3) {  // bands, components ≤ bands, 3 single ones
         thr_store = DeviceBuffer(ctx, thr_capacity * sizeof(Thr));
     }
@@ -390,21 +405,40 @@ struct CudaOps {
         for (const Pending& p : pending) *p.dest = edges::to_public(h.data() + p.offset, p.n);
     }
 
-    /// E1 of n planes of any type at `data` into the u8 planes at `out`.
-    void quantize_into(const void* data, DType type, int n, Quantize mode, std::uint8_t* out) {
+    /// Each band's finite range of n planes of any type at `data`, as keys (device).
+    DeviceBuffer ranges_of(const void* data, DType type, int n, Quantize mode) {
         DeviceBuffer ranges(ctx, sizeof(RangeKeys) * std::size_t(n));
         init_ranges<<<(n + 127) / 128, 128, 0, stream()>>>(static_cast<RangeKeys*>(ranges.data()), n);
         CUBEKIT_CHECK_LAUNCH(ctx, "init_ranges", dim3((n + 127) / 128), dim3(128));
         visit_dtype(type, [&](auto tag) {
             using T = decltype(tag);
-            const T* in = static_cast<const T*>(data);
             const dim3 grid(unsigned(std::min<std::size_t>((plane() + 255) / 256, 64)), unsigned(n));
-            band_ranges<T><<<grid, 256, 0, stream()>>>(in, plane(), static_cast<RangeKeys*>(ranges.data()));
+            band_ranges<T><<<grid, 256, 0, stream()>>>(static_cast<const T*>(data), plane(), static_cast<RangeKeys*>(ranges.data()));
             CUBEKIT_CHECK_LAUNCH(ctx, "band_ranges", grid, dim3(256));
-            if (mode == Quantize::Global) {
-                combine_ranges<<<1, 1, 0, stream()>>>(static_cast<RangeKeys*>(ranges.data()), n);
-                CUBEKIT_CHECK_LAUNCH(ctx, "combine_ranges", dim3(1), dim3(1));
-            }
+        });
+        if (mode == Quantize::Global) {
+            combine_ranges<<<1, 1, 0, stream()>>>(static_cast<RangeKeys*>(ranges.data()), n);
+            CUBEKIT_CHECK_LAUNCH(ctx, "combine_ranges", dim3(1), dim3(1));
+        }
+        return ranges;
+    }
+    /// The scene's ranges (given) as keys on the device.
+    DeviceBuffer given_ranges(int n) {
+        std::vector<RangeKeys> keys(static_cast<std::size_t>(n));
+        for (std::size_t b = 0; b < keys.size(); ++b)
+            keys[b] = given->lo[b] <= given->hi[b] ? RangeKeys{order_key_host(given->lo[b]), order_key_host(given->hi[b])}
+                                                   : RangeKeys{~0ull, 0ull};
+        DeviceBuffer ranges(ctx, sizeof(RangeKeys) * keys.size());
+        ranges.upload(ctx, keys.data(), ranges.size());
+        return ranges;
+    }
+
+    /// E1 of n planes of any type at `data` into the u8 planes at `out` (with the scene's ranges when given).
+    void quantize_into(const void* data, DType type, int n, Quantize mode, std::uint8_t* out) {
+        const DeviceBuffer ranges = given ? given_ranges(n) : ranges_of(data, type, n, mode);
+        visit_dtype(type, [&](auto tag) {
+            using T = decltype(tag);
+            const T* in = static_cast<const T*>(data);
             const std::size_t total = plane() * std::size_t(n);
             quantize_planes<T><<<grid_for(total, 256), 256, 0, stream()>>>(in, plane(), total,
                                                                            static_cast<const RangeKeys*>(ranges.data()), out);
@@ -429,13 +463,25 @@ struct CudaOps {
         return quantize_device(scores.data(), DType::F64, k, Quantize::PerBand);
     }
 
-    Planes thresholds(const Planes& images, int n, double q) {
+    /// n × 256 counts of the n images (device).
+    DeviceBuffer histograms_of(const Planes& images, int n) {
         DeviceBuffer hist(ctx, sizeof(std::uint32_t) * 256 * std::size_t(n));
         CUBEKIT_CUDA_CHECK(cudaMemsetAsync(hist.data(), 0, hist.size(), stream()));
         const unsigned per_image = unsigned(std::clamp<std::size_t>(plane() / (kHistThreads * 64), 1, 64));
         const dim3 grid(per_image, unsigned(n));
         histograms<<<grid, kHistThreads, 0, stream()>>>(images.data(), plane(), static_cast<std::uint32_t*>(hist.data()));
         CUBEKIT_CHECK_LAUNCH(ctx, "histograms", grid, dim3(kHistThreads));
+        return hist;
+    }
+    Planes thresholds_of(const std::vector<EdgeThresholds>& given_thr) {
+        const std::vector<Thr> h = edges::from_public(given_thr);
+        Planes t = thr_slots(int(h.size()));
+        // Pageable source: the call returns once the bytes are staged, so `h` may go.
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(t.ptr, h.data(), h.size() * sizeof(Thr), cudaMemcpyHostToDevice, stream()));
+        return t;
+    }
+    Planes thresholds(const Planes& images, int n, double q) {
+        const DeviceBuffer hist = histograms_of(images, n);
         Planes t = thr_slots(n);
         const dim3 tgrid((n + kThresholdWarps - 1) / kThresholdWarps), tblock(32 * kThresholdWarps);
         thresholds_kernel<<<tgrid, tblock, 0, stream()>>>(static_cast<const std::uint32_t*>(hist.data()), n, q,
@@ -501,9 +547,41 @@ struct CudaOps {
 }  // namespace
 
 EntropyEdgeSummary entropy_edges_cuda(const Context& ctx, const CubeView& cube, const EdgeOutputs& outputs,
-                                      const EntropyEdgeOptions& options) {
-    CudaOps ops(ctx, cube, outputs);
+                                      const EntropyEdgeOptions& options, const EdgeSceneStats* given) {
+    CudaOps ops(ctx, cube, outputs, given);
     return edges::run_pipeline(ops, cube.bands(), options);
+}
+
+void band_ranges_cuda(const Context& ctx, const CubeView& cube, std::vector<double>& lo, std::vector<double>& hi) {
+    const EdgeOutputs none;
+    CudaOps ops(ctx, cube, none);
+    const int n = cube.bands();
+    const DeviceBuffer ranges = ops.ranges_of(cube.data(), cube.dtype(), n, Quantize::PerBand);
+    std::vector<RangeKeys> keys(static_cast<std::size_t>(n));
+    ranges.download(ctx, keys.data(), ranges.size());
+    lo.clear(), hi.clear();
+    for (const RangeKeys& k : keys) {
+        const bool none = k.lo == ~0ull;  // no finite sample
+        lo.push_back(none ? std::numeric_limits<double>::infinity() : from_order_key_host(k.lo));
+        hi.push_back(none ? -std::numeric_limits<double>::infinity() : from_order_key_host(k.hi));
+    }
+}
+
+std::vector<std::uint32_t> tile_histograms_cuda(const Context& ctx, const CubeView& cube, const EdgeSceneStats& scene,
+                                                bool with_mean) {
+    const EdgeOutputs none;
+    CudaOps ops(ctx, cube, none, &scene);
+    const int B = cube.bands();
+    const Planes images = ops.quantize(Quantize::PerBand);  // the scene's ranges
+    std::vector<std::uint32_t> hist(std::size_t(B + (with_mean ? 1 : 0)) * 256);
+    const DeviceBuffer h = ops.histograms_of(images, B);
+    if (with_mean) {
+        const Planes mean = ops.band_mean(images, B);
+        const DeviceBuffer m = ops.histograms_of(mean, 1);
+        m.download(ctx, hist.data() + std::size_t(B) * 256, m.size());  // stream order: after h's kernels
+    }
+    h.download(ctx, hist.data(), h.size());
+    return hist;
 }
 
 std::vector<EdgeThresholds> band_thresholds_cuda(const Context& ctx, const CubeView& cube, double q, Quantize mode) {

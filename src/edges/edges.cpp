@@ -175,7 +175,8 @@ std::vector<double> tsallis_curve(const std::vector<std::uint64_t>& counts, doub
 #ifndef CUBEKIT_HAVE_CUDA
 namespace detail {
 // CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
-EntropyEdgeSummary entropy_edges_cuda(const Context&, const CubeView&, const EdgeOutputs&, const EntropyEdgeOptions&) {
+EntropyEdgeSummary entropy_edges_cuda(const Context&, const CubeView&, const EdgeOutputs&, const EntropyEdgeOptions&,
+                                      const EdgeSceneStats*) {
     throw DeviceError("edges: this cubekit was built without CUDA");
 }
 std::vector<EdgeThresholds> band_thresholds_cuda(const Context&, const CubeView&, double, Quantize) {

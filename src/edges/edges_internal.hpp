@@ -8,6 +8,8 @@
 //   Planes pca_images(int k, std::vector<double>& ratios)     E5 + E1 of the first k components
 //   Thr    thresholds(const Planes& images, int n, double q)  histograms + E2 search
 //   Thr    threshold_mean(const Thr& t, int n)                one image's T' (spec §3.8 method 5)
+//   Thr    thresholds_of(const std::vector<EdgeThresholds>&)  given thresholds (a tile of a scene)
+//   const EdgeSceneStats* given                                the scene's statistics, or null
 //   Planes band_mean(const Planes& images, int n)             one plane
 //   void   edge_maps(images, thr, n, Planes& out)             E2 binarisation + 3×3 rule, n planes
 //   void   binary_maps(images, thr, n, Planes& out)
@@ -46,11 +48,22 @@ struct EdgeOutputs {
 };
 
 /// The backends. cube: CPU, any host view; CUDA, a dense BSQ view on the context's device.
-/// options.fusion is resolved (never Auto).
+/// options.fusion is resolved (never Auto). given: the scene's statistics when `cube` is a tile's
+/// window (its E1 ranges and thresholds are used instead of the window's own; no PCA fusion).
 EntropyEdgeSummary entropy_edges_cpu(const Context& ctx, const CubeView& cube, const EdgeOutputs& outputs,
-                                     const EntropyEdgeOptions& options);
+                                     const EntropyEdgeOptions& options, const EdgeSceneStats* given = nullptr);
 EntropyEdgeSummary entropy_edges_cuda(const Context& ctx, const CubeView& cube, const EdgeOutputs& outputs,
-                                      const EntropyEdgeOptions& options);
+                                      const EntropyEdgeOptions& options, const EdgeSceneStats* given = nullptr);
+/// The pieces of the scene statistics (entropy_piece_ranges, entropy_piece_histograms) for a cube as above.
+void band_ranges_cpu(const Context& ctx, const CubeView& cube, std::vector<double>& lo, std::vector<double>& hi);
+void band_ranges_cuda(const Context& ctx, const CubeView& cube, std::vector<double>& lo, std::vector<double>& hi);
+std::vector<std::uint32_t> tile_histograms_cpu(const Context& ctx, const CubeView& cube, const EdgeSceneStats& scene,
+                                               bool with_mean);
+std::vector<std::uint32_t> tile_histograms_cuda(const Context& ctx, const CubeView& cube, const EdgeSceneStats& scene,
+                                                bool with_mean);
+/// E1 of a host view with given ranges (quantize.cpp), into `out` (u8, same size, any strides).
+void quantize_with_ranges_cpu(const Context& ctx, const CubeView& cube, const MutableCubeView& out,
+                              const std::vector<double>& lo, const std::vector<double>& hi);
 /// E1 + histograms + thresholds alone (entropy_band_thresholds); cube as above.
 std::vector<EdgeThresholds> band_thresholds_cpu(const Context& ctx, const CubeView& cube, double q, Quantize mode);
 std::vector<EdgeThresholds> band_thresholds_cuda(const Context& ctx, const CubeView& cube, double q, Quantize mode);
@@ -87,6 +100,19 @@ inline std::vector<EdgeThresholds> to_public(const Thr* t, int n) {
     return out;
 }
 
+inline Thr from_public(const EdgeThresholds& t) {
+    Thr r;
+    r.t1 = std::uint8_t(t.t1), r.t2 = std::uint8_t(t.t2), r.t3 = std::uint8_t(t.t3);
+    r.constant = t.constant ? 1 : 0;
+    r.levels = std::uint16_t(t.levels), r.loc = std::uint16_t(t.loc);
+    return r;
+}
+inline std::vector<Thr> from_public(const std::vector<EdgeThresholds>& t) {
+    std::vector<Thr> out;
+    for (const EdgeThresholds& e : t) out.push_back(from_public(e));
+    return out;
+}
+
 inline std::vector<Thr> threshold_mean_of(const std::vector<Thr>& t) { return {threshold_mean(t.data(), int(t.size()))}; }
 
 /// The binary images of `n` images into the binary output.
@@ -109,7 +135,7 @@ void fuse(Ops& ops, const Planes& images, const Thresholds& thr, int K, const En
         case EdgeFusion::PcaMean:
         case EdgeFusion::ThresholdMean: {
             auto mean = ops.band_mean(images, K);
-            auto mean_thr = ops.thresholds(mean, 1, o.q);
+            auto mean_thr = ops.given ? ops.thresholds_of({ops.given->mean}) : ops.thresholds(mean, 1, o.q);
             ops.to_host(mean_thr, 1, mean_t);
             if (o.fusion == EdgeFusion::ThresholdMean) {
                 mean_thr = ops.threshold_mean(thr, K);
@@ -164,8 +190,8 @@ EntropyEdgeSummary run_pipeline(Ops& ops, int B, const EntropyEdgeOptions& o) {
         ops.ctx.progress(++stage, stages);
         if (stage < stages) ops.ctx.check_cancelled("entropy_edges");
     };
-    auto quantized = ops.quantize(o.quantize);
-    auto band_thr = ops.thresholds(quantized, B, o.q);
+    auto quantized = ops.quantize(o.quantize);  // with the scene's ranges when given
+    auto band_thr = ops.given ? ops.thresholds_of(ops.given->band) : ops.thresholds(quantized, B, o.q);
     ops.to_host(band_thr, B, r.band_thresholds);
     advance();
 

@@ -137,10 +137,14 @@ void quantize_row(const StridedView<const T>& in, const StridedView<std::uint8_t
 template <typename T>
 void quantize_typed(const Context& ctx, const StridedView<const T>& in, const StridedView<std::uint8_t>& out,
                     Quantize mode) {
-    const int W = in.width, H = in.height, B = in.bands;
-    const BandScale scale(band_ranges(ctx, in, mode));
-#pragma omp parallel for schedule(static) num_threads(ctx.threads()) if (std::int64_t(W) * H * B >= 32768)
-    for (int y = 0; y < H; ++y) quantize_row(in, out, scale, y);
+    quantize_scaled(ctx, in, out, BandScale(band_ranges(ctx, in, mode)));
+}
+
+template <typename T>
+void quantize_scaled(const Context& ctx, const StridedView<const T>& in, const StridedView<std::uint8_t>& out,
+                     const BandScale& scale) {
+#pragma omp parallel for schedule(static) num_threads(ctx.threads()) if (std::int64_t(in.width) * in.height * in.bands >= 32768)
+    for (int y = 0; y < in.height; ++y) quantize_row(in, out, scale, y);
 }
 
 void check_quantize_output(const Context& ctx, const CubeView& cube, const MutableCubeView& out) {
@@ -156,6 +160,22 @@ void quantize_cpu(const Context& ctx, const CubeView& cube, const MutableCubeVie
         return;
     }
     visit_dtype(cube.dtype(), [&](auto tag) { quantize_typed(ctx, cube.typed<decltype(tag)>(), out.typed<std::uint8_t>(), mode); });
+}
+
+void band_ranges_cpu(const Context& ctx, const CubeView& cube, std::vector<double>& lo, std::vector<double>& hi) {
+    visit_dtype(cube.dtype(), [&](auto tag) {
+        const std::vector<Range> r = band_ranges(ctx, cube.typed<decltype(tag)>(), Quantize::PerBand);
+        lo.clear(), hi.clear();
+        for (const Range& b : r) lo.push_back(b.lo), hi.push_back(b.hi);
+    });
+}
+
+void quantize_with_ranges_cpu(const Context& ctx, const CubeView& cube, const MutableCubeView& out,
+                              const std::vector<double>& lo, const std::vector<double>& hi) {
+    std::vector<Range> r(lo.size());
+    for (std::size_t b = 0; b < lo.size(); ++b) r[b] = {lo[b], hi[b]};
+    const BandScale scale(r);
+    visit_dtype(cube.dtype(), [&](auto tag) { quantize_scaled(ctx, cube.typed<decltype(tag)>(), out.typed<std::uint8_t>(), scale); });
 }
 
 Cube quantize_to_u8_cpu(const Context& ctx, const CubeView& cube, Quantize mode) {

@@ -11,6 +11,7 @@
 #include "cubekit/io.hpp"
 #include "option_flags.hpp"
 #include "outputs.hpp"
+#include "tile_flags.hpp"
 
 namespace cubekit::cli {
 
@@ -22,6 +23,7 @@ struct EdgesArgs {
     EntropyEdgeOptions options;
     bool invert = false;
     std::string thresholds_out, per_band_out, vote_count_out;
+    TileFlags tiles;
 };
 
 bool is_npy(const std::string& path) { return output_format(path) == FileFormat::Npy; }
@@ -132,36 +134,82 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
     return written;
 }
 
+// Why this run cannot take the tiled path (empty: it can): the fusion or an output the tiles do not make.
+std::string tiles_refusal(const EdgesArgs& a, const EntropyEdgeOptions& o, int bands) {
+    if (!a.per_band_out.empty()) return "--per-band-out needs every band's whole map, which the tiled path does not hold";
+    if (!a.vote_count_out.empty()) return "--vote-count-out is not written by the tiled path";
+    return entropy_edges_tiled_refusal(o, bands);
+}
+
+// The detector in tiles: from the file by windows, or from the cube read whole.
+EntropyEdgeResult run_tiled(const Context& ctx, const std::optional<CubeFile>& file, const Cube& cube,
+                            const EntropyEdgeOptions& o, const TileOptions& tiles, nlohmann::json& tiled_report) {
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    EntropyEdgeResult r;
+    r.edges = Cube(shape.width, shape.height, entropy_edges_bands(shape.bands, o).edges, DType::U8);
+    const EntropyEdgeTiled t = file ? entropy_edges_tiled(ctx, *file, r.edges.mutable_view(), o, tiles)
+                                    : entropy_edges_tiled(ctx, cube, r.edges.mutable_view(), o, tiles);
+    static_cast<EntropyEdgeSummary&>(r) = t.summary;
+    tiled_report = tiled_json(t.run);
+    tiled_report["passes"] = t.passes;
+    return r;
+}
+
 void run_edges(const EdgesArgs& a) {
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
+    std::optional<TileOptions> tiles;
+    if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
+    if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     Timings timings;
-    // The input's band indices name the bands in the thresholds file.
-    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, "edges", timings, a.input, [&] { return read_input(a.input, common); }, estimate_edges);
-    Context& ctx = prepared.ctx;
-    auto& in = prepared.input;
-    nlohmann::json& choice = prepared.backend_choice;
-    const Cube& cube = in.cube;
+    // A tiled run reads a raw file (ENVI, .npy, GeoTIFF) by windows: the scene never has to fit in memory.
+    std::optional<CubeFile> file = open_windowed(a.input, common, tiles.has_value(), timings);
+    std::optional<Prepared<Input>> prepared;
+    if (file) {
+        // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+        auto work_context = context_for_work(common, "edges", timings, estimate_edges(file->shape()));
+        prepared.emplace(Prepared<Input>{std::move(work_context.first), Input{}, std::move(work_context.second)});
+        for (int b = 0; b < file->shape().bands; ++b) prepared->input.bands.push_back(b);
+    } else {
+        prepared.emplace(context_while_reading(
+            common, "edges", timings, a.input, [&] { return read_input(a.input, common); }, estimate_edges));
+    }
+    Context& ctx = prepared->ctx;
+    Input& in = prepared->input;
+    nlohmann::json& choice = prepared->backend_choice;
+    const CubeShape shape = file ? file->shape() : in.cube.shape();
+    if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
 
     EntropyEdgeOptions o = a.options;
-    o.fusion = resolved_fusion(o.fusion, cube.bands());  // the fusion that runs, for the checks and the summary
+    o.fusion = resolved_fusion(o.fusion, shape.bands);  // the fusion that runs, for the checks and the summary
     o.keep_band_edges = !a.per_band_out.empty() && o.fusion != EdgeFusion::None;
-    check_edges_outputs(a, o, cube.bands());
-    if (fusion_uses_pca(o.fusion) && o.pca_components > cube.bands())
+    check_edges_outputs(a, o, shape.bands);
+    if (fusion_uses_pca(o.fusion) && o.pca_components > shape.bands)
         say(common, "edges: --pca-components " + std::to_string(o.pca_components) + " clamped to the " +
-                        std::to_string(cube.bands()) + " bands of the input");
+                        std::to_string(shape.bands) + " bands of the input");
+    const std::string refusal = tiles_refusal(a, o, shape.bands);
+    if (tiles && !refusal.empty())
+        throw InvalidInput("edges: tiles were asked for (--memory-limit, --device-memory-limit, --devices or --tile-size), "
+                           "but " + refusal);
+    const bool tiled = refusal.empty() && use_tiles(tiles, ctx, shape.num_bytes());
+    if (file && !tiled)  // a large file whose options need the whole scene: read it whole after all
+        in.cube = timings.time("read", [&] { return read_input(a.input, common).cube; });
+    const Metadata georef = file ? file->metadata().georeference() : in.cube.metadata().georeference();
 
     const TransferTotals copies = ctx.transfer_totals();
-    const EntropyEdgeResult r = timings.time("edges", [&] { return entropy_edges(ctx, cube, o); });
+    nlohmann::json tiled_report;
+    const EntropyEdgeResult r = timings.time("edges", [&] {
+        return tiled ? run_tiled(ctx, file, in.cube, o, tiles.value_or(TileOptions{}), tiled_report) : entropy_edges(ctx, in.cube, o);
+    });
     timings.split_transfers(ctx, copies, "edges");
-    const OutputList written = timings.time("write", [&] { return write_edges_outputs(a, o, r, in.bands, cube.metadata().georeference()); });
+    const OutputList written = timings.time("write", [&] { return write_edges_outputs(a, o, r, in.bands, georef); });
 
     std::int64_t edge_pixels = 0;
     for (std::size_t i = 0; i < r.edges.num_elements(); ++i) edge_pixels += r.edges.data<std::uint8_t>()[i] != 0;
     nlohmann::json j = summary("edges", ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}, {"bands_used", in.bands}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}, {"bands_used", in.bands}};
+    if (file && tiled) j["input"]["windowed"] = true;
     j["parameters"] = parameters_json(o);
+    if (tiled) j["tiled"] = tiled_report;
     if (fusion_is_vote(o.fusion)) j["votes_needed"] = r.votes_needed;
     if (fusion_uses_pca(o.fusion)) {
         j["pca_components_used"] = r.pca_components_used;
@@ -170,8 +218,13 @@ void run_edges(const EdgesArgs& a) {
     j["edge_pixels"] = edge_pixels;
     j["edge_fraction"] = r.edges.num_elements() ? double(edge_pixels) / double(r.edges.num_elements()) : 0.0;
     j["outputs"] = written.json();
-    say(common, "edges: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", fusion " +
+    say(common, "edges: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", fusion " +
                     std::string(fusion_name(o.fusion)) + ", " + std::to_string(edge_pixels) + " edge pixels");
+    if (tiled)
+        say(common, "  in " + std::to_string(tiled_report["tiles"].get<std::size_t>()) + " tiles of " +
+                        std::to_string(tiled_report["tile_width"].get<int>()) + "x" +
+                        std::to_string(tiled_report["tile_height"].get<int>()) + ", working memory " +
+                        std::to_string(tiled_report["peak_bytes"].get<std::size_t>()) + " bytes");
     for (const auto& w : written.json()) say(common, "  wrote " + w["path"].get<std::string>());
     emit_json(common, j, timings);
 }
@@ -192,7 +245,12 @@ Action add_edges(CLI::App& root) {
         "Examples:\n"
         "  cubekit edges photo.png edges.png --min-component 8\n"
         "  cubekit edges scene.hdr fused.png --fusion vote-edges --vote-percent 15 --min-component 3 --thresholds-out t.json\n"
-        "  cubekit edges scene.hdr maps.npy --fusion none --bands 0-9");
+        "  cubekit edges scene.hdr maps.npy --fusion none --bands 0-9\n"
+        "  cubekit edges flight.hdr fused.png --memory-limit 1G   # in tiles, read by windows\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the scene in tiles: the scene's\n"
+        "ranges and histograms are gathered over its tiles, then the maps computed with a 1-pixel halo (the result\n"
+        "is bit-identical); on a GPU an input of 64 MiB or more is streamed in tiles. The tiles make the fused or\n"
+        "per-band map and the thresholds (not the PCA fusions, --per-band-out, --vote-count-out, --filter-each-band).");
     input_file(app->add_option("IN", a->input, "input image or cube (any format cubekit reads)"))->required();
     app->add_option("OUT", a->output, "edge map: .png or .npy (may be omitted with --per-band-out)");
     bind_flags(*app, a->options);
@@ -202,6 +260,7 @@ Action add_edges(CLI::App& root) {
     app->add_flag("--invert", a->invert, "PNG: black edges on white (El-Sayed's look)");
     add_common_flags(*app, a->common);
     add_output_flags(*app, a->common);
+    add_tile_flags(*app, a->tiles);
     return [a] { run_edges(*a); };
 }
 

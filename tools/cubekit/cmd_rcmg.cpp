@@ -52,20 +52,6 @@ OutputList write_gradient(const Cube& gradient, const std::vector<std::string>& 
     return written;
 }
 
-}  // namespace
-
-// ENVI, .npy and GDAL rasters (GeoTIFF) are read by windows (CubeFile); other formats whole.
-static bool windowed_format(const std::string& path) {
-    try {
-        const FileFormat f = detect_format(path);
-        return f == FileFormat::Envi || f == FileFormat::Npy || f == FileFormat::Gdal;
-    } catch (const Error&) {
-        return false;  // the whole read names the problem
-    }
-}
-
-namespace {
-
 // Writes the outputs and fills the summary of a computed gradient.
 nlohmann::json finish_rcmg(const Context& ctx, const std::string& input, const CubeShape& shape, const Cube& gradient,
                            const std::optional<TiledRun>& tiled, double compute_ms, const RcmgOptions& options,
@@ -154,15 +140,8 @@ Action add_rcmg(CLI::App& root) {
         for (const std::string& out : args->outputs) output_format(out);  // a bad OUT fails before any work
         check_outputs(args->outputs, "rcmg");
         Timings timings;
-        // A tiled run reads a raw file (ENVI, .npy) by windows: the scene never has to fit in memory.
-        std::optional<CubeFile> file;
-        // Large: the data, not the path (an ENVI header is a few hundred bytes beside gigabytes).
-        if (common.bands.empty() && windowed_format(args->input)) {
-            file.emplace(timings.time("read", [&] { return CubeFile(args->input, common.read); }));
-            say_read_warnings(common, file->metadata());
-            // A Fortran-order .npy is not windowed: read whole below, as a small scene is.
-            if (!file->windowed() || (!tiles && file->shape().num_bytes() < kStreamedMinBytes)) file.reset();
-        }
+        // A tiled run reads a raw file (ENVI, .npy, GeoTIFF) by windows: the scene never has to fit in memory.
+        std::optional<CubeFile> file = open_windowed(args->input, common, tiles.has_value(), timings);
         std::optional<Prepared<Cube>> prepared;
         if (!file)
             prepared.emplace(context_while_reading(

@@ -42,6 +42,30 @@ void check_tile_devices(const TileFlags& flags, TileOptions& options, const Cont
                               std::to_string(Context::cuda_device_count()) + " visible)");
 }
 
+namespace {
+// ENVI, .npy and GDAL rasters (GeoTIFF) are read by windows (CubeFile); other formats whole.
+bool windowed_format(const std::string& path) {
+    try {
+        const FileFormat f = detect_format(path);
+        return f == FileFormat::Envi || f == FileFormat::Npy || f == FileFormat::Gdal;
+    } catch (const Error&) {
+        return false;  // the whole read names the problem
+    }
+}
+}  // namespace
+
+std::optional<CubeFile> open_windowed(const std::string& path, const CommonOptions& common, bool tiles_asked,
+                                      Timings& timings) {
+    std::optional<CubeFile> file;
+    if (!common.bands.empty() || !windowed_format(path)) return file;
+    file.emplace(timings.time("read", [&] { return CubeFile(path, common.read); }));
+    say_read_warnings(common, file->metadata());
+    // A Fortran-order .npy is not windowed: read whole, as a small scene is. Large: the data, not the
+    // path (an ENVI header is a few hundred bytes beside gigabytes).
+    if (!file->windowed() || (!tiles_asked && file->shape().num_bytes() < kStreamedMinBytes)) file.reset();
+    return file;
+}
+
 nlohmann::json tiled_json(const TiledRun& run) {
     return {{"tiles", run.tiles}, {"tile_width", run.tile_width}, {"tile_height", run.tile_height},
             {"peak_bytes", run.peak_bytes}, {"device_peak_bytes", run.device_peak_bytes}, {"devices", run.devices},

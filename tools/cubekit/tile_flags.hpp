@@ -7,8 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "cli_common.hpp"
 #include "cubekit/context.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
+#include "timings.hpp"
 
 namespace cubekit::cli {
 
@@ -31,6 +34,12 @@ inline constexpr std::size_t kStreamedMinBytes = std::size_t(64) << 20;
 inline bool use_tiles(const std::optional<TileOptions>& tiles, const Context& ctx, std::size_t input_bytes) {
     return tiles.has_value() || (ctx.is_cuda() && input_bytes >= kStreamedMinBytes);
 }
+/// IN opened to be read by windows (its header alone read now, timed as "read"), when a tiled run will
+/// read it so: a windowed format (ENVI, C-order .npy, GDAL rasters), no --bands, and tiles asked for or
+/// an input of kStreamedMinBytes or more. Otherwise nothing: the command reads IN whole.
+std::optional<CubeFile> open_windowed(const std::string& path, const CommonOptions& common, bool tiles_asked,
+                                      Timings& timings);
+
 /// {"tiles", "tile_width", "tile_height", "peak_bytes", "device_peak_bytes", "devices"} for --json.
 nlohmann::json tiled_json(const TiledRun& run);
 
