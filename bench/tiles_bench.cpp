@@ -31,6 +31,7 @@
 #include "cubekit/detect.hpp"
 #include "cubekit/detect_classical.hpp"
 #include "cubekit/edges.hpp"
+#include "cubekit/linalg.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
 #include "bench_common.hpp"
@@ -304,6 +305,25 @@ int main(int argc, char** argv) {
                 });
                 t.row("entropy_edges_tiled", n, 3, info, ms, std::memcmp(src.out_bytes, ref.bytes(), ref.num_bytes()) == 0);
             }
+        }
+    }
+
+    // PCA (3 components): the sums pass reads the cube, then the scores pass reads it again and writes
+    // 3 f64 per pixel.
+    {
+        Cube ref;
+        const double whole_pca_ms = median_wall_ms([&] { ref = pca(gpu, cube, {.components = 3}).scores; });
+        std::printf("\npca() whole scene on one GPU (upload, sums, eigensolve, scores, download): %.1f ms.\n", whole_pca_ms);
+        Cube pcs = Cube::uninitialized(width, height, 3, DType::F64);
+        const int passes = cube.dtype() == DType::F32 || cube.dtype() == DType::F64 ? 3 : 2;  // PcaTiled::passes
+        Table t{in_gb * passes, double(pcs.num_bytes()) / 1e9};
+        t.header((std::string("pca_tiled (3 components), ") + std::to_string(passes) + " reads, pageable").c_str());
+        for (int n : counts) {
+            TiledRun info;
+            const double ms = median_wall_ms([&] {
+                info = pca_tiled(gpu, cube.view(), pcs.mutable_view(), {.components = 3}, {.devices = first_devices(n)}).run;
+            });
+            t.row("pca_tiled", n, 3, info, ms, std::memcmp(pcs.bytes(), ref.bytes(), ref.num_bytes()) == 0);
         }
     }
 

@@ -25,7 +25,9 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -95,5 +97,27 @@ PcaResult pca(const Context& ctx, const CubeView& cube, const PcaOptions& option
 /// pca_fit followed by pca_transform_into (the cube uploaded or reordered at most once); returns
 /// the model. `scores`: W×H×options.components f64 in the context's memory.
 PcaModel pca_into(const Context& ctx, const CubeView& cube, const MutableCubeView& scores, const PcaOptions& options = {});
+
+/// What pca_tiled returns.
+struct PcaTiled {
+    PcaModel model;
+    /// The scores pass (no halo); peak_bytes and device_peak_bytes cover the statistics passes too.
+    TiledRun run;
+    int passes = 0;  ///< reads of the input: 2 for integer types (sums, scores), 3 for float (a scan first)
+};
+
+/// PCA in tiles (tiles.hpp), for a scene larger than a memory budget or spread over several GPUs: the
+/// fit's exact sums are gathered over the scene's tiles and merged (float input: a first pass finds the
+/// pixels used and the largest |x|, which fix the scene's fixed point), one eigensolve, then the scores
+/// in tiles. Integer sums do not depend on how the pixels are split: the model and `scores` equal
+/// pca_into's bit for bit. scores: host memory, W×H×options.components f64, any strides.
+///
+///     cubekit::Cube pcs(W, H, 3, cubekit::DType::F64);
+///     auto t = cubekit::pca_tiled(gpu, cubekit::CubeFile("flight.hdr"), pcs.mutable_view(), {.components = 3},
+///                                 {.devices = {0, 1}});   // t.model.explained_variance_ratio
+PcaTiled pca_tiled(const Context& ctx, const CubeView& cube, const MutableCubeView& scores, const PcaOptions& options = {},
+                   const TileOptions& tiles = {});
+PcaTiled pca_tiled(const Context& ctx, const CubeFile& file, const MutableCubeView& scores, const PcaOptions& options = {},
+                   const TileOptions& tiles = {});
 
 }  // namespace cubekit

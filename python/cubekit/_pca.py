@@ -3,6 +3,7 @@ are variables. ``pca`` is ``cubekit pca``: the same model and scores, bit for bi
 sums, one shared eigensolve, float64 projection), on CPU and GPU."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,8 @@ class PCAResult:
         (signed so that its entries sum to >= 0); covariance : (B, B). All NumPy float64.
     samples : pixels used (all bands finite); parameters : components (used) and
         components_requested, as in the CLI's JSON.
+    tiled : the tiled path (tile keywords or a file path): the CLI's JSON "tiled" ("tiles", "passes",
+        "peak_bytes", ...); else None.
     """
     scores: object
     mean: np.ndarray
@@ -33,6 +36,7 @@ class PCAResult:
     samples: int
     num_components: int
     parameters: dict
+    tiled: dict | None = None
 
     def __repr__(self):
         ratio = [round(float(r), 4) for r in self.explained_variance_ratio]
@@ -56,6 +60,12 @@ def _components(keywords, bands: int):
 
 
 def pca(cube, **keywords):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(cube):
+        ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, "pca")
+        path = os.fspath(cube) if _runtime.is_path(cube) else cube
+        scores, d, run = _cubekit.pca_tiled(ctx, path, keywords, tiles, progress)
+        return PCAResult(scores=scores, **d, tiled=run)
     return _pca(cube, keywords)
 
 
@@ -105,8 +115,17 @@ bands, as the CLI does (parameters["components_requested"] keeps what was asked)
 
 Parameters
 ----------
-cube : array (H, W) or (H, W, B)
+cube : array (H, W) or (H, W, B), or a file path
     NumPy, CuPy or PyTorch CUDA; bool, (u)int8/16/32, float16/32/64; any strides.
+    A path (ENVI, .npy, GeoTIFF: read by windows; other formats whole) is computed in tiles.
+memory_limit, device_memory_limit : int or str, optional
+    Host working-memory and per-GPU budgets in bytes ("512M", "2G"): the exact sums are gathered
+    over tiles that fit them, then the scores computed in tiles, bit-identical to the whole call
+    (NumPy or path input; ``.tiled`` reports the tiles and passes).
+devices : list of int, optional
+    CUDA devices to deal the tiles to (implies backend='cuda').
+tile_size : (int, int), optional
+    Force tiles of (width, height) pixels (testing).
 
 Returns
 -------
@@ -121,7 +140,11 @@ Example
 >>> r.scores.shape, r.components.shape
 ((95, 95, 3), (3, 156))
 >>> scores2 = r.transform(other_cube)                            # the same model on another cube
+>>> t = cubekit.pca(cube, components=3, memory_limit="64K")     # in tiles, the same bits
+>>> bool((t.scores == r.scores).all()), t.tiled["passes"]
+(True, 2)
 """)
+_runtime.with_tile_keywords(pca)
 
 _runtime.declare(pca_transform, ["cube", "model"], [], """
 The scores of ``cube`` under a fitted model (the PCAResult of ``pca``): (H, W, K) float64,

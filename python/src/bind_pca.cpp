@@ -70,6 +70,27 @@ void bind_pca(py::module_& m) {
         d["parameters"] = params;
         return d;
     });
+    // pca_tiled(ctx, cube or path, keywords, tiles, progress) -> (scores, model dict, tiled dict): the
+    // fit and the scores in tiles (NumPy or a file read by windows in; NumPy out).
+    m.def("pca_tiled", [](PyContext& c, py::handle cube, const py::dict& keywords, const py::dict& tiles, py::object progress) {
+        PcaOptions o = options_from<PcaOptions>(keywords, "pca");
+        const TiledInput in = tiled_input(cube, "pca");
+        const int requested = o.components;
+        o.components = std::min(o.components, std::max(in.bands(), 1));
+        const TileOptions t = tile_options_from(tiles);
+        auto [scores, run] = c.run(std::move(progress), [&](const Context& ctx) {
+            Cube s(in.width(), in.height(), o.components, DType::F64);
+            PcaTiled r = in.file ? pca_tiled(ctx, *in.file, s.mutable_view(), o, t) : pca_tiled(ctx, in.array->view, s.mutable_view(), o, t);
+            return std::make_pair(std::move(s), std::move(r));
+        });
+        py::dict d = model_dict(run.model);
+        py::dict params = parameters(o);
+        params["components_requested"] = requested;
+        d["parameters"] = params;
+        py::dict report = tiled_dict(run.run);
+        report["passes"] = run.passes;
+        return py::make_tuple(to_numpy(std::move(scores), false), d, report);
+    });
     // pca_transform(ctx, cube, scores, mean (B), components (K × B), progress) -> None
     m.def("pca_transform", [](PyContext& c, py::handle cube, py::handle scores, py::handle mean, py::handle components,
                               py::object progress) {

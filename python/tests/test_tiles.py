@@ -157,3 +157,21 @@ def test_entropy_edges_tiles_on_every_device_and_chunk_functions_on_cupy():
             assert isinstance(m, cp.ndarray)
             got[r:r + 23, c:c + 31] = cp.asnumpy(m)[r - r0:r - r0 + 23, c - c0:c - c0 + 31]
     assert np.array_equal(got, whole.edges)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float32])
+def test_pca_tiles_equal_whole(tmp_path, dtype):
+    rng = np.random.default_rng(11)
+    base = rng.random((37, 29, 1)) * 100
+    x = (base * np.linspace(1, 3, 7) + rng.random((37, 29, 7)) * 10).astype(dtype)
+    if dtype == np.float32:
+        x[2, 3, 1] = np.nan
+    whole = cubekit.pca(x, components=3)
+    for tiles in ({"memory_limit": "8K"}, {"tile_size": (5, 3)}, {"tile_size": (1, 1)}):
+        t = cubekit.pca(x, components=3, **tiles)
+        assert np.array_equal(t.scores, whole.scores, equal_nan=True), tiles
+        assert np.array_equal(t.components, whole.components) and np.array_equal(t.eigenvalues, whole.eigenvalues)
+        assert t.tiled["tiles"] > 1 and t.tiled["passes"] == (3 if dtype == np.float32 else 2)
+    cubekit.write(tmp_path / "c.hdr", x)
+    f = cubekit.pca(tmp_path / "c.hdr", components=3, memory_limit="16K")
+    assert np.array_equal(f.scores, whole.scores, equal_nan=True) and whole.tiled is None

@@ -69,7 +69,7 @@ std::vector<std::uint8_t> valid_pixels(const Context& ctx, const StridedView<con
 }
 
 template <typename T>
-PcaSums sums_cpu(const Context& ctx, const StridedView<const T>& x) {
+PcaSums sums_cpu(const Context& ctx, const StridedView<const T>& x, std::optional<int> given_exponent) {
     using Q = typename CpuSumTypes<T>::Q;
     using Dot = typename CpuSumTypes<T>::Dot;
     using Acc = typename CpuSumTypes<T>::Acc;
@@ -86,7 +86,7 @@ PcaSums sums_cpu(const Context& ctx, const StridedView<const T>& x) {
     if constexpr (is_float) {
         double max_abs = 0;
         valid = valid_pixels(ctx, x, s.count, max_abs);
-        s.exponent = pca_fixed_point_exponent(max_abs, s.count);
+        s.exponent = given_exponent ? *given_exponent : pca_fixed_point_exponent(max_abs, s.count);
         scale = std::ldexp(1.0, s.exponent);
     }
     s.first.assign(nb, 0);
@@ -173,8 +173,17 @@ void transform_cpu(const Context& ctx, const StridedView<const T>& x, const PcaM
 
 }  // namespace
 
-PcaSums pca_sums_cpu(const Context& ctx, const CubeView& cube) {
-    return visit_dtype(cube.dtype(), [&](auto tag) { return sums_cpu(ctx, cube.typed<decltype(tag)>()); });
+PcaSums pca_sums_cpu(const Context& ctx, const CubeView& cube, std::optional<int> exponent) {
+    return visit_dtype(cube.dtype(), [&](auto tag) { return sums_cpu(ctx, cube.typed<decltype(tag)>(), exponent); });
+}
+
+PcaScan pca_scan_cpu(const Context& ctx, const CubeView& cube) {
+    return visit_dtype(cube.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        PcaScan s{std::int64_t(cube.width()) * cube.height(), 0.0};
+        if constexpr (std::is_floating_point_v<T>) valid_pixels(ctx, cube.typed<T>(), s.count, s.max_abs);
+        return s;
+    });
 }
 
 void pca_transform_cpu(const Context& ctx, const CubeView& cube, const PcaModel& model, const MutableCubeView& out) {

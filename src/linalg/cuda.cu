@@ -254,8 +254,29 @@ __global__ void __launch_bounds__(256)
 }
 
 
+// Float input: the valid-pixel flags (into d_valid) and the scan (pixels used, largest |x|).
 template <typename T>
-PcaSums sums_cuda(const Context& ctx, const CubeView& cube) {
+PcaScan scan_cuda(const Context& ctx, const CubeView& cube, DeviceBuffer& d_valid) {
+    const int B = cube.bands();
+    const auto P = std::int64_t(cube.num_pixels());
+    const T* x = reinterpret_cast<const T*>(cube.data());
+    d_valid = DeviceBuffer(ctx, std::size_t(P));
+    DeviceBuffer d_stats(ctx, 2 * sizeof(u64));
+    d_stats.fill_bytes(ctx, 0);
+    const dim3 block(256), grid(unsigned(std::min<std::int64_t>((P + 255) / 256, std::int64_t(sm_count(ctx)) * 8)));
+    valid_pixels_kernel<T><<<grid, block, 0, stream_of(ctx)>>>(x, P, B, static_cast<unsigned char*>(d_valid.data()),
+                                                               static_cast<u64*>(d_stats.data()));
+    CUBEKIT_CHECK_LAUNCH(ctx, "pca valid_pixels_kernel", grid, block);
+    u64 stats[2] = {0, 0};
+    d_stats.download(ctx, stats, sizeof(stats));
+    PcaScan s;
+    std::memcpy(&s.max_abs, &stats[0], sizeof(s.max_abs));
+    s.count = std::int64_t(stats[1]);
+    return s;
+}
+
+template <typename T>
+PcaSums sums_cuda(const Context& ctx, const CubeView& cube, std::optional<int> given_exponent) {
     using S = Syrk<T>;
     const int B = cube.bands(), n = B + 1;
     const auto P = std::int64_t(cube.num_pixels());
@@ -270,20 +291,11 @@ PcaSums sums_cuda(const Context& ctx, const CubeView& cube) {
     double scale = 1;
     std::int64_t float_count = 0;
     if constexpr (std::is_floating_point_v<T>) {
-        d_valid = DeviceBuffer(ctx, std::size_t(P));
-        DeviceBuffer d_stats(ctx, 2 * sizeof(u64));
-        d_stats.fill_bytes(ctx, 0);
-        const dim3 block(256), grid(unsigned(std::min<std::int64_t>((P + 255) / 256, std::int64_t(sms) * 8)));
-        valid_pixels_kernel<T><<<grid, block, 0, stream>>>(x, P, B, static_cast<unsigned char*>(d_valid.data()),
-                                                           static_cast<u64*>(d_stats.data()));
-        CUBEKIT_CHECK_LAUNCH(ctx, "pca valid_pixels_kernel", grid, block);
-        u64 stats[2] = {0, 0};
-        d_stats.download(ctx, stats, sizeof(stats));
-        double max_abs = 0;
-        std::memcpy(&max_abs, &stats[0], sizeof(max_abs));
-        float_count = std::int64_t(stats[1]);
-        if (float_count == 0) throw InvalidInput("pca_fit: no pixel has all its bands finite; nothing to fit");
-        s.exponent = pca_fixed_point_exponent(max_abs, float_count);
+        const PcaScan scan = scan_cuda<T>(ctx, cube, d_valid);
+        float_count = scan.count;
+        // A tile of a scene (given exponent) may hold no usable pixel: its sums are zero.
+        if (!given_exponent && float_count == 0) throw InvalidInput("pca_fit: no pixel has all its bands finite; nothing to fit");
+        s.exponent = given_exponent ? *given_exponent : pca_fixed_point_exponent(scan.max_abs, float_count);
         scale = std::ldexp(1.0, s.exponent);
     }
 
@@ -344,8 +356,26 @@ void check_device_cube(const Context& ctx, const CubeView& cube, const char* fn)
 PcaModel pca_fit_device(const Context& ctx, const CubeView& cube, int components) {
     check_device_cube(ctx, cube, "pca_fit");
     check_pca_components(components, cube.bands(), "pca_fit");
-    const PcaSums sums = visit_dtype(cube.dtype(), [&](auto tag) { return sums_cuda<decltype(tag)>(ctx, cube); });
+    const PcaSums sums = visit_dtype(cube.dtype(), [&](auto tag) { return sums_cuda<decltype(tag)>(ctx, cube, std::nullopt); });
     return pca_model_from_sums(sums, components);
+}
+
+PcaSums pca_sums_device(const Context& ctx, const CubeView& cube, std::optional<int> exponent) {
+    check_device_cube(ctx, cube, "pca_fit");
+    return visit_dtype(cube.dtype(), [&](auto tag) { return sums_cuda<decltype(tag)>(ctx, cube, exponent); });
+}
+
+PcaScan pca_scan_device(const Context& ctx, const CubeView& cube) {
+    check_device_cube(ctx, cube, "pca_fit");
+    return visit_dtype(cube.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        PcaScan s{std::int64_t(cube.num_pixels()), 0.0};
+        if constexpr (std::is_floating_point_v<T>) {
+            DeviceBuffer d_valid;
+            s = scan_cuda<T>(ctx, cube, d_valid);
+        }
+        return s;
+    });
 }
 
 void pca_transform_device(const Context& ctx, const CubeView& cube, const PcaModel& model, double* out) {

@@ -11,6 +11,7 @@
 #include "cubekit/linalg.hpp"
 #include "option_flags.hpp"
 #include "outputs.hpp"
+#include "tile_flags.hpp"
 
 namespace cubekit::cli {
 namespace {
@@ -37,10 +38,14 @@ struct PcaArgs {
     CommonOptions common;
     std::string input, output, model_out;
     PcaOptions options;
+    TileFlags tiles;
 };
 
 void pca_command(const PcaArgs& a) {
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
+    std::optional<TileOptions> tiles;
+    if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
+    if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     // Refuse bad output names before any work.
     const FileFormat format = output_format(a.output);
     if (format != FileFormat::Npy && format != FileFormat::Envi)
@@ -48,24 +53,45 @@ void pca_command(const PcaArgs& a) {
     const std::string model_path = a.model_out.empty() ? beside(a.output, ".pca.json") : a.model_out;
     check_outputs({a.output, model_path}, "pca");
     Timings timings;
-    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, "pca", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate_pca);
-    Context& ctx = prepared.ctx;
-    auto& cube = prepared.input;
-    nlohmann::json& choice = prepared.backend_choice;
+    // A tiled run reads a raw file (ENVI, .npy, GeoTIFF) by windows: the scene never has to fit in memory.
+    std::optional<CubeFile> file = open_windowed(a.input, common, tiles.has_value(), timings);
+    std::optional<Prepared<Cube>> prepared;
+    if (file) {
+        // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+        auto work_context = context_for_work(common, "pca", timings, estimate_pca(file->shape()));
+        prepared.emplace(Prepared<Cube>{std::move(work_context.first), Cube(), std::move(work_context.second)});
+    } else {
+        prepared.emplace(context_while_reading(
+            common, "pca", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate_pca));
+    }
+    Context& ctx = prepared->ctx;
+    const Cube& cube = prepared->input;
+    nlohmann::json& choice = prepared->backend_choice;
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     // The CLI clamps K to the bands (the library refuses K > B, as scikit-learn does).
     PcaOptions options = a.options;
-    options.components = std::min(a.options.components, cube.bands());
+    options.components = std::min(a.options.components, shape.bands);
     if (options.components < a.options.components)
         say(common, "pca: note: --components " + std::to_string(a.options.components) + " exceeds the " +
-                        std::to_string(cube.bands()) + " bands; using " + std::to_string(options.components));
+                        std::to_string(shape.bands) + " bands; using " + std::to_string(options.components));
 
     const TransferTotals copies = ctx.transfer_totals();
-    PcaResult r = timings.time("pca", [&] { return pca(ctx, cube, options); });
+    const bool tiled = file || use_tiles(tiles, ctx, shape.num_bytes());
+    nlohmann::json tiled_report;
+    PcaResult r = timings.time("pca", [&] {
+        if (!tiled) return pca(ctx, cube, options);
+        PcaResult t{{}, Cube(shape.width, shape.height, options.components, DType::F64)};
+        const PcaTiled run = file ? pca_tiled(ctx, *file, t.scores.mutable_view(), options, tiles.value_or(TileOptions{}))
+                                  : pca_tiled(ctx, cube, t.scores.mutable_view(), options, tiles.value_or(TileOptions{}));
+        t.model = run.model;
+        tiled_report = tiled_json(run.run);
+        tiled_report["passes"] = run.passes;
+        return t;
+    });
     timings.split_transfers(ctx, copies, "pca");
     // Views carry no metadata: the component cube keeps the scene's georeferencing here.
-    r.scores.metadata() = cube.metadata().georeference();
+    r.scores.metadata() = file ? file->metadata().georeference() : cube.metadata().georeference();
 
     OutputList outputs;
     timings.time("write", [&] {
@@ -80,12 +106,14 @@ void pca_command(const PcaArgs& a) {
         }
     });
 
-    say(common, "pca: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
+    say(common, "pca: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", " +
                     std::to_string(r.model.samples) + " pixels used, " + std::to_string(options.components) +
                     " components, explained variance of PC1 " + std::to_string(r.model.explained_variance_ratio.front()));
     for (const auto& o : outputs.json()) say(common, "  wrote " + o["path"].get<std::string>());
     nlohmann::json j = summary("pca", ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}};
+    if (file) j["input"]["windowed"] = true;
+    if (tiled) j["tiled"] = tiled_report;
     j["parameters"] = parameters_json(options);
     j["parameters"]["components_requested"] = a.options.components;
     j["model"] = {{"bands", r.model.bands},
@@ -112,13 +140,18 @@ Action add_pca(CLI::App& root) {
         "explained_variance_ratio, components (K rows of B).\n"
         "Examples:\n"
         "  cubekit pca data/samson/samson_1.img pcs.npy                 # 3 components, pcs.pca.json\n"
-        "  cubekit pca scene.mat pcs.hdr --var data --components 8 --model-out model.json --json");
+        "  cubekit pca scene.mat pcs.hdr --var data --components 8 --model-out model.json --json\n"
+        "  cubekit pca flight.hdr pcs.npy --memory-limit 2G   # in tiles, read by windows\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the scene in tiles: the exact\n"
+        "sums are gathered over the tiles (float input: a scan of the pixels used first), then the scores in tiles\n"
+        "(bit-identical); on a GPU an input of 64 MiB or more is streamed in tiles.");
     input_file(app->add_option("IN", args->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->output, "component cube: .npy or ENVI .hdr/.img (float64); written atomically")
         ->required();
     bind_flags(*app, args->options)["components"]->description("components K (clamped to the number of bands)");
     app->add_option("--model-out", args->model_out, "model JSON (default: <OUT without extension>.pca.json)");
     add_common_flags(*app, args->common);
+    add_tile_flags(*app, args->tiles);
     return [args] { pca_command(*args); };
 }
 

@@ -1,0 +1,147 @@
+// PCA in tiles (tiles.hpp, linalg.hpp): the fit's exact sums gathered over the scene's tiles and merged
+// exactly (float input: a first pass for the pixels used and the largest |x|, which fix the scene's
+// fixed point), one eigensolve on the merged sums, then the scores in tiles (no halo). Integer sums do
+// not depend on how the pixels are split, so the model and the scores equal pca_into's bit for bit.
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+#include <string>
+#include <vector>
+
+#include "core/tiled_local.hpp"
+#include "cubekit/error.hpp"
+#include "cubekit/linalg.hpp"
+#include "linalg/pca_internal.hpp"
+
+namespace cubekit {
+
+namespace {
+
+constexpr const char* kWhere = "pca";
+
+// A tile's window where the backend reads it: the CPU any host view; CUDA a dense BSQ device cube.
+template <class Body>
+auto on_backend(const Context& c, const CubeView& window, Body&& body) {
+    if (!c.is_cuda()) return body(window);
+    const CubeInLayout in(c, window, Layout::BSQ, Memory::Device);
+    return body(in.view());
+}
+
+std::size_t reorder_bytes(const detail::TileSource& s) {
+    return s.layout != Layout::BSQ ? std::size_t(s.bands) * dtype_size(s.dtype) : 0;
+}
+
+void merge_peak(TiledRun& into, const TiledRun& pass) {
+    into.peak_bytes = std::max(into.peak_bytes, pass.peak_bytes);
+    into.device_peak_bytes = std::max(into.device_peak_bytes, pass.device_peak_bytes);
+}
+
+// A statistics pass (no output) running `per_tile` on every tile's window under one lock for the merge.
+template <class PerTile, class Merge>
+void statistics_pass(const Context& ctx, const detail::TileSource& src, const TileOptions& tiles, std::size_t host_bpp,
+                     TiledRun& peak, PerTile&& per_tile, Merge&& merge) {
+    std::mutex mutex;
+    detail::LocalTileKernel k;
+    k.out_bands = 0;
+    k.device_work_bytes_per_pixel = reorder_bytes(src) + 1;  // the valid-pixel flags of float input
+    k.host_work_bytes_per_pixel = host_bpp;
+    k.run = [&](const Context& c, const CubeView& window, const MutableCubeView&) {
+        auto part = on_backend(c, window, [&](const CubeView& in) { return per_tile(c, in); });
+        const std::lock_guard lock(mutex);  // max, and integer sums: any order of tiles gives the same
+        merge(part);
+    };
+    merge_peak(peak, detail::run_local_tiles(ctx, src, MutableCubeView{}, k, tiles, kWhere));
+}
+
+PcaTiled pca_source(const Context& ctx, const detail::TileSource& src, const MutableCubeView& scores,
+                    const PcaOptions& options, const TileOptions& tiles) {
+    const CubeShape shape{src.width, src.height, src.bands, src.dtype, src.layout};
+    detail::check_pca_cube(shape, "pca_tiled");
+    detail::check_pca_components(options.components, src.bands, "pca_tiled");
+    ctx.log("pca tiled: " + std::string(ctx.backend_name()) + ", " + shape.describe());
+    PcaTiled result;
+    // As the backends decide (a fixed point for the floating-point types).
+    const bool is_float = visit_dtype(src.dtype, [](auto tag) { return std::is_floating_point_v<decltype(tag)>; });
+
+    // Pass 1 (float input): the pixels used and the largest |x| among them fix the fixed point.
+    std::optional<int> exponent;
+    if (is_float) {
+        detail::PcaScan scene;
+        statistics_pass(
+            ctx, src, tiles, 1, result.run,
+            [](const Context& c, const CubeView& in) { return c.is_cuda() ? detail::pca_scan_device(c, in) : detail::pca_scan_cpu(c, in); },
+            [&](const detail::PcaScan& part) {
+                scene.count += part.count;
+                scene.max_abs = std::max(scene.max_abs, part.max_abs);
+            });
+        if (scene.count == 0) throw InvalidInput("pca_tiled: no pixel has all its bands finite; nothing to fit");
+        exponent = detail::pca_fixed_point_exponent(scene.max_abs, scene.count);
+    }
+    // Pass 2: the exact sums with the scene's fixed point, merged.
+    detail::PcaSums sums;
+    sums.bands = src.bands;
+    sums.exponent = exponent.value_or(0);
+    sums.first.assign(std::size_t(src.bands), 0);
+    sums.second.assign(std::size_t(src.bands) * std::size_t(src.bands), 0);
+    statistics_pass(
+        ctx, src, tiles, 1, result.run,
+        [&](const Context& c, const CubeView& in) {
+            return c.is_cuda() ? detail::pca_sums_device(c, in, exponent) : detail::pca_sums_cpu(c, in, exponent);
+        },
+        [&](const detail::PcaSums& part) { detail::add_pca_sums(sums, part); });
+    result.model = detail::pca_model_from_sums(sums, options.components);
+
+    // Pass 3: the scores, a pixel's from its own samples (no halo).
+    detail::LocalTileKernel k;
+    k.out_dtype = DType::F64;
+    k.out_bands = options.components;
+    k.device_work_bytes_per_pixel = reorder_bytes(src);
+    k.run = [&](const Context& c, const CubeView& window, const MutableCubeView& out) {
+        if (!c.is_cuda()) return detail::pca_transform_cpu(c, window, result.model, out);
+        const CubeInLayout in(c, window, Layout::BSQ, Memory::Device);
+        detail::pca_transform_device(c, in.view(), result.model, reinterpret_cast<double*>(out.data()));
+    };
+    const TiledRun maps = detail::run_local_tiles(ctx, src, scores, k, tiles, kWhere);
+    merge_peak(result.run, maps);
+    result.run.tiles = maps.tiles, result.run.tile_width = maps.tile_width, result.run.tile_height = maps.tile_height;
+    result.run.devices = maps.devices;
+    result.run.direct_input = maps.direct_input, result.run.direct_output = maps.direct_output;
+    result.passes = is_float ? 3 : 2;
+    return result;
+}
+
+}  // namespace
+
+namespace detail {
+
+void add_pca_sums(PcaSums& into, const PcaSums& part) {
+    if (part.bands != into.bands || part.exponent != into.exponent || part.first.size() != into.first.size() ||
+        part.second.size() != into.second.size())
+        throw InvalidInput("pca: sums of different shapes or fixed points cannot be merged (internal)");
+    into.count += part.count;
+    for (std::size_t i = 0; i < into.first.size(); ++i) into.first[i] += part.first[i];
+    for (std::size_t i = 0; i < into.second.size(); ++i) into.second[i] += part.second[i];
+}
+
+#ifndef CUBEKIT_HAVE_CUDA
+// CPU-only build: a CUDA context cannot exist, so these are unreachable through the public API.
+PcaSums pca_sums_device(const Context&, const CubeView&, std::optional<int>) {
+    throw DeviceError("pca: this cubekit was built without CUDA");
+}
+PcaScan pca_scan_device(const Context&, const CubeView&) { throw DeviceError("pca: this cubekit was built without CUDA"); }
+#endif
+
+}  // namespace detail
+
+PcaTiled pca_tiled(const Context& ctx, const CubeView& cube, const MutableCubeView& scores, const PcaOptions& options,
+                   const TileOptions& tiles) {
+    return pca_source(ctx, detail::tile_source(cube), scores, options, tiles);
+}
+
+PcaTiled pca_tiled(const Context& ctx, const CubeFile& file, const MutableCubeView& scores, const PcaOptions& options,
+                   const TileOptions& tiles) {
+    return pca_source(ctx, detail::tile_source(file), scores, options, tiles);
+}
+
+}  // namespace cubekit
