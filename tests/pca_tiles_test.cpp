@@ -87,6 +87,32 @@ TEST(PcaTiles, RealSceneUnderABudgetAndFromAFile) {
     EXPECT_THROW(pca_tiled(cpu, all_nan, o2.mutable_view(), {.components = 1}, {.tile_width = 2}), InvalidInput);
 }
 
+// The piece API (what cubekit.dask.pca calls): three uneven windows scanned, summed and merged in
+// another order give the whole fit.
+TEST(PcaTiles, PiecesMergeToTheWholeModel) {
+    const Context& cpu = cpu_context();
+    for (DType t : {DType::I16, DType::F32}) {
+        Cube cube = correlated_cube(23, 17, 5, t, testing::test_seed());
+        if (t == DType::F32) cube.set_value(2, 2, 1, std::numeric_limits<double>::quiet_NaN());
+        const PcaModel whole = pca_fit(cpu, cube, {.components = 3});
+        const std::vector<CubeView> pieces = {cube.view().window(0, 0, 23, 6), cube.view().window(0, 6, 10, 11),
+                                              cube.view().window(10, 6, 13, 11)};
+        PcaPieceScan scan;
+        for (const CubeView& p : pieces) {
+            const PcaPieceScan s = pca_piece_scan(cpu, p);
+            scan.count += s.count, scan.max_abs = std::max(scan.max_abs, s.max_abs);
+        }
+        const int e = t == DType::F32 ? pca_scene_exponent(scan) : 0;
+        PcaPieceSums total = pca_piece_sums(cpu, pieces[2], e);
+        pca_add_sums(total, pca_piece_sums(cpu, pieces[0], e));
+        pca_add_sums(total, pca_piece_sums(cpu, pieces[1], e));
+        EXPECT_TRUE(models_identical(whole, pca_model_from_piece_sums(total, 3))) << dtype_name(t);
+        PcaPieceSums other = pca_piece_sums(cpu, pieces[0], e + 1);
+        if (t == DType::F32) EXPECT_THROW(pca_add_sums(total, other), InvalidInput);  // another fixed point
+    }
+    EXPECT_THROW(pca_scene_exponent({}), InvalidInput);
+}
+
 // The CLI's tiled path writes the same scores and model as the whole-scene run.
 TEST(PcaTilesCli, MemoryLimitWritesTheSameScores) {
     const auto dir = testing::temp_dir("pca_tiles_cli");

@@ -98,6 +98,31 @@ PcaResult pca(const Context& ctx, const CubeView& cube, const PcaOptions& option
 /// the model. `scores`: W×H×options.components f64 in the context's memory.
 PcaModel pca_into(const Context& ctx, const CubeView& cube, const MutableCubeView& scores, const PcaOptions& options = {});
 
+/// Pieces of a scene, for a caller who cuts it (cubekit.dask.pca does): (1) float input: each piece's
+/// pca_piece_scan, merged (counts summed, the largest max_abs), and the scene's fixed point from
+/// pca_scene_exponent (integer input: 0); (2) each piece's exact sums with that exponent, merged with
+/// pca_add_sums in any order; (3) pca_model_from_piece_sums; (4) pca_transform_into on every piece.
+/// The model and the scores equal pca_into's bit for bit.
+struct PcaPieceScan {
+    std::int64_t count = 0;  ///< pixels whose bands are all finite
+    double max_abs = 0;      ///< the largest |x| among them
+};
+struct PcaPieceSums {
+    int bands = 0;
+    std::int64_t count = 0;            ///< pixels used
+    int exponent = 0;                  ///< the fixed point the sums were made with
+    std::vector<std::int64_t> first;   ///< Σ q_b, B entries
+    /// Σ q_i q_j, B×B row-major (i ≤ j read), each a signed 128-bit integer as two 64-bit words, low then high.
+    std::vector<std::uint64_t> second;
+};
+PcaPieceScan pca_piece_scan(const Context& ctx, const CubeView& piece);
+/// The fixed point of float input from the merged scan. Throws InvalidInput when no pixel is usable.
+int pca_scene_exponent(const PcaPieceScan& scene);
+PcaPieceSums pca_piece_sums(const Context& ctx, const CubeView& piece, int exponent);
+/// Adds `part` into `into` (the same bands and exponent; InvalidInput otherwise); exact.
+void pca_add_sums(PcaPieceSums& into, const PcaPieceSums& part);
+PcaModel pca_model_from_piece_sums(const PcaPieceSums& sums, int components);
+
 /// What pca_tiled returns.
 struct PcaTiled {
     PcaModel model;

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _cubekit, _detect, _edges, _gradient
+import dataclasses
 
-__all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "rbfn_scores", "rx", "matched_filter", "ace", "cem"]
+from . import _cubekit, _detect, _edges, _gradient, _pca, _runtime
+
+__all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "pca", "rbfn_scores", "rx", "matched_filter", "ace",
+           "cem"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -131,6 +134,50 @@ def entropy_edges(cube, **keywords):
     per_band = fusion == "none" and a.ndim == 3
     return _local(a, EDGES_HALO, lambda block: _edges._edges_piece(block, scene, **keywords), np.uint8,
                   bands if per_band else None)
+
+
+def _pca_scan(piece, **common):
+    ctx, _kind, _out, progress = _runtime.begin(piece, dict(common), "pca")
+    return _cubekit.pca_piece_scan(ctx, piece, progress)
+
+
+def _pca_sums(piece, exponent, **common):
+    ctx, _kind, _out, progress = _runtime.begin(piece, dict(common), "pca")
+    return _cubekit.pca_piece_sums(ctx, piece, exponent, progress)
+
+
+def pca(cube, components=3, **common):
+    """cubekit.pca over the chunks of a dask array: the model is fitted when this is called (float
+    input: each chunk's scan of the pixels used, which fixes the scene's fixed point; then each chunk's
+    exact sums, merged exactly; one eigensolve), the scores are a lazy (H, W, K) float64 array computed
+    chunk by chunk. Returns a PCAResult whose fields equal ``cubekit.pca(cube.compute(), components=K)``'s
+    bit for bit, with ``scores`` lazy. Keywords: backend, device, threads (each chunk runs on its own
+    kind of array: CuPy chunks on their GPU).
+    """
+    da = _dask_array()
+    import dask
+    unknown = set(common) - set(_COMMON)
+    if unknown:
+        raise ValueError(f"cubekit.dask.pca: unknown keyword(s) {sorted(unknown)} (components, backend, device, threads)")
+    a = da.asarray(cube)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3:
+        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
+    if a.numblocks[2] != 1:
+        a = a.rechunk({2: -1})  # every pixel's spectrum whole in one chunk
+    blocks = list(a.to_delayed().ravel())
+    exponent = 0
+    if np.issubdtype(a.dtype, np.floating):
+        scans = dask.compute(*[dask.delayed(_pca_scan)(b, **common) for b in blocks])
+        exponent = _cubekit.pca_scene_exponent(sum(int(s[0]) for s in scans), max(float(s[1]) for s in scans))
+    parts = dask.compute(*[dask.delayed(_pca_sums)(b, exponent, **common) for b in blocks])
+    model = _pca.PCAResult(scores=None, **_cubekit.pca_model_from_piece_sums(list(parts), int(components)))
+    k = model.num_components
+    meta = da.utils.meta_from_array(a, ndim=3, dtype=np.float64)
+    scores = a.map_blocks(lambda block: _pca.pca_transform(block, model, **common), chunks=a.chunks[:2] + ((k,),),
+                          dtype=np.float64, meta=meta)
+    return dataclasses.replace(model, scores=scores)
 
 
 def _pixelwise(cube, function, dtype, outputs=None):

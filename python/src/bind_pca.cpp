@@ -70,6 +70,35 @@ void bind_pca(py::module_& m) {
         d["parameters"] = params;
         return d;
     });
+    // Pieces of a scene (cubekit.dask.pca): plain Python values that pickle to a distributed worker.
+    m.def("pca_piece_scan", [](PyContext& c, py::handle piece, py::object progress) {
+        const ArrayView in = array_view(piece, "pca", "piece");
+        const PcaPieceScan s = c.run(std::move(progress), [&](const Context& ctx) { return pca_piece_scan(ctx, in.view); });
+        return py::make_tuple(s.count, s.max_abs);
+    });
+    m.def("pca_scene_exponent", [](std::int64_t count, double max_abs) { return pca_scene_exponent({count, max_abs}); });
+    m.def("pca_piece_sums", [](PyContext& c, py::handle piece, int exponent, py::object progress) {
+        const ArrayView in = array_view(piece, "pca", "piece");
+        const PcaPieceSums s = c.run(std::move(progress), [&](const Context& ctx) { return pca_piece_sums(ctx, in.view, exponent); });
+        return py::make_tuple(s.bands, s.count, s.exponent, s.first, s.second);
+    });
+    // pca_model_from_piece_sums([sums, ...], components) -> model dict: the pieces' sums merged exactly.
+    m.def("pca_model_from_piece_sums", [](const py::list& parts, int components) {
+        const auto piece = [](py::handle h) {
+            const auto t = h.cast<std::tuple<int, std::int64_t, int, std::vector<std::int64_t>, std::vector<std::uint64_t>>>();
+            return PcaPieceSums{std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t), std::get<4>(t)};
+        };
+        if (parts.empty()) throw InvalidInput("pca: no pieces to fit");
+        PcaPieceSums total = piece(parts[0]);
+        for (std::size_t i = 1; i < parts.size(); ++i) pca_add_sums(total, piece(parts[i]));
+        PcaOptions o;
+        o.components = std::min(components, std::max(total.bands, 1));
+        py::dict d = model_dict(pca_model_from_piece_sums(total, o.components));
+        py::dict params = parameters(o);
+        params["components_requested"] = components;
+        d["parameters"] = params;
+        return d;
+    });
     // pca_tiled(ctx, cube or path, keywords, tiles, progress) -> (scores, model dict, tiled dict): the
     // fit and the scores in tiles (NumPy or a file read by windows in; NumPy out).
     m.def("pca_tiled", [](PyContext& c, py::handle cube, const py::dict& keywords, const py::dict& tiles, py::object progress) {

@@ -137,3 +137,38 @@ def test_entropy_edges_on_a_distributed_local_cluster():
         lazy = cubekit.dask.entropy_edges(da.from_array(x, chunks=(32, 32, 6)))
         got = client.compute(lazy).result()
     assert np.array_equal(got, whole)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
+def test_pca_chunks_equal_whole(dtype):
+    rng = np.random.default_rng(8)
+    x = (rng.random((47, 38, 1)) * 100 * np.linspace(1, 2, 6) + rng.random((47, 38, 6)) * 20).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x[5, 6, 2] = np.nan
+        x[40, 1, 0] = -np.inf
+    whole = cubekit.pca(x, components=4)
+    for chunks in [(16, 13, -1), (5, 7, 2), (1, 38, -1)]:
+        r = cubekit.dask.pca(da.from_array(x, chunks=chunks), components=4)
+        assert r.samples == whole.samples and np.array_equal(r.components, whole.components)
+        assert np.array_equal(r.eigenvalues, whole.eigenvalues) and np.array_equal(r.mean, whole.mean)
+        assert np.array_equal(r.scores.compute(), whole.scores, equal_nan=True), chunks
+
+
+def test_pca_refusals_and_2d():
+    x = da.from_array(_random((20, 16, 3), 9), chunks=(8, 8, 3))
+    with pytest.raises(ValueError, match="unknown keyword"):
+        cubekit.dask.pca(x, components=2, whiten=True)
+    g = _random((20, 16), 10)
+    r = cubekit.dask.pca(da.from_array(g, chunks=7), components=1)
+    assert np.array_equal(r.scores.compute(), cubekit.pca(g, components=1).scores)
+
+
+def test_pca_on_a_distributed_local_cluster():
+    distributed = pytest.importorskip("distributed", reason="python3-distributed not installed")
+    x = _random((90, 70, 5), seed=12)
+    whole = cubekit.pca(x, components=3)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        r = cubekit.dask.pca(da.from_array(x, chunks=(32, 32, 5)), components=3)
+        got = r.scores.compute()
+    assert np.array_equal(r.components, whole.components) and np.array_equal(got, whole.scores)

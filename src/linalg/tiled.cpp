@@ -134,6 +134,72 @@ PcaScan pca_scan_device(const Context&, const CubeView&) { throw DeviceError("pc
 
 }  // namespace detail
 
+namespace {
+
+PcaPieceSums to_public(const detail::PcaSums& s) {
+    PcaPieceSums p{s.bands, s.count, s.exponent, s.first, {}};
+    p.second.reserve(2 * s.second.size());
+    for (const detail::i128 v : s.second) {
+        const auto u = static_cast<unsigned __int128>(v);
+        p.second.push_back(std::uint64_t(u)), p.second.push_back(std::uint64_t(u >> 64));
+    }
+    return p;
+}
+
+detail::PcaSums from_public(const PcaPieceSums& p, const char* who) {
+    const std::size_t B = std::size_t(std::max(p.bands, 0));
+    if (p.bands < 1 || p.first.size() != B || p.second.size() != 2 * B * B || p.count < 0)
+        throw InvalidInput(std::string(who) + ": sums of " + std::to_string(p.bands) + " bands hold " +
+                           std::to_string(p.first.size()) + " first-order and " + std::to_string(p.second.size()) +
+                           " second-order words; expected B and 2*B*B");
+    detail::PcaSums s;
+    s.bands = p.bands, s.count = p.count, s.exponent = p.exponent, s.first = p.first;
+    s.second.resize(B * B);
+    for (std::size_t i = 0; i < B * B; ++i)
+        s.second[i] = detail::i128((static_cast<unsigned __int128>(p.second[2 * i + 1]) << 64) | p.second[2 * i]);
+    return s;
+}
+
+template <class Body>
+auto piece_on_backend(const Context& c, const CubeView& piece, Body&& body) {
+    if (!c.is_cuda() && !piece.on_device()) return body(piece);
+    const CubeInLayout in(c, piece, Layout::BSQ, c.is_cuda() ? Memory::Device : Memory::Host);
+    return body(in.view());
+}
+
+}  // namespace
+
+PcaPieceScan pca_piece_scan(const Context& ctx, const CubeView& piece) {
+    detail::check_pca_cube(shape_of(piece), "pca_piece_scan");
+    const detail::PcaScan s = piece_on_backend(ctx, piece, [&](const CubeView& in) {
+        return ctx.is_cuda() ? detail::pca_scan_device(ctx, in) : detail::pca_scan_cpu(ctx, in);
+    });
+    return {s.count, s.max_abs};
+}
+
+int pca_scene_exponent(const PcaPieceScan& scene) {
+    if (scene.count <= 0) throw InvalidInput("pca: no pixel has all its bands finite; nothing to fit");
+    return detail::pca_fixed_point_exponent(scene.max_abs, scene.count);
+}
+
+PcaPieceSums pca_piece_sums(const Context& ctx, const CubeView& piece, int exponent) {
+    detail::check_pca_cube(shape_of(piece), "pca_piece_sums");
+    return to_public(piece_on_backend(ctx, piece, [&](const CubeView& in) {
+        return ctx.is_cuda() ? detail::pca_sums_device(ctx, in, exponent) : detail::pca_sums_cpu(ctx, in, exponent);
+    }));
+}
+
+void pca_add_sums(PcaPieceSums& into, const PcaPieceSums& part) {
+    detail::PcaSums a = from_public(into, "pca_add_sums");
+    detail::add_pca_sums(a, from_public(part, "pca_add_sums"));
+    into = to_public(a);
+}
+
+PcaModel pca_model_from_piece_sums(const PcaPieceSums& sums, int components) {
+    detail::check_pca_components(components, sums.bands, "pca_model_from_piece_sums");
+    return detail::pca_model_from_sums(from_public(sums, "pca_model_from_piece_sums"), components);
+}
+
 PcaTiled pca_tiled(const Context& ctx, const CubeView& cube, const MutableCubeView& scores, const PcaOptions& options,
                    const TileOptions& tiles) {
     return pca_source(ctx, detail::tile_source(cube), scores, options, tiles);
