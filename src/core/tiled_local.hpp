@@ -8,12 +8,15 @@
 // copy-in → upload → kernel → download → copy-out per tile; lanes of one device overlap each
 // other's copies and kernels. Tiles are dealt from one counter, so any number of devices works and
 // the output does not depend on which worker computed a tile.
+#include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
 #include "cubekit/context.hpp"
+#include "cubekit/cube.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/tiles.hpp"
 #include "cubekit/view.hpp"
@@ -57,6 +60,42 @@ TileSource tile_source(const CubeFile& file);
 /// reach the caller. Reports progress (tiles done) through ctx.
 TiledRun run_local_tiles(const Context& ctx, const TileSource& in, const MutableCubeView& out,
                          const LocalTileKernel& kernel, const TileOptions& options, std::string_view where);
+
+/// A piece of a scene where the context's backend reads it: the CPU any host view (a device piece is
+/// copied to the host); CUDA a dense BSQ cube on its device (the piece itself when it is one, else a
+/// copy). Returns body(view).
+template <class Body>
+auto on_backend(const Context& ctx, const CubeView& piece, Body&& body) {
+    if (!ctx.is_cuda() && !piece.on_device()) return body(piece);
+    const CubeInLayout in(ctx, piece, Layout::BSQ, ctx.is_cuda() ? Memory::Device : Memory::Host);
+    return body(in.view());
+}
+
+/// Folds the memory a pass held into a run's peaks.
+inline void merge_peak(TiledRun& into, const TiledRun& pass) {
+    into.peak_bytes = std::max(into.peak_bytes, pass.peak_bytes);
+    into.device_peak_bytes = std::max(into.device_peak_bytes, pass.device_peak_bytes);
+}
+
+/// A statistics pass over the tiles (no halo, no output): per_tile(worker context, window) on every
+/// tile, merge(its result) under one lock; the merges must not depend on the order of the tiles (min,
+/// max, integer sums). `device_bpp`/`host_bpp`: the scratch per_tile needs per pixel of a window.
+/// Returns the pass's run (its peaks).
+template <class PerTile, class Merge>
+TiledRun run_statistics_pass(const Context& ctx, const TileSource& in, const TileOptions& options, std::string_view where,
+                             std::size_t device_bpp, std::size_t host_bpp, PerTile&& per_tile, Merge&& merge) {
+    std::mutex mutex;
+    LocalTileKernel k;
+    k.out_bands = 0;
+    k.device_work_bytes_per_pixel = device_bpp;
+    k.host_work_bytes_per_pixel = host_bpp;
+    k.run = [&](const Context& c, const CubeView& window, const MutableCubeView&) {
+        auto part = per_tile(c, window);
+        const std::lock_guard lock(mutex);
+        merge(part);
+    };
+    return run_local_tiles(ctx, in, MutableCubeView{}, k, options, where);
+}
 
 /// The tile size run_local_tiles uses: {width, height} of a core. `host_bpp`/`device_bpp` are the
 /// bytes each worker holds per pixel of a read window on the host and on a device, `workers` the

@@ -25,15 +25,6 @@ namespace {
 
 constexpr const char* kWhere = "edges";
 
-// A piece where the backend reads it: the CPU any host view (a device piece is copied to the host);
-// CUDA a dense BSQ device cube (the piece itself when it is one, else a copy).
-template <class Body>
-auto on_backend(const Context& c, const CubeView& piece, Body&& body) {
-    if (!c.is_cuda() && !piece.on_device()) return body(piece);
-    const CubeInLayout in(c, piece, Layout::BSQ, c.is_cuda() ? Memory::Device : Memory::Host);
-    return body(in.view());
-}
-
 void check_piece(const CubeView& piece, const EdgeSceneStats& scene, const char* who) {
     if (piece.empty()) throw InvalidInput(std::string(who) + ": the piece is empty");
     const std::size_t B = std::size_t(piece.bands());
@@ -59,29 +50,23 @@ std::size_t host_work_bytes(const detail::TileSource& s, bool maps) {
     return (s.dtype != DType::U8 ? std::size_t(s.bands) : 0) + (maps ? 4 : 1);
 }
 
-void merge_peak(TiledRun& into, const TiledRun& pass) {
-    into.peak_bytes = std::max(into.peak_bytes, pass.peak_bytes);
-    into.device_peak_bytes = std::max(into.device_peak_bytes, pass.device_peak_bytes);
-}
-
 // Pass 1: each band's finite range over the scene (Global: over the cube, in every band).
 void gather_ranges(const Context& ctx, const detail::TileSource& src, Quantize mode, const TileOptions& tiles,
                    EdgeSceneStats& scene, TiledRun& peak) {
     const std::size_t B = std::size_t(src.bands);
     scene.lo.assign(B, std::numeric_limits<double>::infinity());
     scene.hi.assign(B, -std::numeric_limits<double>::infinity());
-    std::mutex mutex;
-    detail::LocalTileKernel k;
-    k.out_bands = 0;
-    k.device_work_bytes_per_pixel = work_bytes(src, false);
-    k.host_work_bytes_per_pixel = host_work_bytes(src, false);
-    k.run = [&](const Context& c, const CubeView& window, const MutableCubeView&) {
-        std::vector<double> lo, hi;
-        entropy_piece_ranges(c, window, lo, hi);
-        const std::lock_guard lock(mutex);  // min and max: any order of tiles gives the same ranges
-        for (std::size_t b = 0; b < B; ++b) scene.lo[b] = std::min(scene.lo[b], lo[b]), scene.hi[b] = std::max(scene.hi[b], hi[b]);
+    const auto per_tile = [](const Context& c, const CubeView& window) {
+        std::pair<std::vector<double>, std::vector<double>> r;
+        entropy_piece_ranges(c, window, r.first, r.second);
+        return r;
     };
-    merge_peak(peak, detail::run_local_tiles(ctx, src, MutableCubeView{}, k, tiles, kWhere));
+    const auto merge = [&](const std::pair<std::vector<double>, std::vector<double>>& r) {  // min and max: any order
+        for (std::size_t b = 0; b < B; ++b)
+            scene.lo[b] = std::min(scene.lo[b], r.first[b]), scene.hi[b] = std::max(scene.hi[b], r.second[b]);
+    };
+    detail::merge_peak(peak, detail::run_statistics_pass(ctx, src, tiles, kWhere, work_bytes(src, false),
+                                                         host_work_bytes(src, false), per_tile, merge));
     if (mode == Quantize::Global) {
         const double lo = *std::min_element(scene.lo.begin(), scene.lo.end());
         const double hi = *std::max_element(scene.hi.begin(), scene.hi.end());
@@ -96,17 +81,14 @@ void gather_thresholds(const Context& ctx, const detail::TileSource& src, const 
     const bool with_mean = o.fusion == EdgeFusion::BandMean || o.fusion == EdgeFusion::ThresholdMean;
     const std::size_t images = std::size_t(src.bands) + (with_mean ? 1 : 0);
     std::vector<std::uint64_t> total(images * 256, 0);
-    std::mutex mutex;
-    detail::LocalTileKernel k;
-    k.out_bands = 0;
-    k.device_work_bytes_per_pixel = work_bytes(src, false);
-    k.host_work_bytes_per_pixel = host_work_bytes(src, false);
-    k.run = [&](const Context& c, const CubeView& window, const MutableCubeView&) {
-        const std::vector<std::uint32_t> h = entropy_piece_histograms(c, window, scene, with_mean);
-        const std::lock_guard lock(mutex);  // integer sums: any order gives the same totals
+    const auto per_tile = [&](const Context& c, const CubeView& window) {
+        return entropy_piece_histograms(c, window, scene, with_mean);
+    };
+    const auto merge = [&](const std::vector<std::uint32_t>& h) {  // integer sums: any order
         for (std::size_t i = 0; i < total.size(); ++i) total[i] += h[i];
     };
-    merge_peak(peak, detail::run_local_tiles(ctx, src, MutableCubeView{}, k, tiles, kWhere));
+    detail::merge_peak(peak, detail::run_statistics_pass(ctx, src, tiles, kWhere, work_bytes(src, false),
+                                                         host_work_bytes(src, false), per_tile, merge));
     entropy_scene_thresholds(scene, total, o.q, with_mean);
 }
 
@@ -161,7 +143,7 @@ EntropyEdgeTiled edges_source(const Context& ctx, const detail::TileSource& src,
         if (!summary) summary = std::move(s);
     };
     const TiledRun maps = detail::run_local_tiles(ctx, src, edges, k, tiles, kWhere);
-    merge_peak(result.run, maps);
+    detail::merge_peak(result.run, maps);
     result.run.tiles = maps.tiles, result.run.tile_width = maps.tile_width, result.run.tile_height = maps.tile_height;
     result.run.devices = maps.devices;
     result.run.direct_input = maps.direct_input, result.run.direct_output = maps.direct_output;
@@ -174,7 +156,7 @@ EntropyEdgeTiled edges_source(const Context& ctx, const detail::TileSource& src,
 
 void entropy_piece_ranges(const Context& ctx, const CubeView& piece, std::vector<double>& lo, std::vector<double>& hi) {
     if (piece.empty()) throw InvalidInput("entropy_piece_ranges: the piece is empty");
-    on_backend(ctx, piece, [&](const CubeView& in) {
+    detail::on_backend(ctx, piece, [&](const CubeView& in) {
         if (ctx.is_cuda()) detail::band_ranges_cuda(ctx, in, lo, hi);
         else detail::band_ranges_cpu(ctx, in, lo, hi);
         return 0;
@@ -184,7 +166,7 @@ void entropy_piece_ranges(const Context& ctx, const CubeView& piece, std::vector
 std::vector<std::uint32_t> entropy_piece_histograms(const Context& ctx, const CubeView& piece, const EdgeSceneStats& scene,
                                                     bool with_mean) {
     check_piece(piece, scene, "entropy_piece_histograms");
-    return on_backend(ctx, piece, [&](const CubeView& in) {
+    return detail::on_backend(ctx, piece, [&](const CubeView& in) {
         return ctx.is_cuda() ? detail::tile_histograms_cuda(ctx, in, scene, with_mean)
                              : detail::tile_histograms_cpu(ctx, in, scene, with_mean);
     });
@@ -235,7 +217,7 @@ EntropyEdgeSummary entropy_edges_piece(const Context& ctx, const CubeView& piece
     detail::check_output_memory(ctx, edges, out_who);
     detail::check_output_shape(edges, piece.width(), piece.height(), entropy_edges_bands(piece.bands(), o).edges, DType::U8, out_who);
     const detail::EdgeOutputs outputs{edges, {}};
-    return on_backend(ctx, piece, [&](const CubeView& in) {
+    return detail::on_backend(ctx, piece, [&](const CubeView& in) {
         return ctx.is_cuda() ? detail::entropy_edges_cuda(ctx, in, outputs, o, &scene)
                              : detail::entropy_edges_cpu(ctx, in, outputs, o, &scene);
     });

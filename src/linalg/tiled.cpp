@@ -3,7 +3,6 @@
 // fixed point), one eigensolve on the merged sums, then the scores in tiles (no halo). Integer sums do
 // not depend on how the pixels are split, so the model and the scores equal pca_into's bit for bit.
 #include <algorithm>
-#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <string>
@@ -20,38 +19,20 @@ namespace {
 
 constexpr const char* kWhere = "pca";
 
-// A tile's window where the backend reads it: the CPU any host view; CUDA a dense BSQ device cube.
-template <class Body>
-auto on_backend(const Context& c, const CubeView& window, Body&& body) {
-    if (!c.is_cuda()) return body(window);
-    const CubeInLayout in(c, window, Layout::BSQ, Memory::Device);
-    return body(in.view());
-}
-
 std::size_t reorder_bytes(const detail::TileSource& s) {
     return s.layout != Layout::BSQ ? std::size_t(s.bands) * dtype_size(s.dtype) : 0;
 }
 
-void merge_peak(TiledRun& into, const TiledRun& pass) {
-    into.peak_bytes = std::max(into.peak_bytes, pass.peak_bytes);
-    into.device_peak_bytes = std::max(into.device_peak_bytes, pass.device_peak_bytes);
+// The scan (float input) and the sums of one tile, on the worker's backend.
+detail::PcaScan scan_tile(const Context& c, const CubeView& window) {
+    return detail::on_backend(c, window, [&](const CubeView& in) {
+        return c.is_cuda() ? detail::pca_scan_device(c, in) : detail::pca_scan_cpu(c, in);
+    });
 }
-
-// A statistics pass (no output) running `per_tile` on every tile's window under one lock for the merge.
-template <class PerTile, class Merge>
-void statistics_pass(const Context& ctx, const detail::TileSource& src, const TileOptions& tiles, std::size_t host_bpp,
-                     TiledRun& peak, PerTile&& per_tile, Merge&& merge) {
-    std::mutex mutex;
-    detail::LocalTileKernel k;
-    k.out_bands = 0;
-    k.device_work_bytes_per_pixel = reorder_bytes(src) + 1;  // the valid-pixel flags of float input
-    k.host_work_bytes_per_pixel = host_bpp;
-    k.run = [&](const Context& c, const CubeView& window, const MutableCubeView&) {
-        auto part = on_backend(c, window, [&](const CubeView& in) { return per_tile(c, in); });
-        const std::lock_guard lock(mutex);  // max, and integer sums: any order of tiles gives the same
-        merge(part);
-    };
-    merge_peak(peak, detail::run_local_tiles(ctx, src, MutableCubeView{}, k, tiles, kWhere));
+detail::PcaSums sums_tile(const Context& c, const CubeView& window, std::optional<int> exponent) {
+    return detail::on_backend(c, window, [&](const CubeView& in) {
+        return c.is_cuda() ? detail::pca_sums_device(c, in, exponent) : detail::pca_sums_cpu(c, in, exponent);
+    });
 }
 
 PcaTiled pca_source(const Context& ctx, const detail::TileSource& src, const MutableCubeView& scores,
@@ -68,13 +49,12 @@ PcaTiled pca_source(const Context& ctx, const detail::TileSource& src, const Mut
     std::optional<int> exponent;
     if (is_float) {
         detail::PcaScan scene;
-        statistics_pass(
-            ctx, src, tiles, 1, result.run,
-            [](const Context& c, const CubeView& in) { return c.is_cuda() ? detail::pca_scan_device(c, in) : detail::pca_scan_cpu(c, in); },
-            [&](const detail::PcaScan& part) {
-                scene.count += part.count;
-                scene.max_abs = std::max(scene.max_abs, part.max_abs);
-            });
+        const auto merge = [&](const detail::PcaScan& part) {  // a sum and a max: any order
+            scene.count += part.count;
+            scene.max_abs = std::max(scene.max_abs, part.max_abs);
+        };
+        detail::merge_peak(result.run, detail::run_statistics_pass(ctx, src, tiles, kWhere, reorder_bytes(src) + 1, 1,
+                                                                   scan_tile, merge));
         if (scene.count == 0) throw InvalidInput("pca_tiled: no pixel has all its bands finite; nothing to fit");
         exponent = detail::pca_fixed_point_exponent(scene.max_abs, scene.count);
     }
@@ -84,12 +64,10 @@ PcaTiled pca_source(const Context& ctx, const detail::TileSource& src, const Mut
     sums.exponent = exponent.value_or(0);
     sums.first.assign(std::size_t(src.bands), 0);
     sums.second.assign(std::size_t(src.bands) * std::size_t(src.bands), 0);
-    statistics_pass(
-        ctx, src, tiles, 1, result.run,
-        [&](const Context& c, const CubeView& in) {
-            return c.is_cuda() ? detail::pca_sums_device(c, in, exponent) : detail::pca_sums_cpu(c, in, exponent);
-        },
-        [&](const detail::PcaSums& part) { detail::add_pca_sums(sums, part); });
+    detail::merge_peak(result.run, detail::run_statistics_pass(
+                                       ctx, src, tiles, kWhere, reorder_bytes(src) + 1, 1,
+                                       [&](const Context& c, const CubeView& w) { return sums_tile(c, w, exponent); },
+                                       [&](const detail::PcaSums& part) { detail::add_pca_sums(sums, part); }));
     result.model = detail::pca_model_from_sums(sums, options.components);
 
     // Pass 3: the scores, a pixel's from its own samples (no halo).
@@ -103,7 +81,7 @@ PcaTiled pca_source(const Context& ctx, const detail::TileSource& src, const Mut
         detail::pca_transform_device(c, in.view(), result.model, reinterpret_cast<double*>(out.data()));
     };
     const TiledRun maps = detail::run_local_tiles(ctx, src, scores, k, tiles, kWhere);
-    merge_peak(result.run, maps);
+    detail::merge_peak(result.run, maps);
     result.run.tiles = maps.tiles, result.run.tile_width = maps.tile_width, result.run.tile_height = maps.tile_height;
     result.run.devices = maps.devices;
     result.run.direct_input = maps.direct_input, result.run.direct_output = maps.direct_output;
@@ -160,20 +138,11 @@ detail::PcaSums from_public(const PcaPieceSums& p, const char* who) {
     return s;
 }
 
-template <class Body>
-auto piece_on_backend(const Context& c, const CubeView& piece, Body&& body) {
-    if (!c.is_cuda() && !piece.on_device()) return body(piece);
-    const CubeInLayout in(c, piece, Layout::BSQ, c.is_cuda() ? Memory::Device : Memory::Host);
-    return body(in.view());
-}
-
 }  // namespace
 
 PcaPieceScan pca_piece_scan(const Context& ctx, const CubeView& piece) {
     detail::check_pca_cube(shape_of(piece), "pca_piece_scan");
-    const detail::PcaScan s = piece_on_backend(ctx, piece, [&](const CubeView& in) {
-        return ctx.is_cuda() ? detail::pca_scan_device(ctx, in) : detail::pca_scan_cpu(ctx, in);
-    });
+    const detail::PcaScan s = scan_tile(ctx, piece);
     return {s.count, s.max_abs};
 }
 
@@ -184,9 +153,7 @@ int pca_scene_exponent(const PcaPieceScan& scene) {
 
 PcaPieceSums pca_piece_sums(const Context& ctx, const CubeView& piece, int exponent) {
     detail::check_pca_cube(shape_of(piece), "pca_piece_sums");
-    return to_public(piece_on_backend(ctx, piece, [&](const CubeView& in) {
-        return ctx.is_cuda() ? detail::pca_sums_device(ctx, in, exponent) : detail::pca_sums_cpu(ctx, in, exponent);
-    }));
+    return to_public(sums_tile(ctx, piece, exponent));
 }
 
 void pca_add_sums(PcaPieceSums& into, const PcaPieceSums& part) {
