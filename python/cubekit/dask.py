@@ -5,7 +5,10 @@ Each function takes a ``dask.array`` (NumPy or CuPy chunks; spatial chunks of an
 in one chunk or rechunked into one) and returns a lazy ``dask.array``. Local families run through
 Dask's overlap with the family's halo (RCMG: 1 pixel; the pixel detectors: none, so plain
 ``map_blocks``; the classical detectors need their background statistics given, fitted once on the
-whole scene or a sample of it, as a per-chunk fit would differ); each chunk is computed by the cubekit
+whole scene or a sample of it, as a per-chunk fit would differ). Families with scene statistics
+gather them over the chunks when called, with exact merges, then return the lazy per-chunk result
+(``entropy_edges``: E1 band ranges and 256-bin histograms, then the maps with a 1-pixel halo; ``pca``:
+the exact sums, one eigensolve, then the scores); each chunk is computed by the cubekit
 function on the chunk's own kind of array (CuPy chunks on their GPU), so a ``distributed`` cluster
 with one worker pinned to each GPU spreads the work over the GPUs.
 
