@@ -249,10 +249,8 @@ TILE_KEYWORDS = ("memory_limit", "device_memory_limit", "devices", "tile_size")
 
 def pop_tile_keywords(keywords: dict) -> dict:
     """Pops the tile keywords (memory_limit, device_memory_limit, devices, tile_size); the given ones."""
-    tiles = {k: keywords.pop(k) for k in TILE_KEYWORDS if keywords.get(k) is not None}
-    for k in TILE_KEYWORDS:
-        keywords.pop(k, None)
-    return tiles
+    popped = {k: keywords.pop(k, None) for k in TILE_KEYWORDS}
+    return {k: v for k, v in popped.items() if v is not None}
 
 
 def is_path(x) -> bool:
