@@ -23,6 +23,8 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -72,5 +74,69 @@ Cube remove_small_components(const Context& ctx, const CubeView& mask, std::int6
 ///     cubekit::remove_small_components_into(gpu, d_edges, d_edges, 5);   // in place, on the device
 void remove_small_components_into(const Context& ctx, const CubeView& mask, const MutableCubeView& out,
                                   std::int64_t min_size, int connectivity = 8);
+
+// ---- Tiles (tiles.hpp) and pieces ------------------------------------------------------------
+// A scene cut into a grid of tiles (or Dask chunks) is labelled piece by piece; the pieces' components
+// that touch across a border (equal values, the connectivity's neighbours) are joined by a union-find
+// over the border pixels only, and numbered in the scene's raster order: key (top row, piece column,
+// local label) orders first pixels exactly as a raster scan, because a piece numbers its components
+// in its own raster order. So the labels and statistics equal label_components' exactly, for any
+// tile size, with memory for the borders only (no halo; the labels are renumbered in place).
+
+/// What a tiled labelling did: every band's statistics (label_components') and the run.
+struct ComponentsTiled {
+    ComponentStats per_band;
+    TiledRun run;
+};
+
+/// Labels a scene in tiles into `labels`: host W×H×B i32, any strides. Bands may have more than
+/// 2^31 − 1 pixels here (a tile may not); a band of more than 2^31 − 1 components throws.
+///
+///     cubekit::Cube labels(W, H, B, cubekit::DType::I32);
+///     auto c = cubekit::label_components_tiled(gpu, mask, labels.mutable_view(), 8, {.devices = {0, 1}});
+ComponentsTiled label_components_tiled(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                                       int connectivity = 8, const TileOptions& tiles = {});
+/// The same reading the scene by windows from a file (a scene that is not in memory).
+ComponentsTiled label_components_tiled(const Context& ctx, const CubeFile& file, const MutableCubeView& labels,
+                                       int connectivity = 8, const TileOptions& tiles = {});
+
+/// remove_small_components in tiles: a labelling pass finds every component's size in the scene, then
+/// each tile is labelled again and cleaned (the same tiles). out: host u8, any strides; it may be the
+/// mask itself (cleaned in place). The mask is read twice; the run counts the tiles of one pass.
+TiledRun remove_small_components_tiled(const Context& ctx, const CubeView& mask, const MutableCubeView& out,
+                                       std::int64_t min_size, int connectivity = 8, const TileOptions& tiles = {});
+TiledRun remove_small_components_tiled(const Context& ctx, const CubeFile& mask, const MutableCubeView& out,
+                                       std::int64_t min_size, int connectivity = 8, const TileOptions& tiles = {});
+
+/// One piece of a scene, labelled on its own: where it lies, its components' statistics (local labels,
+/// local coordinates) and, per band, the labels and samples of its edge pixels in the order top row,
+/// bottom row (width each), left column, right column (height each).
+struct LabelPiece {
+    int x0 = 0, y0 = 0, width = 0, height = 0;
+    ComponentStats per_band;
+    std::vector<std::vector<std::int32_t>> edge_labels;
+    std::vector<std::vector<std::int64_t>> edge_values;
+};
+
+/// Labels one piece (the piece at x0, y0 of the scene) into `labels` (label_components_into's rules)
+/// and returns its summary for merge_label_pieces.
+LabelPiece label_piece(const Context& ctx, const CubeView& piece, int x0, int y0, const MutableCubeView& labels,
+                       int connectivity = 8);
+
+/// The pieces joined: the scene's statistics, and per piece and band the table local label → scene
+/// label (relabel[i][b][0] = 0).
+struct LabelMerge {
+    ComponentStats per_band;
+    std::vector<std::vector<std::vector<std::int32_t>>> relabel;
+};
+
+/// Joins pieces that tile a width × height scene as a grid (rows of equal height, columns of equal
+/// width, like Dask chunks or plan_tiles), each labelled with the same connectivity. Throws
+/// InvalidInput when they do not form such a grid or disagree on the bands.
+///
+///     std::vector<cubekit::LabelPiece> pieces;   // label_piece on every chunk
+///     cubekit::LabelMerge m = cubekit::merge_label_pieces(pieces, W, H, 8);
+///     // scene label of chunk i's pixel: m.relabel[i][b][local label]
+LabelMerge merge_label_pieces(const std::vector<LabelPiece>& pieces, int width, int height, int connectivity = 8);
 
 }  // namespace cubekit

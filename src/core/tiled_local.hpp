@@ -39,6 +39,13 @@ struct LocalTileKernel {
     /// data on the CPU; a dense device copy in the input's own nesting on CUDA), `out` dense BSQ in
     /// the same memory. Queued on the context's stream (the runner synchronises).
     std::function<void(const Context& ctx, const CubeView& in, const MutableCubeView& out)> run;
+    /// As run, for a kernel that needs to know which tile it computes (the labelling of pieces joined
+    /// across tile borders); when set, it is called instead of run.
+    std::function<void(const Context& ctx, const Tile& tile, const CubeView& in, const MutableCubeView& out)> run_tile;
+    void operator()(const Context& ctx, const Tile& tile, const CubeView& in, const MutableCubeView& out) const {
+        if (run_tile) run_tile(ctx, tile, in, out);
+        else run(ctx, in, out);
+    }
 };
 
 /// Where the tiles' input comes from: a host view (read in place by the CPU backend), or a reader of
@@ -60,6 +67,12 @@ TileSource tile_source(const CubeFile& file);
 /// reach the caller. Reports progress (tiles done) through ctx.
 TiledRun run_local_tiles(const Context& ctx, const TileSource& in, const MutableCubeView& out,
                          const LocalTileKernel& kernel, const TileOptions& options, std::string_view where);
+
+/// The tile size run_local_tiles would choose for this kernel now: {width, height} of a core. A family
+/// that runs several passes over the same tiles forces this size on each (options.tile_width/height):
+/// the free device memory, and so the choice, may change between passes.
+std::pair<int, int> local_tile_size(const Context& ctx, const TileSource& in, const LocalTileKernel& kernel,
+                                    const TileOptions& options, std::string_view where);
 
 /// A piece of a scene where the context's backend reads it: the CPU any host view (a device piece is
 /// copied to the host); CUDA a dense BSQ cube on its device (the piece itself when it is one, else a

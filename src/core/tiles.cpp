@@ -163,13 +163,37 @@ std::size_t max_read_pixels(const std::vector<Tile>& tiles) {
     return m;
 }
 
+// The tile sizes of the two runners (local_tile_size is the one a caller sees).
+std::pair<int, int> cpu_tile_size(const TileSource& in, const LocalTileKernel& k, const TileOptions& options,
+                                  std::string_view where) {
+    const std::size_t out_bpp = std::size_t(k.out_bands) * dtype_size(k.out_dtype);
+    const std::size_t in_bpp = in.in_memory() ? 0 : std::size_t(in.bands) * dtype_size(in.dtype);
+    return choose_tile_size(in.width, in.height, k.halo, out_bpp + in_bpp + k.host_work_bytes_per_pixel, 0, 1, 1, 0,
+                            options, where);
+}
+
+std::vector<int> cuda_devices(const Context& ctx, const TileOptions& options) {
+    return options.devices.empty() ? std::vector<int>{ctx.device()} : options.devices;
+}
+
+std::pair<int, int> cuda_tile_size(const TileSource& in, const LocalTileKernel& k, const TileOptions& options,
+                                   std::string_view where, const std::vector<int>& devices) {
+    const int lanes = std::max(1, options.lanes);
+    std::size_t device_free = std::numeric_limits<std::size_t>::max();
+    for (int d : devices) device_free = std::min(device_free, device_free_bytes(d));
+    const std::size_t in_bpp = std::size_t(in.bands) * dtype_size(in.dtype);
+    const std::size_t out_bpp = std::size_t(k.out_bands) * dtype_size(k.out_dtype);
+    return choose_tile_size(in.width, in.height, k.halo, in_bpp + out_bpp, in_bpp + out_bpp + k.device_work_bytes_per_pixel,
+                            int(devices.size()) * lanes, lanes, device_free, options, where);
+}
+
 // The CPU backend reads a view in place; a file's windows are read into a buffer first.
 TiledRun run_cpu(const Context& ctx, const TileSource& in, const MutableCubeView& out, const LocalTileKernel& k,
                  const TileOptions& options, std::string_view where) {
     const std::size_t out_bpp = std::size_t(k.out_bands) * dtype_size(k.out_dtype);
     const std::size_t in_bpp = in.in_memory() ? 0 : std::size_t(in.bands) * dtype_size(in.dtype);
     const std::size_t work_bpp = k.host_work_bytes_per_pixel;
-    const auto [tw, th] = choose_tile_size(in.width, in.height, k.halo, out_bpp + in_bpp + work_bpp, 0, 1, 1, 0, options, where);
+    const auto [tw, th] = cpu_tile_size(in, k, options, where);
     const std::vector<Tile> tiles = plan_tiles(in.width, in.height, tw, th, k.halo);
     HostBuffer buffer(max_read_pixels(tiles) * out_bpp), window(max_read_pixels(tiles) * in_bpp);
     for (std::size_t i = 0; i < tiles.size(); ++i) {
@@ -179,11 +203,11 @@ TiledRun run_cpu(const Context& ctx, const TileSource& in, const MutableCubeView
                                                           : dense_host(buffer.data(), t.read_width, t.read_height,
                                                                        k.out_bands, k.out_dtype, Layout::BSQ);
         if (in.in_memory()) {
-            k.run(ctx, in.view->window(t.read_x0, t.read_y0, t.read_width, t.read_height), tile_out);
+            k(ctx, t, in.view->window(t.read_x0, t.read_y0, t.read_width, t.read_height), tile_out);
         } else {
             const MutableCubeView w = dense_host(window.data(), t.read_width, t.read_height, in.bands, in.dtype, in.layout);
             in.read(t.read_x0, t.read_y0, t.read_width, t.read_height, w);
-            k.run(ctx, w, tile_out);
+            k(ctx, t, w, tile_out);
         }
         if (k.out_bands > 0) copy_core(tile_out, t, out);
         if (tiles.size() > 1) ctx.progress(i + 1, tiles.size());
@@ -292,7 +316,7 @@ struct Lane {
             s.in.read(t.read_x0, t.read_y0, rw, rh, dense_host(pin_in->data(), rw, rh, B, s.in.dtype, staged));
             dev_in.upload_async(ctx, pin_in->data(), in_bytes);
         }
-        s.k.run(ctx, d_in, d_out);
+        s.k(ctx, t, d_in, d_out);
         if (s.k.out_bands == 0) return;  // a statistics pass: the kernel kept what it needs
         const CubeView core = CubeView(d_out).window(t.x0 - t.read_x0, t.y0 - t.read_y0, t.width, t.height);
         if (s.direct_out) {
@@ -333,16 +357,12 @@ void cuda_worker(Shared& s, int device) {
 
 TiledRun run_cuda(const Context& ctx, const TileSource& in, const MutableCubeView& out, const LocalTileKernel& k,
                   const TileOptions& options, std::string_view where) {
-    const std::vector<int> devices = options.devices.empty() ? std::vector<int>{ctx.device()} : options.devices;
+    const std::vector<int> devices = cuda_devices(ctx, options);
     const int lanes = std::max(1, options.lanes);
-    std::size_t device_free = std::numeric_limits<std::size_t>::max();
-    for (int d : devices) device_free = std::min(device_free, device_free_bytes(d));
     const std::size_t in_bpp = std::size_t(in.bands) * dtype_size(in.dtype);
     const std::size_t out_bpp = std::size_t(k.out_bands) * dtype_size(k.out_dtype);
     const int workers_max = int(devices.size()) * lanes;
-    const auto [tw, th] = choose_tile_size(in.width, in.height, k.halo, in_bpp + out_bpp,
-                                           in_bpp + out_bpp + k.device_work_bytes_per_pixel, workers_max, lanes,
-                                           device_free, options, where);
+    const auto [tw, th] = cuda_tile_size(in, k, options, where, devices);
     const std::vector<Tile> tiles = plan_tiles(in.width, in.height, tw, th, k.halo);
     const int workers = int(std::min<std::size_t>(std::size_t(workers_max), tiles.size()));
     Shared s{ctx, in, out, k, tiles, max_read_pixels(tiles), std::max(1, ctx.threads() / workers)};
@@ -383,6 +403,12 @@ TileSource tile_source(const CubeFile& file) {
     TileSource s{.width = shape.width, .height = shape.height, .bands = shape.bands, .dtype = shape.dtype, .layout = shape.layout};
     s.read = [&file](int x0, int y0, int w, int h, const MutableCubeView& dst) { file.read_window(x0, y0, w, h, dst); };
     return s;
+}
+
+std::pair<int, int> local_tile_size(const Context& ctx, const TileSource& in, const LocalTileKernel& kernel,
+                                    const TileOptions& options, std::string_view where) {
+    return ctx.is_cuda() ? cuda_tile_size(in, kernel, options, where, cuda_devices(ctx, options))
+                         : cpu_tile_size(in, kernel, options, where);
 }
 
 TiledRun run_local_tiles(const Context& ctx, const TileSource& in, const MutableCubeView& out, const LocalTileKernel& k,

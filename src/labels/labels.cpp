@@ -155,5 +155,9 @@ ComponentStats label_components_cuda(const Context&, const CubeView&, const Muta
 void remove_small_components_cuda(const Context&, const CubeView&, const MutableCubeView&, std::int64_t, int) {
     throw DeviceError("remove_small_components: this cubekit was built without CUDA");
 }
+void apply_keep_cuda(const Context&, const CubeView&, const CubeView&, const std::vector<std::uint8_t>&,
+                     const std::vector<std::int64_t>&, const MutableCubeView&) {
+    throw DeviceError("remove_small_components_tiled: this cubekit was built without CUDA");
+}
 }  // namespace cubekit::detail
 #endif

@@ -3,6 +3,7 @@
 // remove_small_components_* functions on raw planes are also called directly by the edge detector
 // on its per-band edge maps.
 #include <cstdint>
+#include <vector>
 
 #include "cubekit/labels.hpp"
 
@@ -62,5 +63,11 @@ ComponentStats label_components_cuda(const Context& ctx, const CubeView& image, 
 /// window of one on the context's device; maps: u8, labels_cuda_accepts; min_size ≥ 2.
 void remove_small_components_cuda(const Context& ctx, const CubeView& mask, const MutableCubeView& maps,
                                   std::int64_t min_size, int connectivity);
+
+/// The cleaning step of remove_small_components_tiled: out(x, y, b) = mask(x, y, b) where
+/// keep[offset[b] + labels(x, y, b)] is nonzero, else 0. CUDA: mask a u8 device view (any strides),
+/// labels a dense BSQ i32 and out a dense BSQ u8 on the context's device; waits for the kernel.
+void apply_keep_cuda(const Context& ctx, const CubeView& mask, const CubeView& labels, const std::vector<std::uint8_t>& keep,
+                     const std::vector<std::int64_t>& offset, const MutableCubeView& out);
 
 }  // namespace cubekit::detail
