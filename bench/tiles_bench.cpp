@@ -34,6 +34,7 @@
 #include "cubekit/linalg.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
+#include "cubekit/labels.hpp"
 #include "bench_common.hpp"
 
 using namespace cubekit;
@@ -180,6 +181,22 @@ struct Table {
     }
 };
 
+// A mask of the cube's first `bands` bands: each sample above its band's mean (from every 97th pixel).
+Cube threshold_mask(const Cube& cube, int bands) {
+    Cube mask = Cube::uninitialized(cube.width(), cube.height(), bands, DType::U8);
+    const std::int64_t n = std::int64_t(cube.width()) * cube.height();
+    for (int b = 0; b < bands; ++b) {
+        double sum = 0;
+        std::int64_t count = 0;
+        for (std::int64_t i = 0; i < n; i += 97, ++count) sum += cube.value(int(i % cube.width()), int(i / cube.width()), b);
+        const double mean = sum / double(count);
+#pragma omp parallel for schedule(static)
+        for (int y = 0; y < cube.height(); ++y)
+            for (int x = 0; x < cube.width(); ++x) mask.at<std::uint8_t>(x, y, b) = cube.value(x, y, b) > mean ? 1 : 0;
+    }
+    return mask;
+}
+
 // A 4-neuron RBF network on the cube's bands, centres at four of its pixels (the score's value does
 // not matter here; the work per pixel does).
 RbfnModel bench_model(const Cube& cube) {
@@ -324,6 +341,41 @@ int main(int argc, char** argv) {
                 info = pca_tiled(gpu, cube.view(), pcs.mutable_view(), {.components = 3}, {.devices = first_devices(n)}).run;
             });
             t.row("pca_tiled", n, 3, info, ms, std::memcmp(pcs.bytes(), ref.bytes(), ref.num_bytes()) == 0);
+        }
+    }
+
+    // Connected components (8-connectivity) of an 8-band mask: the tiles labelled on their own, joined on
+    // the host from their edges and renumbered in place; the removal reads the mask twice.
+    {
+        const int mb = std::min(8, cube.bands());
+        const Cube mask = threshold_mask(cube, mb);
+        Components ref;
+        const double whole_ms = median_wall_ms([&] { ref = label_components(gpu, mask, 8); });
+        std::printf("\nlabel_components() whole %dx%dx%d u8 mask on one GPU (upload, labels, statistics, download): "
+                    "%.1f ms; %zu components in band 0.\n", width, height, mb, whole_ms, ref.per_band[0].size());
+        Cube labels = Cube::uninitialized(width, height, mb, DType::I32);
+        const double mask_gb = double(mask.num_bytes()) / 1e9;
+        Table t{mask_gb, double(labels.num_bytes()) / 1e9};
+        t.header("label_components_tiled (8-connectivity), pageable");
+        for (int n : counts) {
+            TiledRun info;
+            const double ms = median_wall_ms([&] {
+                info = label_components_tiled(gpu, mask, labels.mutable_view(), 8, {.devices = first_devices(n)}).run;
+            });
+            t.row("label_components_tiled", n, 3, info, ms, std::memcmp(labels.bytes(), ref.labels.bytes(), labels.num_bytes()) == 0);
+        }
+        Cube clean_ref;
+        const double clean_ms = median_wall_ms([&] { clean_ref = remove_small_components(gpu, mask, 5, 8); });
+        std::printf("\nremove_small_components() whole mask on one GPU: %.1f ms.\n", clean_ms);
+        Cube cleaned = Cube::uninitialized(width, height, mb, DType::U8);
+        Table r{2 * mask_gb, mask_gb};
+        r.header("remove_small_components_tiled (L 5), 2 reads, pageable");
+        for (int n : counts) {
+            TiledRun info;
+            const double ms = median_wall_ms([&] {
+                info = remove_small_components_tiled(gpu, mask, cleaned.mutable_view(), 5, 8, {.devices = first_devices(n)});
+            });
+            r.row("remove_small_components_tiled", n, 3, info, ms, std::memcmp(cleaned.bytes(), clean_ref.bytes(), cleaned.num_bytes()) == 0);
         }
     }
 

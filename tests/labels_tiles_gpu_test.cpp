@@ -19,11 +19,11 @@ using testing::label_test_image;
 using testing::poisoned_labels;
 using testing::same_stats;
 
-struct Run {
+struct TileRun {
     int tw, th, lanes;
     bool all_devices;
 };
-const std::vector<Run> kRuns = {{157, 8, 2, false}, {31, 17, 1, false}, {6, 5, 3, false}, {157, 3, 2, true}};
+const std::vector<TileRun> kRuns = {{157, 8, 2, false}, {31, 17, 1, false}, {6, 5, 3, false}, {157, 3, 2, true}};
 
 std::vector<int> all_devices() {
     std::vector<int> devices;
@@ -43,7 +43,7 @@ TEST(LabelsTilesGpu, StreamedEqualsCpuWhole) {
         const Cube image = label_test_image(157, 61, bands, types[i], layouts[i % 3], 40 + 5 * i, values, seed + std::uint64_t(i));
         for (int connectivity : {4, 8}) {
             const Components whole = label_components(cpu_context(), image, connectivity);
-            for (const Run& r : kRuns) {
+            for (const TileRun& r : kRuns) {
                 SCOPED_TRACE(::testing::Message() << dtype_name(types[i]) << " conn " << connectivity << " tiles " << r.tw
                                                   << "x" << r.th << " lanes " << r.lanes << " all devices " << r.all_devices);
                 Cube out = poisoned_labels(157, 61, bands);
@@ -67,7 +67,7 @@ TEST(LabelsTilesGpu, RemovalStreamedEqualsCpuWhole) {
         for (int connectivity : {4, 8})
             for (std::int64_t min_size : {0, 3, 30}) {
                 const Cube whole = remove_small_components(cpu_context(), mask, min_size, connectivity);
-                for (const Run& r : kRuns) {
+                for (const TileRun& r : kRuns) {
                     SCOPED_TRACE(::testing::Message() << values << " values, conn " << connectivity << " min " << min_size
                                                       << " tiles " << r.tw << "x" << r.th << " lanes " << r.lanes);
                     Cube out(157, 61, 2, DType::U8);

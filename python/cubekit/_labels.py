@@ -21,9 +21,11 @@ class Components:
     stats : one NumPy structured array per band (host), ``stats[b][label - 1]`` with fields size,
         x0, y0, x1, y1 (see COMPONENT_DTYPE).
     counts : property, the number of components of every band.
+    tiled : the tiled path's report (tiles, tile_width, tile_height, peak_bytes, ...), else None.
     """
     labels: object
     stats: list
+    tiled: dict | None = None
 
     @property
     def counts(self) -> list[int]:
@@ -35,6 +37,11 @@ def _tables(raw) -> list[np.ndarray]:
 
 
 def _label(image, keywords, function):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(image):
+        ctx, progress = _runtime.begin_tiled(image, keywords, tiles, function)
+        labels, raw, run = _cubekit.label_tiled(ctx, _runtime.fspath_or(image), keywords, tiles, progress)
+        return Components(labels=labels, stats=_tables(raw), tiled=run)
     backend, device, threads, out, progress = _runtime.split_common(keywords)
     ctx, kind = _runtime.context(image, backend, device, threads)
     _runtime.check_out_kind(out, kind, function)
@@ -55,7 +62,7 @@ def label(image, **keywords):
     c = _label(image, keywords, "label")
     if not return_num:
         return c.labels
-    return c.labels, (c.counts[0] if len(image.shape) == 2 else c.counts)
+    return c.labels, (c.counts[0] if c.labels.ndim == 2 else c.counts)
 
 
 def _is_bool(x) -> bool:
@@ -78,6 +85,11 @@ def _as_u8(x, kind):
 
 
 def remove_small_objects(mask, **keywords):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(mask):
+        ctx, progress = _runtime.begin_tiled(mask, keywords, tiles, "remove_small_objects")
+        result, _run = _cubekit.remove_small_objects_tiled(ctx, _runtime.fspath_or(mask), keywords, tiles, progress)
+        return result.view(bool) if _is_bool(mask) else result
     ctx, kind, out, progress = _runtime.begin(mask, keywords, "remove_small_objects")
     boolean = _is_bool(mask)
     target = out
@@ -103,7 +115,11 @@ Connectivity is spelt 4 or 8 (scikit-image's 1 or 2); the default is 8.
 Parameters
 ----------
 image : array (H, W) or (H, W, B) of bool or an integer type (uint8/16/32, int8/16/32)
-    NumPy, CuPy or PyTorch CUDA; any strides. Floats raise ValueError.
+    NumPy, CuPy or PyTorch CUDA; any strides. Floats raise ValueError. Or a file path (ENVI,
+    .npy, GeoTIFF read by windows), which takes the tiled path.
+memory_limit, device_memory_limit, devices, tile_size : optional
+    The tiled path (NumPy or a path in, NumPy out): tiles labelled on their own and joined exactly
+    across their borders (the same labels); ``devices=[0, 1]`` deals them to two GPUs.
 
 Returns
 -------
@@ -118,7 +134,10 @@ Example
 >>> labels, n = cubekit.label(m, connectivity=4, return_num=True)
 >>> n, labels.tolist()
 (3, [[1, 1, 0, 0], [0, 0, 0, 2], [3, 0, 0, 2]])
+>>> bool((cubekit.label(m, connectivity=4, tile_size=(1, 1)) == labels).all())   # one-pixel tiles
+True
 """)
+_runtime.with_tile_keywords(label)
 
 _runtime.declare(label_components, ["image"], _LABEL_DECLARATIONS, """
 Connected-component labelling with every component's size and bounding box; the labels are those
@@ -127,7 +146,8 @@ of :func:`label`.
 Returns
 -------
 Components: ``.labels`` (int32, input's shape and kind), ``.stats`` (per band a NumPy structured
-array on the host, fields size, x0, y0, x1, y1; row label - 1), ``.counts``.
+array on the host, fields size, x0, y0, x1, y1; row label - 1), ``.counts``; ``.tiled`` (the
+report) with the tile keywords of :func:`label` or a file path.
 
 Example
 -------
@@ -137,6 +157,7 @@ Example
 >>> c.counts, c.stats[0]["size"].tolist(), int(c.stats[0][0]["x1"])
 ([2], [6, 1], 3)
 """)
+_runtime.with_tile_keywords(label_components)
 
 _runtime.declare(remove_small_objects, ["mask"], _cubekit.remove_small_objects_declarations(), """
 Removes the small connected components of a mask (like ``skimage.morphology.remove_small_objects``,
@@ -150,7 +171,10 @@ Parameters
 ----------
 mask : array (H, W) or (H, W, B) of uint8 or bool (nonzero = foreground)
     NumPy, CuPy or PyTorch CUDA; any strides; other dtypes raise ValueError. ``out=mask`` cleans
-    in place.
+    in place. Or a file path (ENVI, .npy, GeoTIFF read by windows): the tiled path.
+memory_limit, device_memory_limit, devices, tile_size : optional
+    The tiled path (NumPy or a path in, NumPy out): a labelling pass finds every component's size in
+    the scene, then each tile is labelled again and cleaned (the same result).
 
 Returns
 -------
@@ -162,4 +186,7 @@ Example
 >>> m = np.zeros((8, 8), bool); m[1:4, 1:4] = True; m[6, 6] = True
 >>> int(cubekit.remove_small_objects(m, min_size=2).sum())       # the lone pixel is gone
 9
+>>> int(cubekit.remove_small_objects(m, min_size=2, tile_size=(3, 3)).sum())
+9
 """)
+_runtime.with_tile_keywords(remove_small_objects)

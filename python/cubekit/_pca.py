@@ -3,7 +3,6 @@ are variables. ``pca`` is ``cubekit pca``: the same model and scores, bit for bi
 sums, one shared eigensolve, float64 projection), on CPU and GPU."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,8 +62,7 @@ def pca(cube, **keywords):
     tiles = _runtime.pop_tile_keywords(keywords)
     if tiles or _runtime.is_path(cube):
         ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, "pca")
-        path = os.fspath(cube) if _runtime.is_path(cube) else cube
-        scores, d, run = _cubekit.pca_tiled(ctx, path, keywords, tiles, progress)
+        scores, d, run = _cubekit.pca_tiled(ctx, _runtime.fspath_or(cube), keywords, tiles, progress)
         return PCAResult(scores=scores, **d, tiled=run)
     return _pca(cube, keywords)
 

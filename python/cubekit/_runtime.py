@@ -257,6 +257,11 @@ def is_path(x) -> bool:
     return isinstance(x, (str, os.PathLike))
 
 
+def fspath_or(x):
+    """A path as a string (what the tiled bindings take), anything else as it is."""
+    return os.fspath(x) if is_path(x) else x
+
+
 def begin_tiled(cube, keywords: dict, tiles: dict, function: str):
     """The start of a tiled call (NumPy array or file path in, NumPy out): refuses ``out`` and device
     arrays, lets ``devices`` imply the CUDA backend. Returns (context, progress)."""

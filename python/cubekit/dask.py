@@ -8,7 +8,10 @@ Dask's overlap with the family's halo (RCMG: 1 pixel; the pixel detectors: none,
 whole scene or a sample of it, as a per-chunk fit would differ). Families with scene statistics
 gather them over the chunks when called, with exact merges, then return the lazy per-chunk result
 (``entropy_edges``: E1 band ranges and 256-bin histograms, then the maps with a 1-pixel halo; ``pca``:
-the exact sums, one eigensolve, then the scores); each chunk is computed by the cubekit
+the exact sums, one eigensolve, then the scores). Connected components (``label``,
+``label_components``, ``remove_small_objects``) label each chunk on its own, join the components
+that touch across chunk borders from the chunks' edge pixels alone (a merge on the client whose size
+grows with the chunks' perimeters, not their pixels), then relabel each chunk lazily. Each chunk is computed by the cubekit
 function on the chunk's own kind of array (CuPy chunks on their GPU), so a ``distributed`` cluster
 with one worker pinned to each GPU spreads the work over the GPUs.
 
@@ -24,10 +27,10 @@ import numpy as np
 
 import dataclasses
 
-from . import _cubekit, _detect, _edges, _gradient, _pca, _runtime
+from . import _cubekit, _detect, _edges, _gradient, _labels, _pca, _runtime
 
 __all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "pca", "rbfn_scores", "rx", "matched_filter", "ace",
-           "cem"]
+           "cem", "label", "label_components", "remove_small_objects"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -97,7 +100,7 @@ def entropy_edges(cube, **keywords):
     Returns (H, W) uint8 (0/1), or (H, W, B) with fusion='none', equal to
     ``cubekit.entropy_edges(cube.compute(), **keywords).edges`` bit for bit. Not available here: the
     PCA fusions, min_component > 1 (remove the small components from the computed map with
-    ``cubekit.remove_small_objects(map, min_size=L, connectivity=8)``: on a 0/1 map that is the
+    ``cubekit.dask.remove_small_objects(map, min_size=L, connectivity=8)``: on a 0/1 map that is the
     detector's E3), and the optional outputs.
     """
     da = _dask_array()
@@ -106,9 +109,8 @@ def entropy_edges(cube, **keywords):
         if keywords.get(bad) is not None and keywords.get(bad) is not False:
             raise ValueError(f"cubekit.dask.entropy_edges: '{bad}' cannot be given (each chunk makes its own map)")
     if (keywords.get("min_component") or 0) > 1:
-        raise ValueError("cubekit.dask.entropy_edges: min_component needs the whole map; compute the map, then "
-                         "cubekit.remove_small_objects(map, min_size=L, connectivity=8) (or use cubekit.entropy_edges "
-                         "with memory_limit on one machine)")
+        raise ValueError("cubekit.dask.entropy_edges: min_component needs the scene's components; pass the map to "
+                         "cubekit.dask.remove_small_objects(map, min_size=L, connectivity=8)")
     a = da.asarray(cube)
     if a.ndim not in (2, 3):
         raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
@@ -242,3 +244,112 @@ def ace(cube, target, background=None, **keywords):
 def cem(cube, target, background=None, **keywords):
     """cubekit.cem over the chunks of a dask array with the given background statistics."""
     return _classical(_detect.cem, "cem", cube, target, background, keywords)
+
+
+# ---- Connected components ---------------------------------------------------------------------------
+
+def _label_chunk(block, x0, y0, connectivity, common):
+    """A chunk's local labels (a host NumPy array) and its summary for the merge."""
+    ctx, _kind, _out, _progress = _runtime.begin(block, dict(common), "label")
+    return _cubekit.label_piece(ctx, block, int(x0), int(y0), {"connectivity": connectivity})
+
+
+def _label_pieces(image, connectivity, common, function):
+    """Labels every chunk (computed now) and merges them. Returns (array, tables, stats, offsets)."""
+    da = _dask_array()
+    import dask
+    unknown = set(common) - set(_COMMON)
+    if unknown:
+        raise ValueError(f"cubekit.dask.{function}: unknown keyword(s) {sorted(unknown)} (connectivity, backend, device, "
+                         "threads)")
+    a = da.asarray(image)
+    if a.ndim not in (2, 3):
+        raise ValueError(f"cubekit.dask.{function}: the image has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
+    if a.ndim == 3 and a.numblocks[2] != 1:
+        a = a.rechunk({2: -1})  # every chunk holds all the bands (they are labelled alike)
+    ys, xs = np.cumsum((0,) + a.chunks[0]), np.cumsum((0,) + a.chunks[1])
+    blocks = a.to_delayed().reshape(a.numblocks[:2])
+    summaries = dask.compute(*[dask.delayed(lambda b, x, y: _label_chunk(b, x, y, connectivity, common)[1])(
+        blocks[i, j], xs[j], ys[i]) for i in range(a.numblocks[0]) for j in range(a.numblocks[1])])
+    tables, raw = _cubekit.merge_label_pieces(list(summaries), int(a.shape[1]), int(a.shape[0]), int(connectivity))
+    return a, tables, _labels._tables(raw), (xs, ys)
+
+
+def _on_chunk_kind(result, block):
+    """A host result as the chunk's own kind of array (CuPy chunks give CuPy)."""
+    if _runtime.array_kind(block) == "cupy":
+        import cupy
+        return cupy.asarray(result)
+    return result
+
+
+def _relabelled(a, tables, offsets, connectivity, common, finish, dtype):
+    """Each chunk labelled again and passed with its merge tables to finish(block, local, tables)."""
+    da = _dask_array()
+    xs, ys = offsets
+    columns = a.numblocks[1]
+
+    def chunk(block, block_info=None):
+        i, j = block_info[0]["chunk-location"][:2]
+        local, _ = _label_chunk(block, xs[j], ys[i], connectivity, common)
+        return _on_chunk_kind(finish(_runtime.to_host(block), local, tables[i * columns + j]), block)
+
+    meta = da.utils.meta_from_array(a, ndim=a.ndim, dtype=dtype)
+    return a.map_blocks(chunk, dtype=dtype, meta=meta)
+
+
+def _relabel(_block, local, tables):
+    if local.ndim == 2:
+        return tables[0][local]
+    return np.stack([t[local[:, :, b]] for b, t in enumerate(tables)], axis=2)
+
+
+def label_components(image, connectivity=8, **common):
+    """cubekit.label_components over the chunks of a dask array: each chunk is labelled (computed when
+    this is called), the components touching across chunk borders are joined from the chunks' edges,
+    and the scene's labels are a lazy int32 array, each chunk labelled again and renumbered.
+
+    Returns a Components whose ``.labels`` is lazy and whose ``.stats`` equal
+    ``cubekit.label_components(image.compute(), connectivity=...)``'s; the labels equal its labels.
+    Keywords: backend, device, threads (each chunk runs on its own kind of array).
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> m = da.from_array(np.random.default_rng(1).random((60, 50)) < 0.5, chunks=(16, 16))
+    >>> c = cubekit.dask.label_components(m)
+    >>> bool((c.labels.compute() == cubekit.label(m.compute())).all())
+    True
+    """
+    a, tables, stats, offsets = _label_pieces(image, connectivity, common, "label_components")
+    labels = _relabelled(a, tables, offsets, connectivity, common, _relabel, np.int32)
+    return _labels.Components(labels=labels, stats=stats)
+
+
+def label(image, connectivity=8, return_num=False, **common):
+    """cubekit.label over the chunks of a dask array (see label_components): the lazy int32 labels, and
+    with return_num the number of components (an int for (H, W), a list per band for (H, W, B))."""
+    c = label_components(image, connectivity, **common)
+    if not return_num:
+        return c.labels
+    return c.labels, (c.counts[0] if c.labels.ndim == 2 else c.counts)
+
+
+def remove_small_objects(mask, min_size=64, connectivity=8, **common):
+    """cubekit.remove_small_objects over the chunks of a dask array: the components' sizes in the scene
+    come from labelling each chunk and joining them across borders (computed when this is called);
+    the cleaned mask is lazy, each chunk labelled again and cleaned. Equal to the whole-array call;
+    bool in, bool out, else uint8."""
+    if int(min_size) < 0:
+        raise ValueError(f"cubekit.dask.remove_small_objects: min_size = {min_size}; expected 0 or more")
+    boolean = str(getattr(mask, "dtype", "")) == "bool"
+    a, tables, stats, offsets = _label_pieces(mask, connectivity, common, "remove_small_objects")
+    kept = [[np.concatenate(([False], s["size"] >= int(min_size)))[t] for s, t in zip(stats, piece)]
+            for piece in tables]
+
+    def clean(block, local, keep):
+        block = block.astype(np.uint8, copy=False)
+        if local.ndim == 2:
+            return np.where(keep[0][local], block, 0).astype(np.uint8)
+        return np.stack([np.where(k[local[:, :, b]], block[:, :, b], 0) for b, k in enumerate(keep)], axis=2).astype(np.uint8)
+
+    out = _relabelled(a, kept, offsets, connectivity, common, clean, np.uint8)
+    return out.astype(bool) if boolean else out

@@ -172,3 +172,64 @@ def test_pca_on_a_distributed_local_cluster():
         r = cubekit.dask.pca(da.from_array(x, chunks=(32, 32, 5)), components=3)
         got = r.scores.compute()
     assert np.array_equal(r.components, whole.components) and np.array_equal(got, whole.scores)
+
+
+def _label_image(shape, seed, values=2):
+    rng = np.random.default_rng(seed)
+    m = (rng.random(shape) < 0.5) * rng.integers(1, values + 1, shape)
+    m[1::3] = values  # rows that cross every chunk border
+    return m.astype(np.uint8)
+
+
+@pytest.mark.parametrize("shape", [(53, 41), (53, 41, 3)])
+def test_labels_chunks_equal_whole(shape):
+    x = _label_image(shape, seed=31)
+    for connectivity in (4, 8):
+        whole = cubekit.label_components(x, connectivity=connectivity)
+        for chunks in [(17, 13), (5, 7), (1, 41), (53, 1)]:
+            c = cubekit.dask.label_components(da.from_array(x, chunks=chunks + ((2,) if len(shape) == 3 else ())),
+                                              connectivity=connectivity)
+            assert c.labels.dtype == np.int32 and c.labels.shape == x.shape
+            assert np.array_equal(c.labels.compute(), whole.labels), chunks
+            assert all(np.array_equal(a, b) for a, b in zip(c.stats, whole.stats))
+        n = cubekit.dask.label(da.from_array(x, chunks=9), connectivity=connectivity, return_num=True)[1]
+        assert n == (whole.counts[0] if len(shape) == 2 else whole.counts)
+
+
+def test_remove_small_objects_chunks_equal_whole_and_edges_e3():
+    x = _label_image((47, 39, 2), seed=32, values=1)
+    for min_size in (0, 2, 7, 60):
+        whole = cubekit.remove_small_objects(x, min_size=min_size)
+        got = cubekit.dask.remove_small_objects(da.from_array(x, chunks=(10, 9, 2)), min_size=min_size)
+        assert got.dtype == np.uint8 and np.array_equal(got.compute(), whole), min_size
+    b = x[..., 0] > 0
+    assert cubekit.dask.remove_small_objects(da.from_array(b, chunks=8), min_size=4).compute().dtype == bool
+    # The edge detector's E3 on a chunked map: the whole detector's result.
+    cube = _blobs((64, 48, 3), seed=33, dtype=np.float32)
+    edges = cubekit.dask.entropy_edges(da.from_array(cube, chunks=(20, 20, 3)))
+    cleaned = cubekit.dask.remove_small_objects(edges, min_size=4, connectivity=8)
+    assert np.array_equal(cleaned.compute(), cubekit.entropy_edges(cube, min_component=4).edges)
+    with pytest.raises(ValueError, match="min_size"):
+        cubekit.dask.remove_small_objects(da.from_array(b, chunks=8), min_size=-1)
+    with pytest.raises(ValueError, match="unknown keyword"):
+        cubekit.dask.label(da.from_array(b, chunks=8), min_size=3)
+
+
+def test_labels_on_a_distributed_local_cluster():
+    distributed = pytest.importorskip("distributed", reason="python3-distributed not installed")
+    x = _label_image((90, 70), seed=34)
+    whole = cubekit.label_components(x)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        c = cubekit.dask.label_components(da.from_array(x, chunks=(32, 32)))
+        got = client.compute(c.labels).result()
+    assert np.array_equal(got, whole.labels)
+
+
+def test_docstring_examples_run():
+    import doctest
+    for f in (cubekit.dask, cubekit.dask.label_components):
+        for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
+            runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+            runner.run(t)
+            assert runner.summarize(verbose=False).failed == 0, getattr(f, "__name__", f)

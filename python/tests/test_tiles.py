@@ -175,3 +175,61 @@ def test_pca_tiles_equal_whole(tmp_path, dtype):
     cubekit.write(tmp_path / "c.hdr", x)
     f = cubekit.pca(tmp_path / "c.hdr", components=3, memory_limit="16K")
     assert np.array_equal(f.scores, whole.scores, equal_nan=True) and whole.tiled is None
+
+
+def _label_image(shape, seed, values=2):
+    rng = np.random.default_rng(seed)
+    m = (rng.random(shape) < 0.5) * rng.integers(1, values + 1, shape)
+    m[1::3] = values  # rows that cross every tile border
+    return m.astype(np.uint16)
+
+
+@pytest.mark.parametrize("tiles", [{"memory_limit": "4K"}, {"tile_size": (5, 3)}, {"tile_size": (1, 1)}])
+def test_labels_tiles_equal_whole(tmp_path, tiles):
+    x = _label_image((43, 37, 2), seed=21)
+    for connectivity in (4, 8):
+        whole = cubekit.label_components(x, connectivity=connectivity)
+        t = cubekit.label_components(x, connectivity=connectivity, **tiles)
+        assert np.array_equal(t.labels, whole.labels) and t.tiled["tiles"] > 1 and whole.tiled is None
+        assert all(np.array_equal(a, b) for a, b in zip(t.stats, whole.stats))
+        mask = (x[..., 0] > 0).astype(np.uint8)
+        assert np.array_equal(cubekit.remove_small_objects(mask, min_size=6, connectivity=connectivity, **tiles),
+                              cubekit.remove_small_objects(mask, min_size=6, connectivity=connectivity))
+    cubekit.write(tmp_path / "m.npy", x)
+    assert np.array_equal(cubekit.label(tmp_path / "m.npy", memory_limit="8K"), cubekit.label(x))
+    b = x[..., 1] > 0
+    got = cubekit.remove_small_objects(b, min_size=3, tile_size=(4, 4))
+    assert got.dtype == bool and np.array_equal(got, cubekit.remove_small_objects(b, min_size=3))
+
+
+def test_labels_tiles_refusals():
+    with pytest.raises(ValueError, match="'out'"):
+        cubekit.label(np.ones((4, 4), np.uint8), out=np.zeros((4, 4), np.int32), tile_size=(2, 2))
+    with pytest.raises(ValueError, match="element type"):
+        cubekit.label(np.ones((4, 4), np.float32), tile_size=(2, 2))
+
+
+@gpu
+def test_labels_tiles_on_every_device_and_chunk_functions_on_cupy():
+    """The GPU machine has no Dask: the per-chunk functions of cubekit.dask.label_components on CuPy
+    arrays, merged as dask merges them, give the whole labels; the tiled path on every device too."""
+    cp = pytest.importorskip("cupy")
+    import cubekit.dask as d
+    x = _label_image((67, 59, 2), seed=22, values=3)
+    whole = cubekit.label_components(x)
+    devices = list(range(cp.cuda.runtime.getDeviceCount()))
+    tiled = cubekit.label_components(x, devices=devices, tile_size=(64, 9))
+    assert np.array_equal(tiled.labels, whole.labels)
+    assert all(np.array_equal(a, b) for a, b in zip(tiled.stats, whole.stats))
+    mask = (x[..., 0] > 0).astype(np.uint8)
+    assert np.array_equal(cubekit.remove_small_objects(mask, min_size=5, devices=devices, tile_size=(20, 20)),
+                          cubekit.remove_small_objects(mask, min_size=5))
+    cells = [(r, c) for r in range(0, 67, 23) for c in range(0, 59, 31)]
+    chunks = [cp.asarray(x[r:r + 23, c:c + 31]) for r, c in cells]
+    summaries = [d._label_chunk(p, c, r, 8, {})[1] for p, (r, c) in zip(chunks, cells)]
+    tables, raw = cubekit._cubekit.merge_label_pieces(summaries, 59, 67, 8)
+    got = np.zeros(whole.labels.shape, np.int32)
+    for p, (r, c), t in zip(chunks, cells, tables):
+        local, _ = d._label_chunk(p, c, r, 8, {})
+        got[r:r + 23, c:c + 31] = d._relabel(p, local, t)
+    assert np.array_equal(got, whole.labels)
