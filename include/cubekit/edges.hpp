@@ -263,7 +263,7 @@ struct EntropyEdgeTiled {
 /// GPUs: the scene's statistics are gathered over its tiles (E1 ranges of a non-u8 scene, then the
 /// 256-bin histograms of the quantised bands, exact counts) and the maps are computed in tiles with
 /// a 1-pixel halo from the scene's thresholds, so `edges` equals entropy_edges' map bit for bit. E3
-/// (min_component) runs on the whole map at the end. edges: host memory, W×H×entropy_edges_bands().edges
+/// (min_component) runs on the map at the end, in tiles too (remove_small_components_tiled). edges: host memory, W×H×entropy_edges_bands().edges
 /// u8, any strides. Fusions none, mean, vote-edges, vote-binary, threshold-mean (entropy_edges_tiled_refusal
 /// says why the others are refused: InvalidInput). A CubeFile is read by windows, twice or three times.
 ///

@@ -98,19 +98,21 @@ def entropy_edges(cube, **keywords):
     chunk's band ranges, then each chunk's 256-bin histograms: two reads of the chunks, computed at
     once; exact merges), then the map is a lazy array computed chunk by chunk with a 1-pixel halo.
     Returns (H, W) uint8 (0/1), or (H, W, B) with fusion='none', equal to
-    ``cubekit.entropy_edges(cube.compute(), **keywords).edges`` bit for bit. Not available here: the
-    PCA fusions, min_component > 1 (remove the small components from the computed map with
-    ``cubekit.dask.remove_small_objects(map, min_size=L, connectivity=8)``: on a 0/1 map that is the
-    detector's E3), and the optional outputs.
+    ``cubekit.entropy_edges(cube.compute(), **keywords).edges`` bit for bit. With min_component > 1
+    the map then goes through ``cubekit.dask.remove_small_objects`` (E3 over the chunks: the map's
+    chunks are computed once for the components' sizes when this is called, and again lazily). Not
+    available here: the PCA fusions, filter_each_band with E3, and the optional outputs.
     """
     da = _dask_array()
     import dask
     for bad in ("out", "keep_band_edges", "keep_binary"):
         if keywords.get(bad) is not None and keywords.get(bad) is not False:
             raise ValueError(f"cubekit.dask.entropy_edges: '{bad}' cannot be given (each chunk makes its own map)")
-    if (keywords.get("min_component") or 0) > 1:
-        raise ValueError("cubekit.dask.entropy_edges: min_component needs the scene's components; pass the map to "
-                         "cubekit.dask.remove_small_objects(map, min_size=L, connectivity=8)")
+    keywords = dict(keywords)
+    min_component = int(keywords.pop("min_component", 0) or 0)
+    if min_component > 1 and keywords.get("filter_each_band"):
+        raise ValueError("cubekit.dask.entropy_edges: filter_each_band needs every band's whole map before the vote; "
+                         "leave it off (E3 then runs on the fused map, over the chunks)")
     a = da.asarray(cube)
     if a.ndim not in (2, 3):
         raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
@@ -137,8 +139,12 @@ def entropy_edges(cube, **keywords):
     total = np.sum([np.asarray(h, np.uint64) for h in hists], axis=0, dtype=np.uint64)
     scene = _cubekit.entropy_scene_thresholds(total, lo, hi, float(options.get("q", 0.5)), with_mean)
     per_band = fusion == "none" and a.ndim == 3
-    return _local(a, EDGES_HALO, lambda block: _edges._edges_piece(block, scene, **keywords), np.uint8,
-                  bands if per_band else None)
+    edges = _local(a, EDGES_HALO, lambda block: _edges._edges_piece(block, scene, **keywords), np.uint8,
+                   bands if per_band else None)
+    if min_component <= 1:
+        return edges
+    # E3 on the 0/1 map (where the equal-value rule is the detector's binary rule), over the chunks.
+    return remove_small_objects(edges, min_size=min_component, connectivity=int(keywords.get("connectivity", 8)), **common)
 
 
 def _pca_scan(piece, **common):

@@ -111,17 +111,22 @@ def test_entropy_edges_chunks_equal_whole(dtype, keywords):
     assert whole.any() and not whole.all()
 
 
-def test_entropy_edges_2d_and_small_components_afterwards():
+def test_entropy_edges_2d_and_small_components():
     x = _blobs((64, 48, 1), seed=4, dtype=np.float32)[..., 0]
-    whole = cubekit.entropy_edges(x, min_component=4)
-    m = cubekit.dask.entropy_edges(da.from_array(x, chunks=(10, 9))).compute()
-    assert np.array_equal(cubekit.remove_small_objects(m, min_size=4, connectivity=8), whole.edges)
+    for connectivity in (4, 8):
+        whole = cubekit.entropy_edges(x, min_component=4, connectivity=connectivity)
+        got = cubekit.dask.entropy_edges(da.from_array(x, chunks=(10, 9)), min_component=4, connectivity=connectivity)
+        assert np.array_equal(got.compute(), whole.edges)
+    per_band = _blobs((40, 30, 3), seed=5, dtype=np.uint16)
+    whole = cubekit.entropy_edges(per_band, fusion="none", min_component=3).edges
+    got = cubekit.dask.entropy_edges(da.from_array(per_band, chunks=(9, 11, 3)), fusion="none", min_component=3)
+    assert np.array_equal(got.compute(), whole)
 
 
 def test_entropy_edges_refusals():
     x = da.from_array(_blobs((20, 20, 3), 5, np.float32), chunks=(10, 10, 3))
-    with pytest.raises(ValueError, match="min_component"):
-        cubekit.dask.entropy_edges(x, min_component=5)
+    with pytest.raises(ValueError, match="filter_each_band"):
+        cubekit.dask.entropy_edges(x, min_component=5, filter_each_band=True)
     with pytest.raises(ValueError, match="principal components"):
         cubekit.dask.entropy_edges(x, fusion="pca")
     with pytest.raises(ValueError, match="'out'"):

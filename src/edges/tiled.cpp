@@ -3,8 +3,8 @@
 // counts merged over tiles, and the scene's E2 thresholds from them), then the maps in tiles with a
 // 1-pixel halo (the 3×3 rule), each tile's window run through the whole-scene pipeline with the
 // scene's ranges and thresholds: every core equals the whole-scene map. E3 (small components) runs
-// last on the whole output map, one byte per pixel and map, the input's size divided by its bands
-// and element size.
+// last on the output map, itself in tiles (remove_small_components_tiled: the components joined
+// across tile borders), so no step holds more than a tile of labelling scratch.
 #include <algorithm>
 #include <limits>
 #include <mutex>
@@ -92,21 +92,6 @@ void gather_thresholds(const Context& ctx, const detail::TileSource& src, const 
     entropy_scene_thresholds(scene, total, o.q, with_mean);
 }
 
-// E3 on the whole output map: dense planes (the caller's view, or a copy of it) on the CPU.
-void remove_small_on_map(const Context& ctx, const MutableCubeView& edges, const EntropyEdgeOptions& o) {
-    const Context cpu({.backend = Backend::Cpu, .threads = ctx.threads()});
-    const int W = edges.width(), H = edges.height(), n = edges.bands();
-    if (edges.is_dense(Layout::BSQ)) {
-        detail::remove_small_components_cpu(cpu, reinterpret_cast<std::uint8_t*>(edges.data()), W, H, n, o.min_component,
-                                            o.connectivity);
-        return;
-    }
-    Cube dense(W, H, n, DType::U8, Layout::BSQ);
-    copy_cube(cpu, edges, dense.mutable_view());
-    detail::remove_small_components_cpu(cpu, dense.data<std::uint8_t>(), W, H, n, o.min_component, o.connectivity);
-    copy_cube(cpu, dense.view(), edges);
-}
-
 EntropyEdgeTiled edges_source(const Context& ctx, const detail::TileSource& src, const MutableCubeView& edges,
                               const EntropyEdgeOptions& options, const TileOptions& tiles) {
     const CubeShape shape{src.width, src.height, src.bands, src.dtype, src.layout};
@@ -147,7 +132,11 @@ EntropyEdgeTiled edges_source(const Context& ctx, const detail::TileSource& src,
     result.run.tiles = maps.tiles, result.run.tile_width = maps.tile_width, result.run.tile_height = maps.tile_height;
     result.run.devices = maps.devices;
     result.run.direct_input = maps.direct_input, result.run.direct_output = maps.direct_output;
-    if (o.min_component > 1) remove_small_on_map(ctx, edges, o);
+    // E3 on the output map, in tiles as well (labelled on the context's backend, joined across tile
+    // borders): the map is 0/1, where the removal's equal-value rule is the detector's binary rule.
+    if (o.min_component > 1)
+        detail::merge_peak(result.run, remove_small_components_tiled(ctx, CubeView(edges), edges, o.min_component,
+                                                                     o.connectivity, tiles));
     if (summary) result.summary = std::move(*summary);
     return result;
 }
