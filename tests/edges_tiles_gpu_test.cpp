@@ -18,16 +18,10 @@ namespace {
 
 using testing::cpu_context;
 using testing::cubes_identical;
+using testing::devices_twice_or_all;
 using testing::edge_test_cube;
 using testing::expect_same_summary;
 using testing::poisoned_map;
-
-std::vector<int> devices_twice_or_all() {
-    std::vector<int> d;
-    for (int i = 0; i < Context::cuda_device_count(); ++i) d.push_back(i);
-    if (d.size() == 1) d.push_back(d[0]);  // two sets of workers on the one device
-    return d;
-}
 
 TEST(EdgesTilesGpu, StreamedEqualsCpuWhole) {
     REQUIRE_GPU();

@@ -25,13 +25,6 @@ struct TileRun {
 };
 const std::vector<TileRun> kRuns = {{157, 8, 2, false}, {31, 17, 1, false}, {6, 5, 3, false}, {157, 3, 2, true}};
 
-std::vector<int> all_devices() {
-    std::vector<int> devices;
-    for (int i = 0; i < Context::cuda_device_count(); ++i) devices.push_back(i);
-    if (devices.size() == 1) devices.push_back(devices[0]);  // two sets of workers on the one device
-    return devices;
-}
-
 TEST(LabelsTilesGpu, StreamedEqualsCpuWhole) {
     REQUIRE_GPU();
     const std::uint64_t seed = testing::test_seed();
@@ -49,7 +42,7 @@ TEST(LabelsTilesGpu, StreamedEqualsCpuWhole) {
                 Cube out = poisoned_labels(157, 61, bands);
                 const ComponentsTiled t = label_components_tiled(
                     gpu, image, out.mutable_view(), connectivity,
-                    {.devices = r.all_devices ? all_devices() : std::vector<int>{}, .lanes = r.lanes, .tile_width = r.tw,
+                    {.devices = r.all_devices ? testing::devices_twice_or_all() : std::vector<int>{}, .lanes = r.lanes, .tile_width = r.tw,
                      .tile_height = r.th});
                 EXPECT_GT(t.run.tiles, 1u);
                 ASSERT_TRUE(cubes_identical(whole.labels, out));
@@ -72,7 +65,7 @@ TEST(LabelsTilesGpu, RemovalStreamedEqualsCpuWhole) {
                                                       << " tiles " << r.tw << "x" << r.th << " lanes " << r.lanes);
                     Cube out(157, 61, 2, DType::U8);
                     remove_small_components_tiled(gpu, mask, out.mutable_view(), min_size, connectivity,
-                                                  {.devices = r.all_devices ? all_devices() : std::vector<int>{},
+                                                  {.devices = r.all_devices ? testing::devices_twice_or_all() : std::vector<int>{},
                                                    .lanes = r.lanes, .tile_width = r.tw, .tile_height = r.th});
                     ASSERT_TRUE(cubes_identical(whole, out));
                 }

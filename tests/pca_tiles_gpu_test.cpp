@@ -25,9 +25,7 @@ TEST(PcaTilesGpu, StreamedEqualsCpuWhole) {
     REQUIRE_GPU();
     const std::uint64_t seed = testing::test_seed();
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    std::vector<int> devices;
-    for (int i = 0; i < Context::cuda_device_count(); ++i) devices.push_back(i);
-    if (devices.size() == 1) devices.push_back(devices[0]);  // two sets of workers on the one device
+    const std::vector<int> devices = testing::devices_twice_or_all();
     const Layout layouts[] = {Layout::BSQ, Layout::BIP, Layout::BIL};
     int i = 0;
     for (DType t : pca_test::kTypes) {

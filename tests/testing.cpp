@@ -6,6 +6,7 @@
 #include <cctype>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -53,6 +54,13 @@ const Context* cuda_context() {
         return std::make_unique<Context>(ContextOptions{.backend = Backend::Cuda});
     }();
     return ctx.get();
+}
+
+std::vector<int> devices_twice_or_all() {
+    std::vector<int> devices;
+    for (int i = 0; i < Context::cuda_device_count(); ++i) devices.push_back(i);
+    if (devices.size() == 1) devices.push_back(devices[0]);
+    return devices;
 }
 
 std::filesystem::path source_path(const std::string& relative) { return std::filesystem::path(CUBEKIT_SOURCE_DIR) / relative; }
@@ -152,14 +160,34 @@ std::string describe_sample(const Cube& c, int x, int y, int b) {
                                          << describe_sample(actual, wx, wy, wb);
 }
 
-std::filesystem::path temp_dir(const std::string& name) {
-    static const std::filesystem::path root = [] {
+namespace {
+
+// The test process's folder of files. Removed when the process ends if every test passed (CTest runs
+// each test in its own process: ~1,800 folders a suite run were left in /tmp before); a failure's files
+// stay to be looked at, and so do all with CUBEKIT_KEEP_TEST_FILES=1.
+struct TempRoot {
+    std::filesystem::path path;
+    TempRoot() {
         std::string tmpl = (std::filesystem::temp_directory_path() / "cubekit-test-XXXXXX").string();
         if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        return std::filesystem::path(tmpl);
-    }();
+        path = tmpl;
+    }
+    ~TempRoot() {
+        if (std::getenv("CUBEKIT_KEEP_TEST_FILES") || !::testing::UnitTest::GetInstance()->Passed()) {
+            std::fprintf(stderr, "test files kept in %s\n", path.c_str());
+            return;
+        }
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+};
+
+}  // namespace
+
+std::filesystem::path temp_dir(const std::string& name) {
+    static const TempRoot root;
     static std::atomic<int> counter{0};
-    const std::filesystem::path dir = root / (name + "-" + std::to_string(counter++));
+    const std::filesystem::path dir = root.path / (name + "-" + std::to_string(counter++));
     std::filesystem::create_directories(dir);
     return dir;
 }

@@ -32,6 +32,9 @@ Cube random_levels_cube(int width, int height, int bands, DType dtype, std::uint
 const Context& cpu_context();
 /// The CUDA context, or nullptr when no device exists (the caller GTEST_SKIPs, naming why).
 const Context* cuda_context();
+/// Every visible CUDA device, or the one device twice (two sets of workers on it): the device list of
+/// the multi-GPU cases of the tiled tests.
+std::vector<int> devices_twice_or_all();
 
 /// Path of a file in the repository (e.g. "data/samson/samson_1.img").
 std::filesystem::path source_path(const std::string& relative);

@@ -25,9 +25,10 @@ std::vector<std::vector<std::int64_t>> edge_samples(const Context& ctx, const Cu
     const std::array<std::array<int, 4>, 4> lines{{{0, 0, w, 1}, {0, h - 1, w, 1}, {0, 0, 1, h}, {w - 1, 0, 1, h}}};
     auto out = std::vector<std::vector<std::int64_t>>(std::size_t(bands));
     for (auto& band : out) band.reserve(2 * std::size_t(w) + 2 * std::size_t(h));
-    for (const auto& [x, y, lw, lh] : lines) {
+    for (const auto& l : lines) {
+        const int lw = l[2], lh = l[3];  // not a structured binding: clang 16 cannot capture those with OpenMP on
         Cube line(lw, lh, bands, v.dtype(), Layout::BSQ);
-        copy_cube(ctx, v.window(x, y, lw, lh), line.mutable_view());
+        copy_cube(ctx, v.window(l[0], l[1], lw, lh), line.mutable_view());
         visit_dtype(v.dtype(), [&](auto tag) {
             using T = decltype(tag);
             const auto t = line.view().typed<T>();

@@ -171,7 +171,10 @@ TiledRun removal_source(const Context& ctx, const detail::TileSource& s, const M
 
     // Pass 2: each tile labelled again (the same local labels) and cleaned.
     clean.run_tile = [&](const Context& c, const Tile& t, const CubeView& in, const MutableCubeView& o) {
-        const auto [keep, offset] = keep_tables(m, index.at({t.x0, t.y0}), min_size);
+        // Named, not a structured binding: clang 16 cannot capture those with OpenMP on.
+        const auto tables = keep_tables(m, index.at({t.x0, t.y0}), min_size);
+        const std::vector<std::uint8_t>& keep = tables.first;
+        const std::vector<std::int64_t>& offset = tables.second;
         with_local_labels(c, in, [&](const MutableCubeView& l) {
             label_components_into(c, in, l, connectivity);
             if (c.is_cuda()) detail::apply_keep_cuda(c, in, l, keep, offset, o);
