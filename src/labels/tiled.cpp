@@ -70,10 +70,12 @@ void relabel_in_place(const Context& ctx, const std::vector<LabelPiece>& pieces,
                       const MutableCubeView& labels) {
     const auto out = labels.typed<std::int32_t>();
     const std::int64_t n = std::int64_t(pieces.size());
-#pragma omp parallel for schedule(dynamic) num_threads(ctx.threads())
-    for (std::int64_t i = 0; i < n; ++i) {
-        const LabelPiece& p = pieces[std::size_t(i)];
-        for (int b = 0; b < labels.bands(); ++b) {
+    const int bands = labels.bands();
+    // Every (tile, band) is its own work item: a few tall tiles would leave most threads idle.
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(ctx.threads())
+    for (std::int64_t i = 0; i < n; ++i)
+        for (int b = 0; b < bands; ++b) {
+            const LabelPiece& p = pieces[std::size_t(i)];
             const std::vector<std::int32_t>& table = m.relabel[std::size_t(i)][std::size_t(b)];
             for (int y = p.y0; y < p.y0 + p.height; ++y)
                 for (int x = p.x0; x < p.x0 + p.width; ++x) {
@@ -81,7 +83,6 @@ void relabel_in_place(const Context& ctx, const std::vector<LabelPiece>& pieces,
                     v = table[std::size_t(v)];
                 }
         }
-    }
 }
 
 ComponentsTiled label_source(const Context& ctx, const detail::TileSource& s, const MutableCubeView& labels,
