@@ -176,9 +176,11 @@ TEST(ClassicalGpu, ScreeningOnDeviceViews) {
 
 TEST(ClassicalGpu, LocalRxMatchesCpu) {
     REQUIRE_GPU();
-    // 240 bands: the matrix no longer fits shared memory and lives in a global workspace.
+    // Up to 207 bands the tensor-core kernel (K + 1 ≤ 208 rows of 16-row tiles: 150 and 207 fill 10 and
+    // 13 tiles); 208 bands and more the fallback kernels, 240 with the matrix in a global workspace.
     for (const auto& [w, h, b, inner, outer] :
-         {std::array{19, 23, 5, 3, 7}, std::array{40, 31, 30, 5, 11}, std::array{20, 18, 240, 3, 17}}) {
+         {std::array{19, 23, 5, 3, 7}, std::array{40, 31, 30, 5, 11}, std::array{24, 20, 150, 3, 15},
+          std::array{20, 19, 207, 3, 15}, std::array{20, 19, 208, 3, 17}, std::array{20, 18, 240, 3, 17}}) {
         const Cube c = correlated(w, h, b, 99, DType::F32);
         const ClassicalOptions o{.window = {double(inner), double(outer)}};
         LocalRxReport rc, rg;
@@ -189,6 +191,26 @@ TEST(ClassicalGpu, LocalRxMatchesCpu) {
         std::cout << "local rx " << w << "x" << h << "x" << b << ": max error " << err << "\n";
         EXPECT_LE(err, 1e-6);
     }
+}
+
+// Pixels that are not finite score NaN (not counted); windows holding one, or a constant band kept
+// by keep_all_bands (an exactly zero pivot), score NaN and count as singular — on both backends.
+TEST(ClassicalGpu, LocalRxSingularAndNonFiniteLikeCpu) {
+    REQUIRE_GPU();
+    Cube c = correlated(23, 21, 12, 5, DType::F32);
+    c.at<float>(11, 10, 4) = NAN;  // keep_all_bands: screening would drop band 4
+    const ClassicalOptions o{.window = {3, 7}, .keep_all_bands = true};
+    LocalRxReport rc, rg;
+    const Cube want = local_rx(cpu_context(), c, o, &rc), got = local_rx(gpu, c, o, &rg);
+    EXPECT_EQ(rc.singular, 7 * 7 - 3 * 3);  // the pixels whose ring (outer minus inner window) holds it
+    EXPECT_EQ(rc.singular, rg.singular);
+    EXPECT_LE(scaled_error(want, got), 1e-6);
+    for (int y = 0; y < 21; ++y)
+        for (int x = 0; x < 23; ++x) c.at<float>(x, y, 7) = 5.0f;  // a constant band: S has a zero row
+    const Cube want2 = local_rx(cpu_context(), c, o, &rc), got2 = local_rx(gpu, c, o, &rg);
+    EXPECT_EQ(rc.singular, 23 * 21 - 1);  // every pixel but the NaN one
+    EXPECT_EQ(rc.singular, rg.singular);
+    EXPECT_LE(scaled_error(want2, got2), 1e-6);  // NaN in the same places
 }
 
 TEST(ClassicalGpu, RealScenesMatchCpu) {

@@ -1,15 +1,13 @@
 // Classical detectors, CUDA backend (detect_classical.hpp): band screening, the f64 gather of the
 // kept bands (local RX) and local RX. The global statistics and scoring are in classical_mma.cu.
-// Local RX here keeps the CPU's arithmetic and order (--fmad=false, explicit fma()).
-// Local RX: one block per pixel: window mean, centred covariance with 4×4 register tiles over the
-// lower triangle (window positions staged in shared memory in row-major order), right-looking
-// Cholesky and a column-oriented forward solve — all in shared memory (packed triangle) when
-// K(K+1)/2 + 9K doubles fit (K ≤ ~230 on Hopper), else in a global workspace. Cost per pixel
-// n·K²/2 + K³/6 multiply-adds (n = 416, K = 205: 8.7e6 + 1.4e6; 1e4 pixels ≈ 1e11 ≈ 6 ms at the
-// f64 FMA-pipe peak). Measured 171 ms (H200) for 100×100×205, (5, 21): one 184 KB block per SM,
-// latency-bound. The path to ≤ 10 ms is to share work between neighbouring windows (box sums of
-// the K(K+1)/2 products by integral images or sliding columns, O(K²) per pixel instead of O(n·K²)),
-// then a batched Cholesky; see the report.
+// Local RX runs on the f64 tensor cores where it fits (local_rx_mma.cu: K + 1 ≤ 208 bands); the
+// kernels here are the fallback for more bands, and keep the CPU's arithmetic and order
+// (--fmad=false, explicit fma()): one block per pixel: window mean, centred covariance with 4×4
+// register tiles over the lower triangle (window positions staged in shared memory in row-major
+// order), right-looking Cholesky and a column-oriented forward solve — all in shared memory (packed
+// triangle) when K(K+1)/2 + 9K doubles fit (K ≤ ~230 on Hopper), else in a global workspace. Cost per
+// pixel n·K²/2 + K³/6 multiply-adds; measured 171 ms (H100) for 100×100×205, (5, 21): one 184 KB
+// block per SM, instruction- and shared-memory-bound.
 #include <cuda_runtime.h>
 #include <math_constants.h>
 
@@ -348,6 +346,11 @@ std::int64_t local_rx_device(const Context& ctx, const CubeView& x, LocalWindows
     int device = 0, optin = 0;
     CUBEKIT_CUDA_CHECK(cudaGetDevice(&device));
     CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (local_rx_mma(ctx, xb, g.W, g.H, g.K, win, ddof, o, count)) {
+        unsigned long long singular = 0;
+        d_count.download(ctx, &singular, 8);
+        return std::int64_t(singular);
+    }
     const std::size_t staging = std::size_t(g.K) * (1 + kStage) * sizeof(double);
     const std::size_t fused = std::size_t(g.K) * std::size_t(g.K + 1) / 2 * sizeof(double) + staging;
     if (fused + 1024 <= std::size_t(optin)) {

@@ -87,6 +87,15 @@ DeviceMoments moments_device(const Context& ctx, const CubeView& cube, const std
 void score_direct_device(const Context& ctx, const CubeView& cube, const std::vector<int>& kept, const ScorePlan& plan,
                          const MutableCubeView& out);
 
+/// Row blocks of the resident whitening kernel (whiten_mma.cu) for W of `rows` × K, or 0 where its
+/// row blocks do not fit in shared memory (then classical_mma.cu's streamed kernel scores).
+int whiten_row_blocks(const Context& ctx, int K, int rows);
+/// partial[rb·P + p] = Σ over row block rb's rows r of (W_r · y_p)², y = x − mean (f32: both rounded
+/// to f32), NaN for a pixel with a non-finite kept band. `kept`, `mean`: device arrays of K;
+/// W: r×K row-major on the host; `partial`: device, whiten_row_blocks(K, rows) × P.
+void whiten_resident(const Context& ctx, const CubeView& cube, const int* kept, const double* mean,
+                     const std::vector<double>& W, int rows, bool f32, double* partial);
+
 #if defined(__CUDACC__)
 /// A score map as the CUDA kernels write it: f32 or f64, any x/y strides; pixel p = y·width + x.
 struct OutView {
@@ -100,6 +109,12 @@ struct OutView {
         else static_cast<float*>(data)[o] = float(v);
     }
 };
+
+/// Local RX on the f64 tensor cores (local_rx_mma.cu) from the BIP f64 cube `xb` (W×H×K) on ctx's
+/// device; adds the singular pixels to `*singular`. Returns false, launching nothing, where it does
+/// not apply (K + 1 > 208 bands, the window's staging beyond shared memory, more than 2³¹ − 1 pixels).
+bool local_rx_mma(const Context& ctx, const double* xb, int W, int H, int K, LocalWindows win, int ddof,
+                  const OutView& out, unsigned long long* singular);
 #endif
 
 }  // namespace cubekit::detail

@@ -16,7 +16,8 @@
 // Error: ~1e-14 of ‖Σ‖ against the CPU's exact integer sums (CPU emulation on real scenes), scores
 // within ~4e-9 of the scale (the header's "Precision").
 //
-// Scoring: whiten_mma_kernel computes Z = W·Y (W: r×K, Y = x − μ for a 128-pixel tile) in 64-row
+// Scoring: where W's row blocks fit in shared memory, whiten_mma.cu (W resident, one block per SM,
+// m16n8k4); else whiten_mma_kernel here computes Z = W·Y (W: r×K, Y = x − μ for a 128-pixel tile) in 64-row
 // × 128-pixel block tiles, 16 bands per step, 8 warps of 32×32 (16 DMMA per k-step), and fuses the
 // norm: each block writes Σ_rows z² of its 64 rows for its pixels (partial[row block][pixel]);
 // finish_kernel adds the row blocks in order and applies the detector (l = a·y, n = y·y from the
@@ -378,12 +379,15 @@ void score_direct_device(const Context& ctx, const CubeView& cube, const std::ve
     if (P == 0) return;
     const OutView o = out_view(out);
     const bool gemm = (plan.mode == ScoreMode::Quadratic || plan.mode == ScoreMode::Ace) && plan.rows > 0;
+    // W resident in shared memory (whiten_mma.cu) where its row blocks fit; else the streamed kernel here.
+    const int resident_blocks = gemm ? whiten_row_blocks(ctx, K, plan.rows) : 0;
+    const bool streamed = gemm && resident_blocks == 0;
     const int K_pad = (K + kBandStep - 1) / kBandStep * kBandStep;
-    const int R_pad = gemm ? (plan.rows + kRowTile - 1) / kRowTile * kRowTile : 0;
-    const int row_blocks = R_pad / kRowTile;
+    const int R_pad = streamed ? (plan.rows + kRowTile - 1) / kRowTile * kRowTile : 0;
+    const int row_blocks = streamed ? R_pad / kRowTile : resident_blocks;
     // Wt: band-major, zero-padded; f32 whitening: the CPU's operands, W rounded to f32.
     std::vector<double> Wt(std::size_t(K_pad) * std::size_t(R_pad), 0.0);
-    for (int r = 0; r < (gemm ? plan.rows : 0); ++r)
+    for (int r = 0; r < (streamed ? plan.rows : 0); ++r)
         for (int b = 0; b < K; ++b) {
             const double w = plan.W[std::size_t(r) * std::size_t(K) + std::size_t(b)];
             Wt[std::size_t(b) * std::size_t(R_pad) + std::size_t(r)] = plan.f32 ? double(float(w)) : w;
@@ -398,7 +402,8 @@ void score_direct_device(const Context& ctx, const CubeView& cube, const std::ve
     visit_dtype(cube.dtype(), [&](auto tag) {
         using T = decltype(tag);
         const auto v = cube.typed<T>();
-        if (gemm) {
+        if (gemm && !streamed) whiten_resident(ctx, cube, kp, mp, plan.W, plan.rows, plan.f32, part);
+        if (streamed) {
             const long long tiles = (P + kPixTile - 1) / kPixTile;
             if (tiles * row_blocks > (1ll << 31) - 1) throw InvalidInput("detect: the cube has too many pixels for one call");
             const dim3 grid(unsigned(tiles * row_blocks));
