@@ -1,6 +1,6 @@
 // Classical detectors (detect_classical.hpp) on the CPU against an independent reference written
 // here: long-double two-pass statistics and a Gauss–Jordan inverse (the library uses exact integer
-// sums, LAPACK dsyev and a pseudo-inverse, so agreement is to rounding: 1e-9 relative on
+// sums, LAPACK dsyevr and a pseudo-inverse, so agreement is to rounding: 1e-9 relative on
 // well-conditioned random data), plus closed forms (mean RX = K with divisor N; MF(t) = 1;
 // ACE(t) = 1; CEM wᵀt = 1; SAM(t) = 1), band screening, statistics files and bad inputs.
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 ///     μ = (1/N) Σ x,   Σ = (1/(N − ddof)) Σ (x − μ)(x − μ)ᵀ      (ddof = 0: divisor N, the default;
 ///                                                                  ddof = 1: SPy's np.cov)
 ///     R = (1/N) Σ x xᵀ = Σ·(N − ddof)/N + μ μᵀ                    (CEM's correlation matrix)
-/// Inverse: the pseudo-inverse from the eigendecomposition A = V diag(λ) Vᵀ (LAPACK dsyev):
+/// Inverse: the pseudo-inverse from the eigendecomposition A = V diag(λ) Vᵀ (LAPACK dsyevr):
 /// eigenvalues λ_i ≤ rcond·λ_max are dropped (rcond 0 = auto = B·2⁻⁵²). Optional diagonal loading
 /// A + loading·(tr A / B)·I before it (off by default). Whitening W = diag(λ_i^{-1/2}) V_iᵀ (r × B
 /// over the r eigenvalues kept), so Σ⁺ = WᵀW and every quadratic form is a squared norm.
@@ -41,7 +41,7 @@
 /// whitening (z = W(x − μ) with W, x − μ rounded to f32; ~1e-6 relative), never an f32 Σ⁻¹.
 /// CUDA scores equal the CPU's within 1e-6 of the score scale (max |score|; the contract), not bit
 /// for bit: the CUDA statistics are two-pass f64 sums, and z = W(x − μ) is accumulated by the f64
-/// tensor cores in another order. The eigensolve (one host routine, LAPACK dsyev) amplifies the
+/// tensor cores in another order. The eigensolve (one host routine, LAPACK dsyevr) amplifies the
 /// statistics' rounding by up to κ(Σ) in the small eigen-directions. A CPU emulation of the GPU's
 /// sums on the ABU airport-2 and beach-3, San Diego and HYDICE cubes (κ 3e6 … 2.4e8): covariance
 /// within 2e-14 of its largest entry, RX/MF/ACE/CEM scores within 4e-9 of the scale.

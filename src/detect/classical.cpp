@@ -14,8 +14,12 @@
 #include "cubekit/linalg.hpp"
 #include "detect/classical_internal.hpp"
 
-extern "C" void dsyev_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
-                       double* work, const int* lwork, int* info, std::size_t jobz_len, std::size_t uplo_len);
+// LAPACK's MRRR symmetric eigensolver (all pairs): 13 ms for 200×200 with the reference LAPACK
+// on the 2-core machine, against 19–30 ms for dsyev (QR iteration).
+extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a, const int* lda,
+                        const double* vl, const double* vu, const int* il, const int* iu, const double* abstol, int* m,
+                        double* w, double* z, const int* ldz, int* isuppz, double* work, const int* lwork, int* iwork,
+                        const int* liwork, int* info, std::size_t jobz_len, std::size_t range_len, std::size_t uplo_len);
 
 namespace cubekit {
 namespace {
@@ -34,21 +38,28 @@ struct Eigen {
 Eigen eigen_descending(int n, std::vector<double> a) {
     Eigen e{n, std::vector<double>(std::size_t(n)), std::vector<double>(std::size_t(n) * std::size_t(n))};
     if (n == 0) return e;
-    std::vector<double> w(static_cast<std::size_t>(n));
-    int info = 0, lwork = -1;
+    std::vector<double> w(static_cast<std::size_t>(n)), z(std::size_t(n) * std::size_t(n));
+    std::vector<int> support(2 * std::size_t(n));
+    const double none = 0, abstol = 0;  // abstol 0: LAPACK's default accuracy
+    const int lo = 1, hi = n;
+    int found = 0, info = 0, lwork = -1, liwork = -1, iquery = 0;
     double query = 0;
-    dsyev_("V", "U", &n, a.data(), &n, w.data(), &query, &lwork, &info, 1, 1);
+    dsyevr_("V", "A", "U", &n, a.data(), &n, &none, &none, &lo, &hi, &abstol, &found, w.data(), z.data(), &n,
+            support.data(), &query, &lwork, &iquery, &liwork, &info, 1, 1, 1);
     std::vector<double> work(std::size_t(std::max(1, int(query))));
-    lwork = int(work.size());
-    dsyev_("V", "U", &n, a.data(), &n, w.data(), work.data(), &lwork, &info, 1, 1);
-    if (info != 0) throw InvalidInput("detect: the covariance eigensolve failed (LAPACK dsyev info " +
-                                      std::to_string(info) + "); is the data finite?");
-    // a holds the eigenvectors as columns (column-major), ascending.
+    std::vector<int> iwork(std::size_t(std::max(1, iquery)));
+    lwork = int(work.size()), liwork = int(iwork.size());
+    dsyevr_("V", "A", "U", &n, a.data(), &n, &none, &none, &lo, &hi, &abstol, &found, w.data(), z.data(), &n,
+            support.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1, 1);
+    if (info != 0 || found != n)
+        throw InvalidInput("detect: the covariance eigensolve failed (LAPACK dsyevr info " + std::to_string(info) +
+                           "); is the data finite?");
+    // z holds the eigenvectors as columns (column-major), ascending.
     for (int i = 0; i < n; ++i) {
         const int src = n - 1 - i;
         e.values[std::size_t(i)] = w[std::size_t(src)];
         for (int j = 0; j < n; ++j)
-            e.vectors[std::size_t(i) * std::size_t(n) + std::size_t(j)] = a[std::size_t(src) * std::size_t(n) + std::size_t(j)];
+            e.vectors[std::size_t(i) * std::size_t(n) + std::size_t(j)] = z[std::size_t(src) * std::size_t(n) + std::size_t(j)];
     }
     return e;
 }

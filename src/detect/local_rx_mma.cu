@@ -44,6 +44,14 @@ __device__ __forceinline__ void mma16x8x4(double (&d)[4], double a0, double a1, 
                  : "d"(a0), "d"(a1), "d"(b0));
 }
 
+// The k8 shape: A 16×8 (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]), B 8×8
+// (b0 = B[t][g], b1 = B[t + 4][g]), D as above: half the instructions of two k4 steps.
+__device__ __forceinline__ void mma16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+}
+
 // Tiles of the lower triangle in row-major order: row mt holds n-tiles 0 … 2mt + 1. The table
 // (tile τ → mt | nt << 8, shared memory) is read inside the loops: per-slot indices kept in registers
 // across the loops would not fit beside the accumulators.
@@ -130,16 +138,20 @@ __device__ void window_scatter(const double* xb, const Geom& g, const Shared& s,
     for (int r = 0; r < rounds; ++r) {
         const double* Y = s.Ys + (r & 1) * kStage * g.stride;
 #pragma unroll
-        for (int ks = 0; ks < kStage; ks += 4) {
-            const double* row = Y + (ks + tq) * g.stride;
+        for (int ks = 0; ks < kStage; ks += 8) {
+            const double* row = Y + (ks + tq) * g.stride;  // positions ks + t; + 4·stride: ks + t + 4
             int cur = -1;
-            double a0 = 0, a1 = 0;
+            double a[4] = {};
 #pragma unroll
             for (int q = 0; q < kSlots; ++q) {
                 if (q < count) {
                     CK_TILE(q);
-                    if (mt != cur) a0 = row[16 * mt + gq], a1 = row[16 * mt + gq + 8], cur = mt;
-                    mma16x8x4(acc[q], a0, a1, row[8 * nt + gq]);
+                    if (mt != cur) {
+                        const double* r0 = row + 16 * mt + gq;
+                        a[0] = r0[0], a[1] = r0[8], a[2] = r0[4 * g.stride], a[3] = r0[4 * g.stride + 8], cur = mt;
+                    }
+                    const double b[2] = {row[8 * nt + gq], row[4 * g.stride + 8 * nt + gq]};
+                    mma16x8x8(acc[q], a, b);
                 }
             }
         }
@@ -153,40 +165,37 @@ __device__ void window_scatter(const double* xb, const Geom& g, const Shared& s,
 }
 
 // LDLᵀ of the panel's diagonal block (rows/columns c0 … c0 + 7 of P; columns at or past np are
-// padding and get D = 1, L = 0); one thread. L and D live in shared memory (L and invD): registers
-// hold the accumulator tiles. Writes L·D (strictly lower) into LdD. Returns false at a pivot that is
-// not positive and finite.
-__device__ bool factor_block(const double* P, int c0, int np, double (*L)[8], double* D, double (*LdD)[8], double* invD) {
-#pragma unroll 1
+// padding and get D = 1, L = 0) by lanes 0 … 7 of one warp, lane i holding row i in registers and
+// the pivot's column broadcast by shuffles (fully unrolled: constant register indices). Writes L·D
+// (strictly lower) into LdD and 1/D into invD. Returns (in every lane) whether every pivot was
+// positive and finite. Called by a whole warp.
+__device__ bool factor_block(const double* P, int c0, int np, double (*LdD)[8], double* invD) {
+    const int i = threadIdx.x % 32;
+    double a[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) a[k] = i < np && k <= i ? P[(c0 + i) * kPanelStride + k] : 0.0;
+    bool ok = true;
+#pragma unroll
     for (int j = 0; j < 8; ++j) {
-        double d = 1.0;
-        if (j < np) {
-            d = P[(c0 + j) * kPanelStride + j];
-#pragma unroll 1
-            for (int l = 0; l < j; ++l) d = fma(-LdD[j][l], L[j][l], d);
-            if (!(d > 0) || !isfinite(d)) return false;
+        double d = __shfl_sync(0xffffffffu, a[j], j);
+        if (j >= np) d = 1.0;
+        ok = ok && d > 0 && isfinite(d);
+        const double inv = __drcp_rn(d), w = a[j];  // w = L(i, j)·D_j
+        const double l = w * inv;
+        if (i < 8) LdD[i][j] = i > j ? w : 0.0;
+        if (i == j) invD[j] = inv;
+#pragma unroll
+        for (int k = j + 1; k < 8; ++k) {
+            const double wk = __shfl_sync(0xffffffffu, a[j], k);  // L(k, j)·D_j
+            if (i > j && k <= i) a[k] = fma(-l, wk, a[k]);
         }
-        D[j] = d;
-        const double inv = __drcp_rn(d);  // no IEEE division: its slow-path call would spill the accumulators
-        invD[j] = inv;
-#pragma unroll 1
-        for (int i = j + 1; i < 8; ++i) {
-            double a = j < np && i < np ? P[(c0 + i) * kPanelStride + j] : 0.0;
-#pragma unroll 1
-            for (int l = 0; l < j; ++l) a = fma(-LdD[i][l], L[j][l], a);
-            L[i][j] = a * inv;
-            LdD[i][j] = a;  // L(i, j)·D_j
-        }
-        LdD[j][j] = 0.0, L[j][j] = 1.0;
-#pragma unroll 1
-        for (int l = j + 1; l < 8; ++l) LdD[j][l] = 0.0;
     }
-    return true;
+    return ok;
 }
 
 // (3): the blocked LDLᵀ on the register tiles; returns q = Σ u_j²/D_j (NaN at a failed pivot).
 __device__ double bordered_ldlt(const Geom& g, const Shared& s, const int* tab, int tau0, int count, double (&acc)[kSlots][4]) {
-    __shared__ double s_invD[8], s_Dv[8], s_L[8][8], s_LdD[8][8], s_q;
+    __shared__ double s_invD[8], s_LdD[8][8], s_q;
     __shared__ int s_fail;
     const int lane = threadIdx.x % 32, gq = lane / 4, tq = lane % 4;
     const int rows = 16 * g.M, panels = (g.K + 7) / 8;
@@ -208,7 +217,10 @@ __device__ double bordered_ldlt(const Geom& g, const Shared& s, const int* tab, 
         }
         __syncthreads();
         // (b) the diagonal block, one thread; L·D of its rows for the solves below
-        if (threadIdx.x == 0 && !factor_block(s.P, c0, np, s_L, s_Dv, s_LdD, s_invD)) s_fail = 1;
+        if (threadIdx.x < 32) {
+            const bool ok = factor_block(s.P, c0, np, s_LdD, s_invD);
+            if (threadIdx.x == 0 && !ok) s_fail = 1;
+        }
         __syncthreads();
         if (s_fail) return CUDART_NAN;
         // (c) the rows below the block, one per thread: L(r, j) = (P(r, j) − Σ_l L(r, l)·D_l·L(j, l)) / D_j

@@ -5,7 +5,8 @@
 // - W's rows are split into row blocks of at most 8 tiles of 16 rows (2 for r = 200: 112 + 96 rows)
 //   that fit in shared memory (K = 200: 112 × 212 doubles = 190 KB); one persistent block per SM keeps
 //   its row block for the whole scene and walks the 128-pixel tiles, so W is read once per SM;
-// - the products on the sm_90 m16n8k4 DMMA shape (the full 67 TFLOP/s; m8n8k4 runs at half);
+// - the products on the sm_90 m16n8k8 DMMA shape (the full 67 TFLOP/s; m8n8k4 runs at half, and k8
+//   issues half the instructions of k4: one block per SM leaves two warps per scheduler);
 // - the pixel tiles stream through a double-buffered shared copy, 16 bands at a time, loaded one chunk
 //   ahead into registers (any element type, any strides: y = x − μ, rounded to f32 in f32 mode);
 // - each warp owns 16 pixels × all the block's rows and writes Σ_rows z² per pixel into
@@ -28,22 +29,25 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kPix = 128;          // pixels per tile: 8 warps × 2 n-tiles of 8
 constexpr int kChunk = 16;         // bands per staged chunk
-constexpr int kMaxTiles = 8;       // 16-row tiles per row block (accumulators: 8 × 2 × 4 doubles)
+constexpr int kMaxTiles = 7;       // 16-row tiles per row block (accumulators: 7 × 2 × 4 doubles)
 constexpr int kYStride = kPix + 8;  // ≡ 8 (mod 16) doubles: conflict-free B fragments
 
 struct Layout {
     int K, K_pad, rows, m_tiles;  // rows of W; 16-row tiles in all
     int per_block, blocks;        // tiles per row block, row blocks
     int w_stride;                 // K_pad + 4 ≡ 4 (mod 16): conflict-free A fragments
-    std::size_t smem() const {
-        return sizeof(double) * (std::size_t(16 * per_block) * std::size_t(w_stride) + 2u * kChunk * kYStride);
+    std::size_t smem() const {  // W, the Y double buffer, μ and the kept bands' sample offsets
+        return sizeof(double) * (std::size_t(16 * per_block) * std::size_t(w_stride) + 2u * kChunk * kYStride) +
+               std::size_t(K_pad) * (sizeof(double) + sizeof(long long));
     }
 };
 
-__device__ __forceinline__ void mma16x8x4(double (&d)[4], double a0, double a1, double b0) {
-    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+// The k8 shape: A 16×8 (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]), B 8×8
+// (b0 = B[t][g], b1 = B[t + 4][g]), D as for k4: half the instructions of two k4 steps.
+__device__ __forceinline__ void mma16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a0), "d"(a1), "d"(b0));
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
 }
 
 template <typename T>
@@ -61,7 +65,10 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
     extern __shared__ double sm[];
     double* Ws = sm;
     double* Ys = sm + 16 * L.per_block * L.w_stride;
+    double* s_mean = Ys + 2 * kChunk * kYStride;
+    long long* s_off = reinterpret_cast<long long*>(s_mean + L.K_pad);
     __shared__ int s_bad[kPix];
+    for (int b = threadIdx.x; b < L.K; b += kThreads) s_mean[b] = mean[b], s_off[b] = (long long)kept[b] * v.strides.b;
     const int rb = blockIdx.x % L.blocks, r0 = rb * 16 * L.per_block;
     const int tiles_here = min(L.per_block, L.m_tiles - rb * L.per_block);
     for (int e = threadIdx.x; e < 16 * L.per_block * L.K_pad; e += kThreads) {
@@ -98,7 +105,7 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
             const int b = c * kChunk + yk + 2 * e;
             yraw[e] = T(0);
             if (pix && b < L.K) {
-                yraw[e] = v.data[off + (long long)kept[b] * v.strides.b];
+                yraw[e] = v.data[off + s_off[b]];
                 live |= 1u << e;
             }
         }
@@ -112,12 +119,13 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
             if (live >> e & 1u) {
                 const double x = double(yraw[e]);
                 bad = bad || !isfinite(x);
-                y = f32 ? double(float(x - mean[b])) : x - mean[b];
+                y = f32 ? double(float(x - s_mean[b])) : x - s_mean[b];
             }
             Ys[buf * kChunk * kYStride + (yk + 2 * e) * kYStride + yj] = y;
         }
     };
     double acc[kMaxTiles][2][4] = {};
+    __syncthreads();  // s_mean, s_off
     fetch(tile, 0);
     store(0);
     if (threadIdx.x < kPix) s_bad[threadIdx.x] = 0;
@@ -131,17 +139,24 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
         const bool bad_done = bad;  // this tile's flag (its last chunk was stored), before store() starts the next tile's
         if (more) fetch(next_tile, next_c);
         const double* Y = Ys + (step & 1) * kChunk * kYStride;
+        // Two k8 steps per chunk; the next row tile's A fragment is loaded while this one's products issue.
 #pragma unroll
-        for (int ks = 0; ks < kChunk; ks += 4) {
+        for (int ks = 0; ks < kChunk; ks += 8) {
             const double* wrow = Ws + (c * kChunk + ks + t);
-            const double b0 = Y[(ks + t) * kYStride + warp * 16 + g];
-            const double b1 = Y[(ks + t) * kYStride + warp * 16 + 8 + g];
+            const double* yrow = Y + (ks + t) * kYStride + warp * 16 + g;
+            const double b0[2] = {yrow[0], yrow[4 * kYStride]}, b1[2] = {yrow[8], yrow[4 * kYStride + 8]};
+            const auto load_a = [&](int m, double (&a)[4]) {
+                const double* w0 = wrow + (16 * m + g) * L.w_stride;
+                a[0] = w0[0], a[1] = w0[8 * L.w_stride], a[2] = w0[4], a[3] = w0[8 * L.w_stride + 4];
+            };
+            double a[2][4];
+            load_a(0, a[0]);
 #pragma unroll
             for (int m = 0; m < kMaxTiles; ++m)
                 if (m < tiles_here) {
-                    const double a0 = wrow[(16 * m + g) * L.w_stride], a1 = wrow[(16 * m + g + 8) * L.w_stride];
-                    mma16x8x4(acc[m][0], a0, a1, b0);
-                    mma16x8x4(acc[m][1], a0, a1, b1);
+                    if (m + 1 < kMaxTiles && m + 1 < tiles_here) load_a(m + 1, a[(m + 1) & 1]);
+                    mma16x8x8(acc[m][0], a[m & 1], b0);
+                    mma16x8x8(acc[m][1], a[m & 1], b1);
                 }
         }
         if (last_chunk) {
@@ -170,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
                 for (int n = 0; n < 2; ++n)
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
-                        const int j = warp * 16 + 8 * n + 2 * t + h;
+                        const int j = warp * 16 + 8 * n + 2 * t + h;  // = yj of a loader thread
                         const long long p = tile * kPix + j;
                         if (p < P) partial[(long long)rb * P + p] = s_bad[j] ? CUDART_NAN : s[n][h];
                     }
