@@ -8,11 +8,11 @@
 // Floors (H100 SXM: 67 TFLOP/s f64 tensor cores and f32 FMA, 3.0 TB/s taken for HBM3):
 //   screening: one read of the cube, 839 MB → 0.28 ms.
 //   fit: N·K² multiply-adds for the scatter matrix (the lower triangle only: N·K(K+1)/2 → 0.63 ms);
-//        the host eigensolve (LAPACK dsyev, 200×200: ~10–20 ms on the host) has no GPU floor here.
+//        the host eigensolve (LAPACK dsyevr, 200×200: ~10–15 ms on the host) has no GPU floor here.
 //   apply (RX, f64 or f32 whitening): z = W(x − μ), 2·N·r·K = 8.4e10 flops → 1.25 ms.
 //   detect_classical: screening + fit + apply.
-//   local RX: the Cholesky per pixel, K³/3 flops × 1e4 pixels on the f64 FMA pipes (33.5 TFLOP/s)
-//        → 0.86 ms; the window statistics by box sums add O(K²) per pixel (~0.1 ms).
+//   local RX: per pixel the window's scatter matrix, n·K(K+1) flops (n = 21² − 5² = 416 positions), and its
+//        factorization, K³/3 multiply-adds, on the f64 tensor cores (67 TFLOP/s): 1e4 pixels, K = 205 → 3.5 ms.
 //
 // Usage: classical_bench [--out FILE.md]
 #include <algorithm>
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
         const double K = local.bands(), P = double(local.width()) * local.height();
         row("local RX (5,21) " + std::to_string(local.width()) + "×" + std::to_string(local.height()) + "×" +
                 std::to_string(local.bands()) + " " + what,
-            P * K * K * K / 3 / 33.5e12 + P * K * K * 8 * 4 / bw,
+            P * (416.0 * K * (K + 1) + 2 * K * K * K / 3) / flops,
             [&] { local_rx_into(gpu, d_local, {.window = {5, 21}}, local_out); });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "classical_bench: %s\n", e.what());

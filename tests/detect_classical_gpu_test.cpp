@@ -177,7 +177,7 @@ TEST(ClassicalGpu, ScreeningOnDeviceViews) {
 }
 
 // Local RX against the CPU on random cubes: `cases` of {width, height, bands, inner, outer}.
-void expect_local_rx_like_cpu(std::initializer_list<std::array<int, 5>> cases) {
+void expect_local_rx_like_cpu(const Context& gpu, std::initializer_list<std::array<int, 5>> cases) {
     for (const auto& [w, h, b, inner, outer] : cases) {
         const Cube c = correlated(w, h, b, 99, DType::F32);
         const ClassicalOptions o{.window = {double(inner), double(outer)}};
@@ -195,14 +195,14 @@ void expect_local_rx_like_cpu(std::initializer_list<std::array<int, 5>> cases) {
 // for racecheck.
 TEST(ClassicalGpu, LocalRxMatchesCpu) {
     REQUIRE_GPU();
-    expect_local_rx_like_cpu({{19, 23, 5, 3, 7}, {40, 31, 30, 5, 11}});
+    expect_local_rx_like_cpu(gpu, {{19, 23, 5, 3, 7}, {40, 31, 30, 5, 11}});
 }
 
 // 150 and 207 bands: 10 and 13 row tiles (207 fills the tensor-core kernel); 208 and more take the
 // fallback kernels, 240 with the matrix in a global workspace.
 TEST(ClassicalGpu, LocalRxManyBandsMatchesCpu) {
     REQUIRE_GPU();
-    expect_local_rx_like_cpu({{24, 20, 150, 3, 15}, {20, 19, 207, 3, 15}, {20, 19, 208, 3, 17}, {20, 18, 240, 3, 17}});
+    expect_local_rx_like_cpu(gpu, {{24, 20, 150, 3, 15}, {20, 19, 207, 3, 15}, {20, 19, 208, 3, 17}, {20, 18, 240, 3, 17}});
 }
 
 // Pixels that are not finite score NaN (not counted); windows holding one, or a constant band kept
