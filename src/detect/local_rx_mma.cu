@@ -39,17 +39,25 @@ struct Geom {
 // D += A·B for A 16×4 (a0 = A[g][t], a1 = A[g + 8][t]), B 4×8 (b0 = B[t][g]), D 16×8 (d0 = D[g][2t],
 // d1 = D[g][2t + 1], d2 = D[g + 8][2t], d3 = D[g + 8][2t + 1]); g = lane / 4, t = lane % 4.
 __device__ __forceinline__ void mma16x8x4(double (&d)[4], double a0, double a1, double b0) {
+#if __CUDA_ARCH__ >= 900
     asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
                  : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
                  : "d"(a0), "d"(a1), "d"(b0));
+#else
+    __trap();
+#endif
 }
 
 // The k8 shape: A 16×8 (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]), B 8×8
 // (b0 = B[t][g], b1 = B[t + 4][g]), D as above: half the instructions of two k4 steps.
 __device__ __forceinline__ void mma16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+#if __CUDA_ARCH__ >= 900
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
                  : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+    __trap();  // sm_90 shapes only: the host entry points refuse older GPUs (the callers' fallbacks run)
+#endif
 }
 
 // Tiles of the lower triangle in row-major order: row mt holds n-tiles 0 … 2mt + 1. The table
@@ -347,10 +355,11 @@ bool local_rx_mma(const Context& ctx, const double* xb, int W, int H, int K, Loc
     const std::size_t bytes = sizeof(double) * (std::size_t(rows) + 2u * kStage * g.stride + std::size_t(kStage) * K +
                                                 3u * rows * kPanelStride) +
                               sizeof(int) * std::size_t(g.npos + g.tiles);
-    int device = 0, optin = 0;
+    int device = 0, optin = 0, major = 0;
     CUBEKIT_CUDA_CHECK(cudaGetDevice(&device));
     CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    if (bytes + 2048 > std::size_t(optin)) return false;
+    CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major < 9 || bytes + 2048 > std::size_t(optin)) return false;  // the m16n8 f64 shapes are sm_90's
     CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(local_rx_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
     const long long P = (long long)W * H;
     if (P > 0x7fffffffll) return false;  // one block per pixel: gridDim.x ≤ 2³¹ − 1

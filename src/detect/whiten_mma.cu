@@ -45,9 +45,13 @@ struct Layout {
 // The k8 shape: A 16×8 (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]), B 8×8
 // (b0 = B[t][g], b1 = B[t + 4][g]), D as for k4: half the instructions of two k4 steps.
 __device__ __forceinline__ void mma16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+#if __CUDA_ARCH__ >= 900
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
                  : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+    __trap();  // sm_90 shapes only: the host entry points refuse older GPUs (the callers' fallbacks run)
+#endif
 }
 
 template <typename T>
@@ -207,10 +211,12 @@ Layout layout_for(const Context& ctx, int K, int rows) {
     L.rows = rows;
     L.m_tiles = (rows + 15) / 16;
     L.w_stride = L.K_pad + 4;
-    int device = 0, optin = 0;
+    int device = 0, optin = 0, major = 0;
     CUBEKIT_CUDA_CHECK(cudaGetDevice(&device));
     CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     (void)ctx;
+    if (major < 9) return L;  // blocks = 0: the m16n8 f64 shapes are sm_90's; the streamed kernel scores
     for (L.per_block = std::min(kMaxTiles, L.m_tiles); L.per_block > 0; --L.per_block)
         if (L.smem() + 1024 + kPix * sizeof(int) <= std::size_t(optin)) break;
     L.blocks = L.per_block > 0 ? (L.m_tiles + L.per_block - 1) / L.per_block : 0;
