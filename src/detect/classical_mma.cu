@@ -7,8 +7,9 @@
 // Statistics (fit): (1) valid_kernel: a byte per pixel (mask ≠ 0 and every kept band finite) and
 // the count N (exact, integer); (2) band_sum_kernel: per band and pixel slice a f64 sum in a fixed
 // order, the slices added on the host in order (Neumaier) → μ; (3) cov_mma_kernel: Σ_p y yᵀ with
-// y = x − μ (f64; 0 for invalid pixels) over 64×64 band tiles of the lower triangle, the pixels
-// split over blocks (split-K), each block's partial tile written out; (4) cov_reduce_kernel adds
+// y = x − μ (f64; 0 for invalid pixels) over 64×64 band tiles of the lower triangle (m16n8k8, the
+// next step's samples loaded during this step's products), the pixels split over blocks (split-K),
+// each block's partial tile written out; (4) cov_reduce_kernel adds
 // the partials in split order (deterministic). Cost: the 10 64×64 tiles of a K = 200 triangle
 // (padded to 256): 10·4096·N = 4.3e10 multiply-adds = 8.6e10 flops → 1.3 ms at the H100's 67
 // TFLOP/s DMMA peak (0.63 ms for the unpadded triangle); reads: the cube once for (1), once for
@@ -46,6 +47,20 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
     asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
                  : "+d"(d[0]), "+d"(d[1])
                  : "d"(a), "d"(b));
+}
+
+// The sm_90 shape (twice m8n8k4's rate on the H100): A 16×8 (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4],
+// a3 = A[g + 8][t + 4]), B 8×8 (b0 = B[t][g], b1 = B[t + 4][g]), D 16×8 (d0 = D[g][2t], d1 = D[g][2t + 1],
+// d2 = D[g + 8][2t], d3 = D[g + 8][2t + 1]).
+__device__ __forceinline__ void dmma16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+    // Two m8n8k4 per 16×8×8 would do for older GPUs; this project builds compute_90 only.
+    __trap();
+#endif
 }
 
 // Pixel p of a view as an element offset (band 0).
@@ -114,39 +129,58 @@ __global__ void __launch_bounds__(kCovThreads) cov_mma_kernel(StridedView<const 
     const long long p_begin = blockIdx.y * per_split, p_end = min(P, p_begin + per_split);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int wi = (warp / 2) * 32, wj = (warp % 2) * 32;
-    double acc[4][4][2] = {};
-    // Loader: thread → pixel column c = tid % 32, band rows r = tid / 32 + 4·e (e < 16).
+    double acc[2][4][4] = {};
+    // Loader: thread → pixel column c = tid % 32, band rows r = tid / 32 + 4·e (e < 16). The next step's
+    // samples are loaded before this step's products and used after them (no stall on their latency).
     const int c = threadIdx.x % kCovStep, r0 = threadIdx.x / kCovStep;
-    for (long long p0 = p_begin; p0 < p_end; p0 += kCovStep) {
+    T raw_a[kCovTile / 4], raw_b[kCovTile / 4];
+    bool use = false;
+    const auto fetch = [&](long long p0) {
         const long long p = p0 + c;
-        const bool use = p < p_end && valid[p];
+        use = p < p_end && valid[p];
         const long long o = use ? pixel_offset(v, p) : 0;
-        __syncthreads();
-#pragma unroll 4
+#pragma unroll
         for (int e = 0; e < kCovTile / 4; ++e) {
             const int r = r0 + 4 * e, bi = i0 + r, bj = j0 + r;
-            As[r][c] = use && bi < K ? double(v.data[o + (long long)kept[bi] * v.strides.b]) - mean[bi] : 0.0;
-            Bs[r][c] = use && bj < K ? double(v.data[o + (long long)kept[bj] * v.strides.b]) - mean[bj] : 0.0;
+            raw_a[e] = use && bi < K ? v.data[o + (long long)kept[bi] * v.strides.b] : T(0);
+            raw_b[e] = use && bj < K ? v.data[o + (long long)kept[bj] * v.strides.b] : T(0);
         }
+    };
+    fetch(p_begin);
+    for (long long p0 = p_begin; p0 < p_end; p0 += kCovStep) {
         __syncthreads();
 #pragma unroll
-        for (int ks = 0; ks < kCovStep; ks += 4) {
-            double a[4], b[4];
+        for (int e = 0; e < kCovTile / 4; ++e) {
+            const int r = r0 + 4 * e, bi = i0 + r, bj = j0 + r;
+            As[r][c] = use && bi < K ? double(raw_a[e]) - mean[bi] : 0.0;
+            Bs[r][c] = use && bj < K ? double(raw_b[e]) - mean[bj] : 0.0;
+        }
+        __syncthreads();
+        if (p0 + kCovStep < p_end) fetch(p0 + kCovStep);
 #pragma unroll
-            for (int m = 0; m < 4; ++m) a[m] = As[wi + 8 * m + g][ks + t], b[m] = Bs[wj + 8 * m + g][ks + t];
+        for (int ks = 0; ks < kCovStep; ks += 8) {  // m16n8k8 (sm_90): 2 × 4 tiles of 16×8 per warp
+            double a[2][4], b[4][2];
 #pragma unroll
-            for (int m = 0; m < 4; ++m)
+            for (int m = 0; m < 2; ++m) {
+                const double* r = &As[wi + 16 * m + g][ks + t];
+                a[m][0] = r[0], a[m][1] = r[8 * kCovStride], a[m][2] = r[4], a[m][3] = r[8 * kCovStride + 4];
+            }
 #pragma unroll
-                for (int n = 0; n < 4; ++n) dmma(acc[m][n], a[m], b[n]);
+            for (int n = 0; n < 4; ++n) b[n][0] = Bs[wj + 8 * n + g][ks + t], b[n][1] = Bs[wj + 8 * n + g][ks + t + 4];
+#pragma unroll
+            for (int m = 0; m < 2; ++m)
+#pragma unroll
+                for (int n = 0; n < 4; ++n) dmma16x8x8(acc[m][n], a[m], b[n]);
         }
     }
     double* out = partial + ((long long)blockIdx.y * gridDim.x + blockIdx.x) * kCovTile * kCovTile;
 #pragma unroll
-    for (int m = 0; m < 4; ++m)
+    for (int m = 0; m < 2; ++m)
 #pragma unroll
         for (int n = 0; n < 4; ++n)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) out[(wi + 8 * m + g) * kCovTile + wj + 8 * n + 2 * t + h] = acc[m][n][h];
+            for (int h = 0; h < 4; ++h)
+                out[(wi + 16 * m + g + 8 * (h / 2)) * kCovTile + wj + 8 * n + 2 * t + h % 2] = acc[m][n][h];
 }
 
 // C[i][j] = C[j][i] = Σ_split partial (in split order), i, j < K.
@@ -315,6 +349,10 @@ DeviceMoments moments_device(const Context& ctx, const CubeView& cube, const std
     m.mean.assign(std::size_t(K), 0.0);
     m.scatter.assign(std::size_t(K) * std::size_t(K), 0.0);
     if (K == 0 || P == 0) return m;
+    int device = 0, major = 0;
+    CUBEKIT_CUDA_CHECK(cudaGetDevice(&device));
+    CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major < 9) throw DeviceError("detect: the CUDA statistics need an sm_90 (Hopper) GPU; use the CPU backend");
     const DeviceBuffer d_kept = upload_vector(ctx, kept), d_mask = upload_vector(ctx, mask);
     DeviceBuffer d_valid(ctx, std::size_t(P)), d_count(ctx, 8);
     CUBEKIT_CUDA_CHECK(cudaMemsetAsync(d_count.data(), 0, 8, stream));
