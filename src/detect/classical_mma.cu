@@ -37,6 +37,7 @@
 #include "cubekit/error.hpp"
 #include "core/device_vector.hpp"
 #include "detect/classical_internal.hpp"
+#include "detect/dmma.cuh"
 
 namespace cubekit::detail {
 namespace {
@@ -47,20 +48,6 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
     asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
                  : "+d"(d[0]), "+d"(d[1])
                  : "d"(a), "d"(b));
-}
-
-// The sm_90 shape (twice m8n8k4's rate on the H100): A 16×8 (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4],
-// a3 = A[g + 8][t + 4]), B 8×8 (b0 = B[t][g], b1 = B[t + 4][g]), D 16×8 (d0 = D[g][2t], d1 = D[g][2t + 1],
-// d2 = D[g + 8][2t], d3 = D[g + 8][2t + 1]).
-__device__ __forceinline__ void dmma16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
-#else
-    // Two m8n8k4 per 16×8×8 would do for older GPUs; this project builds compute_90 only.
-    __trap();
-#endif
 }
 
 // Pixel p of a view as an element offset (band 0).
@@ -170,7 +157,7 @@ __global__ void __launch_bounds__(kCovThreads) cov_mma_kernel(StridedView<const 
 #pragma unroll
             for (int m = 0; m < 2; ++m)
 #pragma unroll
-                for (int n = 0; n < 4; ++n) dmma16x8x8(acc[m][n], a[m], b[n]);
+                for (int n = 0; n < 4; ++n) mma16x8x8(acc[m][n], a[m], b[n]);
         }
     }
     double* out = partial + ((long long)blockIdx.y * gridDim.x + blockIdx.x) * kCovTile * kCovTile;

@@ -19,6 +19,7 @@
 
 #include "core/cuda_check.hpp"
 #include "detect/classical_internal.hpp"
+#include "detect/dmma.cuh"
 
 namespace cubekit::detail {
 namespace {
@@ -35,30 +36,6 @@ struct Geom {
     int npos, n;                      // outer², outer² − inner²
     double div;                       // n − ddof
 };
-
-// D += A·B for A 16×4 (a0 = A[g][t], a1 = A[g + 8][t]), B 4×8 (b0 = B[t][g]), D 16×8 (d0 = D[g][2t],
-// d1 = D[g][2t + 1], d2 = D[g + 8][2t], d3 = D[g + 8][2t + 1]); g = lane / 4, t = lane % 4.
-__device__ __forceinline__ void mma16x8x4(double (&d)[4], double a0, double a1, double b0) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a0), "d"(a1), "d"(b0));
-#else
-    __trap();
-#endif
-}
-
-// The k8 shape: A 16×8 (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]), B 8×8
-// (b0 = B[t][g], b1 = B[t + 4][g]), D as above: half the instructions of two k4 steps.
-__device__ __forceinline__ void mma16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
-#else
-    __trap();  // sm_90 shapes only: the host entry points refuse older GPUs (the callers' fallbacks run)
-#endif
-}
 
 // Tiles of the lower triangle in row-major order: row mt holds n-tiles 0 … 2mt + 1. The table
 // (tile τ → mt | nt << 8, shared memory) is read inside the loops: per-slot indices kept in registers

@@ -22,6 +22,7 @@
 #include "core/device_vector.hpp"
 #include "cubekit/error.hpp"
 #include "detect/classical_internal.hpp"
+#include "detect/dmma.cuh"
 
 namespace cubekit::detail {
 namespace {
@@ -41,18 +42,6 @@ struct Layout {
                std::size_t(K_pad) * (sizeof(double) + sizeof(long long));
     }
 };
-
-// The k8 shape: A 16×8 (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]), B 8×8
-// (b0 = B[t][g], b1 = B[t + 4][g]), D as for k4: half the instructions of two k4 steps.
-__device__ __forceinline__ void mma16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
-#else
-    __trap();  // sm_90 shapes only: the host entry points refuse older GPUs (the callers' fallbacks run)
-#endif
-}
 
 template <typename T>
 __device__ __forceinline__ long long pixel_offset(const StridedView<const T>& v, long long p) {
