@@ -1,13 +1,13 @@
 // Local RX on the f64 tensor cores (classical_internal.hpp: local_rx_mma), for K + 1 ≤ 208 bands.
 // One block of 12 warps per pixel, the K×K window scatter matrix held in registers as 16×8 tiles
-// of its lower triangle (m16n8k4 DMMA: exact f64 products, f64 accumulation; the sm_90 shape runs at
-// the full 67 TFLOP/s, m8n8k4 at half):
+// of its lower triangle (detect/dmma.cuh: exact f64 products, f64 accumulation; m16n8k8 for S,
+// m16n8k4 for the trailing updates):
 //   (1) the window mean per band, in the CPU's order (row-major positions, the inner window skipped);
 //   (2) S = Σ_t y_t y_tᵀ, y = x − mean, the window positions staged 16 at a time (cp.async of the raw
 //       BIP spectra, then a centred copy; the inner window's positions stay as zero rows);
 //   (3) the pixel's y appended as row K (the bordered matrix), and a blocked LDLᵀ of S over panels of
-//       8 columns: the panel's 8×8 diagonal block factored by one thread, the rows below it solved one
-//       per thread, the trailing tiles updated on the tensor cores (A −= (L·D) Lᵀ). Row K's solved
+//       8 columns: the panel's 8×8 diagonal block factored by 8 lanes (shuffles), the rows below it
+//       solved one per thread, the trailing tiles updated on the tensor cores (A −= (L·D) Lᵀ). Row K's solved
 //       values give u = L⁻¹y, so q = Σ_j u_j²/D_j = yᵀS⁻¹y, and the score is (n − ddof)·q = yᵀC⁻¹y.
 // A pivot that is not positive and finite makes the pixel NaN and counts it as singular, the CPU's
 // rule for its Cholesky (the pivots are the same in exact arithmetic). Rounding differs from the
