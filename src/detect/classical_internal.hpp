@@ -31,7 +31,7 @@ struct ScorePlan {
     int bands = 0;               ///< K, bands of the prepared cube
     int rows = 0;                ///< r, rows of W (Quadratic, Ace)
     std::vector<double> mean;    ///< K (zeros when not centred)
-    std::vector<double> W;       ///< r×K row-major
+    std::vector<double> W;       ///< r×K row-major, upper trapezoidal (W_ij = 0 for j < i)
     std::vector<double> a;       ///< K (Linear, Ace, Cosine)
     bool f32 = false;            ///< f32 whitening
 };
