@@ -1,5 +1,5 @@
 # CUBEKIT_STATIC_DEPS=ON (scripts/gpu-pack only): link matio (with HDF5 and its szip/aec/zlib),
-# LAPACK (with BLAS, gfortran, quadmath), libpng, libjpeg and libdeflate statically, so that the GPU pack
+# LAPACK (OpenBLAS's or the reference one with its BLAS; gfortran, quadmath), libpng, libjpeg and libdeflate statically, so that the GPU pack
 # carries none of their shared libraries. HDF5's shared library alone drags in libcurl and its TLS,
 # Kerberos and LDAP chain (~5 MB of the compressed pack); a static link keeps only the objects the
 # binaries use. Same Debian builds of the same libraries, so the results do not change. Included
@@ -24,6 +24,11 @@ endforeach()
 
 set_target_properties(PkgConfig::MATIO PROPERTIES INTERFACE_LINK_LIBRARIES
   "${_static_matio};${_static_hdf5_serial};${_static_sz};${_static_aec};${_static_z};dl;m")
+if(CUBEKIT_OPENBLAS)  # OpenBLAS's archive holds its BLAS and LAPACK
+  _cubekit_static_archive(_static_openblas libopenblas.a)
+  set(_static_lapack "${_static_openblas}")
+  set(_static_blas "")
+endif()
 set_target_properties(LAPACK::LAPACK PROPERTIES INTERFACE_LINK_LIBRARIES
   "${_static_lapack};${_static_blas};${_static_gfortran};${_static_quadmath};m")
 function(_cubekit_repoint target archive)

@@ -237,20 +237,20 @@ ScorePlan make_plan(const BackgroundStats& s, const ClassicalOptions& o, const s
     const bool cached = s.eigenvalues.size() == std::size_t(K) && s.eigenvectors.size() == k2;
     const Eigen e{K, s.eigenvalues, s.eigenvectors};
     const std::vector<double> W = whitening(K, s.covariance, o, plan.rows, cached ? &e : nullptr);
-    plan.W = upper_trapezoidal(W, plan.rows, K);
+    if (o.detector != Detector::Mf) plan.W = upper_trapezoidal(W, plan.rows, K);  // the scoring GEMM's operand
     if (o.detector == Detector::Rx) return plan;
     std::vector<double> d(static_cast<std::size_t>(K));
     for (int b = 0; b < K; ++b) d[std::size_t(b)] = t[std::size_t(b)] - s.mean[std::size_t(b)];
-    const std::vector<double> sv = times(plan.W, plan.rows, K, d);
+    const std::vector<double> sv = times(W, plan.rows, K, d);
     const double ss = dot(sv, sv);
     if (!(ss > 0))
         throw InvalidInput("detect " + std::string(enum_name(o.detector)) +
                            ": target: equals the background mean in the whitened space");
-    plan.a = times_transposed(plan.W, plan.rows, K, sv);
+    plan.a = times_transposed(W, plan.rows, K, sv);
     const double div = o.detector == Detector::Mf ? ss : std::sqrt(ss);
     for (double& v : plan.a) v /= div;
     plan.mode = o.detector == Detector::Mf ? ScoreMode::Linear : ScoreMode::Ace;
-    if (plan.mode == ScoreMode::Linear) plan.W.clear(), plan.rows = 0;
+    if (plan.mode == ScoreMode::Linear) plan.rows = 0;
     return plan;
 }
 
