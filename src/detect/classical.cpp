@@ -339,14 +339,19 @@ BackgroundStats fit_background(const Context& ctx, const CubeView& cube, const C
     return s;
 }
 
-void apply_detector_into(const Context& ctx, const CubeView& cube, const BackgroundStats& stats,
-                         const ClassicalOptions& options, const std::vector<double>& target,
-                         const MutableCubeView& out) {
+namespace detail {
+
+ScorePlan checked_plan(const BackgroundStats& stats, const ClassicalOptions& options, const std::vector<double>& target,
+                       int cube_bands) {
     check_options(options);
     if (options.window[1] != 0) throw InvalidInput("detect: window: apply_detector takes global statistics; use local_rx");
-    check_stats(stats, cube.bands(), options.detector);
+    check_stats(stats, cube_bands, options.detector);
+    return make_plan(stats, options, kept_target(stats, target, options.detector));
+}
+
+void apply_plan_into(const Context& ctx, const CubeView& cube, const BackgroundStats& stats, const ScorePlan& plan,
+                     const ClassicalOptions& options, const MutableCubeView& out) {
     check_out(ctx, cube, out, options);
-    const ScorePlan plan = make_plan(stats, options, kept_target(stats, target, options.detector));
     if (ctx.is_cuda()) {  // straight from the cube (classical_mma.cu): no f64 copy
         const CubeInLayout in(ctx, cube, Layout::BSQ, Memory::Device);
         detail::score_direct_device(ctx, in.view(), stats.kept, plan, out);
@@ -354,6 +359,15 @@ void apply_detector_into(const Context& ctx, const CubeView& cube, const Backgro
     }
     const Prepared p = prepare(ctx, cube, stats.kept, {});
     detail::score_cpu(ctx, p.view, plan, out);
+}
+
+}  // namespace detail
+
+void apply_detector_into(const Context& ctx, const CubeView& cube, const BackgroundStats& stats,
+                         const ClassicalOptions& options, const std::vector<double>& target,
+                         const MutableCubeView& out) {
+    const ScorePlan plan = detail::checked_plan(stats, options, target, cube.bands());
+    detail::apply_plan_into(ctx, cube, stats, plan, options, out);
 }
 
 Cube apply_detector(const Context& ctx, const CubeView& cube, const BackgroundStats& stats,

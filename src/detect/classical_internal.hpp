@@ -54,6 +54,14 @@ struct LocalWindows {
 /// Throws InvalidInput naming `what` when its size is not W×H×1.
 std::vector<std::uint8_t> mask_bytes(const Context& ctx, const CubeView& mask, int width, int height, const char* what);
 
+// ---- the global detectors' plan, made once for every tile (classical.cpp) ------------------------------
+/// The checks of apply_detector_into (options, statistics against `cube_bands`, target) and its plan.
+ScorePlan checked_plan(const BackgroundStats& stats, const ClassicalOptions& options, const std::vector<double>& target,
+                       int cube_bands);
+/// apply_detector_into with the plan made: the output's checks, then the scores.
+void apply_plan_into(const Context& ctx, const CubeView& cube, const BackgroundStats& stats, const ScorePlan& plan,
+                     const ClassicalOptions& options, const MutableCubeView& out);
+
 // ---- CPU (classical_cpu.cpp): host views ---------------------------------------------------------------
 BandSummary band_summary_cpu(const Context& ctx, const CubeView& cube);
 /// Dense BSQ f64 copy of the `kept` bands; pixels with mask[p] == 0 become NaN (mask: W·H or empty).
