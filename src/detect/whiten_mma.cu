@@ -251,12 +251,14 @@ void assign_groups(Layout& L, int sms, long long n_tiles) {
 
 int whiten_row_blocks(const Context& ctx, int K, int rows) {
     if (K < 1 || rows < 1) return 0;
+    if (whiten_tri_fits(K, rows)) return 1;
     return layout_for(ctx, K, rows).blocks;
 }
 
 void whiten_resident(const Context& ctx, const CubeView& cube, const int* kept, const double* mean,
                      const std::vector<double>& W, int rows, bool f32, double* partial) {
     const int K = int(W.size() / std::size_t(rows));
+    if (whiten_tri_fits(K, rows)) return whiten_tri(ctx, cube, kept, mean, W, rows, f32, partial);
     Layout L = layout_for(ctx, K, rows);
     if (L.blocks == 0) throw InvalidInput("detect: internal: whiten_resident called where it does not apply");
     // W row-major, zero-padded to K_pad columns; f32 whitening: rounded to f32 (the CPU's operands).
