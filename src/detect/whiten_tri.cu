@@ -78,6 +78,17 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_tri_kernel(StridedView<con
     }
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int half = warp % 2, group = warp / 2;
+    // This warp's slots, fixed for the kernel: the lane's A-fragment element (row g, band t) of tile
+    // m at Ws[w_off + band], 8 rows further at + w_rows8; w_first = m (its first nonzero chunk), or
+    // past every chunk for a slot beyond the tiles.
+    int w_off[kSlots], w_rows8[kSlots], w_first[kSlots];
+#pragma unroll
+    for (int i = 0; i < kSlots; ++i) {
+        const int m = slot_tile(i, group), ws = tile_stride(K_pad, m);
+        w_first[i] = m < m_tiles ? m : 1 << 30;
+        w_off[i] = int(tile_offset(K_pad, m)) + g * ws + t - 16 * m;
+        w_rows8[i] = 8 * ws;
+    }
     // Loader: pixel j = tid % 64, bands tid / 64 + 4e (e < 4) of the chunk.
     const int yj = threadIdx.x % kPix, yk = threadIdx.x / kPix;
     const long long n_tiles = (P + kPix - 1) / kPix;
@@ -135,25 +146,26 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_tri_kernel(StridedView<con
         const bool bad_done = bad;
         if (more) fetch(next_tile, next_c);
         const double* Y = Ys + (step & 1) * kChunk * kYStride;
+        int n_active = 0;
+#pragma unroll
+        for (int i = 0; i < kSlots; ++i) n_active += w_first[i] <= c ? 1 : 0;
 #pragma unroll
         for (int ks = 0; ks < kChunk; ks += 8) {
             const double* yrow = Y + (ks + t) * kYStride + 32 * half + g;
             double b[4][2];
 #pragma unroll
             for (int n = 0; n < 4; ++n) b[n][0] = yrow[8 * n], b[n][1] = yrow[4 * kYStride + 8 * n];
-            // Slot i's tile, nonzero in this chunk when tile ≤ c; slots ascend, so the active ones lead.
+            // The slots whose tile is nonzero in this chunk (tile ≤ c) lead: slots ascend.
             const auto load_a = [&](int i, double (&a)[4]) {
-                const int m = slot_tile(i, group), ws = tile_stride(K_pad, m);
-                const double* w0 = Ws + tile_offset(K_pad, m) + g * ws + (c * kChunk + ks + t - 16 * m);
-                a[0] = w0[0], a[1] = w0[8 * ws], a[2] = w0[4], a[3] = w0[8 * ws + 4];
+                const double* w0 = Ws + (w_off[i] + c * kChunk + ks);
+                a[0] = w0[0], a[1] = w0[w_rows8[i]], a[2] = w0[4], a[3] = w0[w_rows8[i] + 4];
             };
-            const auto active = [&](int i) { const int m = slot_tile(i, group); return m < m_tiles && m <= c; };
             double a[2][4];
-            if (active(0)) load_a(0, a[0]);
+            if (n_active > 0) load_a(0, a[0]);
 #pragma unroll
             for (int i = 0; i < kSlots; ++i)
-                if (active(i)) {
-                    if (i + 1 < kSlots && active(i + 1)) load_a(i + 1, a[(i + 1) & 1]);
+                if (i < n_active) {
+                    if (i + 1 < kSlots && i + 1 < n_active) load_a(i + 1, a[(i + 1) & 1]);
 #pragma unroll
                     for (int n = 0; n < 4; ++n) mma16x8x8(acc[i][n], a[i & 1], b[n]);
                 }
