@@ -20,9 +20,6 @@ extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, c
                         const double* vl, const double* vu, const int* il, const int* iu, const double* abstol, int* m,
                         double* w, double* z, const int* ldz, int* isuppz, double* work, const int* lwork, int* iwork,
                         const int* liwork, int* info, std::size_t jobz_len, std::size_t range_len, std::size_t uplo_len);
-// LAPACK's Householder QR (the whitening made upper trapezoidal).
-extern "C" void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work,
-                        const int* lwork, int* info);
 
 namespace cubekit {
 namespace {
@@ -92,27 +89,6 @@ std::vector<double> whitening(int n, std::vector<double> A, const ClassicalOptio
         for (int j = 0; j < n; ++j) W.push_back(e.vectors[std::size_t(i) * std::size_t(n) + std::size_t(j)] * s);
     }
     return W;
-}
-
-// R of W = QR (r × n, upper trapezoidal: R_ij = 0 for j < i). RᵀR = WᵀW, so ‖Ry‖ = ‖Wy‖ for every y,
-// and the scoring GEMM skips the zero half: r·n − r²/2 products per pixel instead of r·n.
-std::vector<double> upper_trapezoidal(const std::vector<double>& W, int r, int n) {
-    if (r == 0) return W;
-    std::vector<double> a(std::size_t(r) * std::size_t(n));  // column-major r × n
-    for (int i = 0; i < r; ++i)
-        for (int j = 0; j < n; ++j) a[std::size_t(j) * std::size_t(r) + std::size_t(i)] = W[std::size_t(i) * std::size_t(n) + std::size_t(j)];
-    std::vector<double> tau(std::size_t(std::min(r, n)));
-    int info = 0, lwork = -1;
-    double query = 0;
-    dgeqrf_(&r, &n, a.data(), &r, tau.data(), &query, &lwork, &info);
-    std::vector<double> work(std::size_t(std::max(1, int(query))));
-    lwork = int(work.size());
-    dgeqrf_(&r, &n, a.data(), &r, tau.data(), work.data(), &lwork, &info);
-    if (info != 0) throw InvalidInput("detect: the whitening QR failed (LAPACK dgeqrf info " + std::to_string(info) + ")");
-    std::vector<double> R(W.size(), 0.0);
-    for (int i = 0; i < r; ++i)
-        for (int j = i; j < n; ++j) R[std::size_t(i) * std::size_t(n) + std::size_t(j)] = a[std::size_t(j) * std::size_t(r) + std::size_t(i)];
-    return R;
 }
 
 // W v (r entries) and Wᵀ s (n entries).
@@ -236,21 +212,20 @@ ScorePlan make_plan(const BackgroundStats& s, const ClassicalOptions& o, const s
     const std::size_t k2 = std::size_t(K) * std::size_t(K);
     const bool cached = s.eigenvalues.size() == std::size_t(K) && s.eigenvectors.size() == k2;
     const Eigen e{K, s.eigenvalues, s.eigenvectors};
-    const std::vector<double> W = whitening(K, s.covariance, o, plan.rows, cached ? &e : nullptr);
-    if (o.detector != Detector::Mf) plan.W = upper_trapezoidal(W, plan.rows, K);  // the scoring GEMM's operand
+    plan.W = whitening(K, s.covariance, o, plan.rows, cached ? &e : nullptr);
     if (o.detector == Detector::Rx) return plan;
     std::vector<double> d(static_cast<std::size_t>(K));
     for (int b = 0; b < K; ++b) d[std::size_t(b)] = t[std::size_t(b)] - s.mean[std::size_t(b)];
-    const std::vector<double> sv = times(W, plan.rows, K, d);
+    const std::vector<double> sv = times(plan.W, plan.rows, K, d);
     const double ss = dot(sv, sv);
     if (!(ss > 0))
         throw InvalidInput("detect " + std::string(enum_name(o.detector)) +
                            ": target: equals the background mean in the whitened space");
-    plan.a = times_transposed(W, plan.rows, K, sv);
+    plan.a = times_transposed(plan.W, plan.rows, K, sv);
     const double div = o.detector == Detector::Mf ? ss : std::sqrt(ss);
     for (double& v : plan.a) v /= div;
     plan.mode = o.detector == Detector::Mf ? ScoreMode::Linear : ScoreMode::Ace;
-    if (plan.mode == ScoreMode::Linear) plan.rows = 0;
+    if (plan.mode == ScoreMode::Linear) plan.W.clear(), plan.rows = 0;
     return plan;
 }
 

@@ -35,7 +35,7 @@ double score_pixel(const double* x, std::int64_t plane, const ScorePlan& plan, s
         for (int i = 0; i < plan.rows; ++i) {
             const double* w = plan.W.data() + std::size_t(i) * std::size_t(K);
             T z = 0;
-            for (int b = i; b < K; ++b) z = std::fma(T(w[b]), y[std::size_t(b)], z);  // as the CUDA GEMM (W_ib = 0 for b < i)
+            for (int b = 0; b < K; ++b) z = std::fma(T(w[b]), y[std::size_t(b)], z);  // as the CUDA GEMM
             q = q + z * z;
         }
     if (plan.mode != ScoreMode::Quadratic)

@@ -31,7 +31,7 @@ struct ScorePlan {
     int bands = 0;               ///< K, bands of the prepared cube
     int rows = 0;                ///< r, rows of W (Quadratic, Ace)
     std::vector<double> mean;    ///< K (zeros when not centred)
-    std::vector<double> W;       ///< r×K row-major, upper trapezoidal (W_ij = 0 for j < i)
+    std::vector<double> W;       ///< r×K row-major
     std::vector<double> a;       ///< K (Linear, Ace, Cosine)
     bool f32 = false;            ///< f32 whitening
 };
@@ -95,13 +95,8 @@ DeviceMoments moments_device(const Context& ctx, const CubeView& cube, const std
 void score_direct_device(const Context& ctx, const CubeView& cube, const std::vector<int>& kept, const ScorePlan& plan,
                          const MutableCubeView& out);
 
-/// Whether W (`rows` × K, upper trapezoidal) fits whole in shared memory for whiten_tri (K ≤ 208 on sm_90).
-bool whiten_tri_fits(int K, int rows);
-/// whiten_resident's contract with one row block, for W where whiten_tri_fits (whiten_tri.cu).
-void whiten_tri(const Context& ctx, const CubeView& cube, const int* kept, const double* mean, const std::vector<double>& W,
-                int rows, bool f32, double* partial);
-/// Row blocks of the resident whitening (whiten_tri, else whiten_mma.cu's kernel) for W of `rows` × K,
-/// or 0 where its row blocks do not fit in shared memory (then classical_mma.cu's streamed kernel scores).
+/// Row blocks of the resident whitening kernel (whiten_mma.cu) for W of `rows` × K, or 0 where its
+/// row blocks do not fit in shared memory (then classical_mma.cu's streamed kernel scores).
 int whiten_row_blocks(const Context& ctx, int K, int rows);
 /// partial[rb·P + p] = Σ over row block rb's rows r of (W_r · y_p)², y = x − mean (f32: both rounded
 /// to f32), NaN for a pixel with a non-finite kept band. `kept`, `mean`: device arrays of K;

@@ -2,25 +2,21 @@
 // whiten_row_blocks, whiten_resident). classical_mma.cu's whiten_mma_kernel re-reads its 64-row
 // slice of W from L2 for every 128-pixel tile (W: r×K f64, 333 KB for K = r = 200; 6 GB of L2
 // traffic for a 1024² scene) and ran at 18 % of the m8n8k4 DMMA rate. Here:
-// - W is upper trapezoidal (classical.cpp: R of W's QR), so a 16-row tile's products start at its own
-//   16-band chunk: about half the products of a full W;
-// - W's rows are split into row blocks of at most 7 tiles of 16 rows (2 for r = 200: 112 + 96 rows)
+// - W's rows are split into row blocks of at most 8 tiles of 16 rows (2 for r = 200: 112 + 96 rows)
 //   that fit in shared memory (K = 200: 112 × 212 doubles = 190 KB); one persistent block per SM keeps
-//   its row block for the whole scene and walks the 128-pixel tiles, so W is read once per SM; the
-//   SMs are shared between the row blocks in proportion to their work;
+//   its row block for the whole scene and walks the 128-pixel tiles, so W is read once per SM;
 // - the products on the sm_90 m16n8k8 DMMA shape (the full 67 TFLOP/s; m8n8k4 runs at half, and k8
 //   issues half the instructions of k4: one block per SM leaves two warps per scheduler);
 // - the pixel tiles stream through a double-buffered shared copy, 16 bands at a time, loaded one chunk
 //   ahead into registers (any element type, any strides: y = x − μ, rounded to f32 in f32 mode);
 // - each warp owns 16 pixels × all the block's rows and writes Σ_rows z² per pixel into
 //   partial[rb·P + p]; finish_kernel adds the row blocks in order, as before.
-// Floor (K = r = 200, N = 1024²): a full W's 2·N·r·K = 8.4e10 flops → 1.25 ms; the triangle's
-// N·K·(K + 1) = 4.2e10 → 0.63 ms; with the 16-wide tiles (91 of 169 tile-chunks) 0.72 ms.
+// Floor (K = r = 200, N = 1024²): 2·N·r·K = 8.4e10 flops → 1.25 ms; with the row and band padding
+// (224 × 208) 1.46 ms.
 #include <cuda_runtime.h>
 #include <math_constants.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/cuda_check.hpp"
 #include "core/device_vector.hpp"
@@ -35,14 +31,12 @@ constexpr int kThreads = 256;
 constexpr int kPix = 128;          // pixels per tile: 8 warps × 2 n-tiles of 8
 constexpr int kChunk = 16;         // bands per staged chunk
 constexpr int kMaxTiles = 7;       // 16-row tiles per row block (accumulators: 7 × 2 × 4 doubles)
-constexpr int kMaxBlocks = 4;      // row blocks
 constexpr int kYStride = kPix + 8;  // ≡ 8 (mod 16) doubles: conflict-free B fragments
 
 struct Layout {
     int K, K_pad, rows, m_tiles;  // rows of W; 16-row tiles in all
     int per_block, blocks;        // tiles per row block, row blocks
     int w_stride;                 // K_pad + 4 ≡ 4 (mod 16): conflict-free A fragments
-    int group[kMaxBlocks + 1];    // row block rb's CTAs: [group[rb], group[rb + 1]) of the grid
     std::size_t smem() const {  // W, the Y double buffer, μ and the kept bands' sample offsets
         return sizeof(double) * (std::size_t(16 * per_block) * std::size_t(w_stride) + 2u * kChunk * kYStride) +
                std::size_t(K_pad) * (sizeof(double) + sizeof(long long));
@@ -55,11 +49,8 @@ __device__ __forceinline__ long long pixel_offset(const StridedView<const T>& v,
     return x * v.strides.x + y * v.strides.y;
 }
 
-// Grid: one block per SM; the CTAs of group rb keep row block rb and share the pixel tiles.
-// W: rows × K_pad row-major (zero-padded), upper trapezoidal, in global memory. Row tile gm of W is
-// zero in the bands of chunks c < gm (tile and chunk are both 16 wide): its products start at chunk
-// gm, and row block rb's loads at its first tile's chunk. Row block 0 starts at chunk 0 and so
-// checks every band for finiteness; a later block's partial may miss a NaN that row block 0 flags.
+// Grid: one block per SM (a multiple of the row blocks); block b keeps row block b % blocks.
+// W: rows × K_pad row-major (zero-padded) in global memory.
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedView<const T> v, const int* kept,
                                                                       const double* mean, const double* W, Layout L,
@@ -71,9 +62,7 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
     long long* s_off = reinterpret_cast<long long*>(s_mean + L.K_pad);
     __shared__ int s_bad[kPix];
     for (int b = threadIdx.x; b < L.K; b += kThreads) s_mean[b] = mean[b], s_off[b] = (long long)kept[b] * v.strides.b;
-    int rb = 0;
-    while (rb + 1 < L.blocks && int(blockIdx.x) >= L.group[rb + 1]) ++rb;
-    const int r0 = rb * 16 * L.per_block, c0 = rb * L.per_block;  // first row, first chunk
+    const int rb = blockIdx.x % L.blocks, r0 = rb * 16 * L.per_block;
     const int tiles_here = min(L.per_block, L.m_tiles - rb * L.per_block);
     for (int e = threadIdx.x; e < 16 * L.per_block * L.K_pad; e += kThreads) {
         const int r = e / L.K_pad, k = e - r * L.K_pad;
@@ -84,8 +73,8 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
     const int yj = threadIdx.x % kPix, yk = threadIdx.x / kPix;
     const long long n_tiles = (P + kPix - 1) / kPix;
     const int chunks = L.K_pad / kChunk;
-    const long long stride_tiles = L.group[rb + 1] - L.group[rb];
-    long long tile = blockIdx.x - L.group[rb];
+    const long long stride_tiles = gridDim.x / L.blocks;
+    long long tile = blockIdx.x / L.blocks;
     if (tile >= n_tiles) return;
     // The next chunk's raw samples are only loaded here; their use (the finiteness check, y = x − μ)
     // waits until store(), after the chunk's products: a use right after the loads would stall the warp
@@ -97,7 +86,7 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
     bool pix = false;
     int chunk = 0;
     const auto fetch = [&](long long tl, int c) {
-        if (c == c0) {
+        if (c == 0) {
             const long long p = tl * kPix + yj;
             pix = p < P;
             off = pix ? pixel_offset(v, p) : 0;
@@ -115,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
         }
     };
     const auto store = [&](int buf) {
-        if (chunk == c0) bad = false;
+        if (chunk == 0) bad = false;
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
             const int b = chunk * kChunk + yk + 2 * e;
@@ -130,22 +119,20 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
     };
     double acc[kMaxTiles][2][4] = {};
     __syncthreads();  // s_mean, s_off
-    fetch(tile, c0);
+    fetch(tile, 0);
     store(0);
     if (threadIdx.x < kPix) s_bad[threadIdx.x] = 0;
     __syncthreads();
-    for (int c = c0, step = 0;; ++step) {
+    for (int c = 0, step = 0;; ++step) {
         // The next chunk (of this tile or the next one) into registers while this one computes.
         const bool last_chunk = c + 1 == chunks;
         const long long next_tile = last_chunk ? tile + stride_tiles : tile;
-        const int next_c = last_chunk ? c0 : c + 1;
+        const int next_c = last_chunk ? 0 : c + 1;
         const bool more = next_tile < n_tiles;
         const bool bad_done = bad;  // this tile's flag (its last chunk was stored), before store() starts the next tile's
         if (more) fetch(next_tile, next_c);
         const double* Y = Ys + (step & 1) * kChunk * kYStride;
         // Two k8 steps per chunk; the next row tile's A fragment is loaded while this one's products issue.
-        // Row tiles m < active are nonzero in this chunk (W upper trapezoidal).
-        const int active = min(tiles_here, c - c0 + 1);
 #pragma unroll
         for (int ks = 0; ks < kChunk; ks += 8) {
             const double* wrow = Ws + (c * kChunk + ks + t);
@@ -159,8 +146,8 @@ __global__ void __launch_bounds__(kThreads, 1) whiten_resident_kernel(StridedVie
             load_a(0, a[0]);
 #pragma unroll
             for (int m = 0; m < kMaxTiles; ++m)
-                if (m < active) {
-                    if (m + 1 < kMaxTiles && m + 1 < active) load_a(m + 1, a[(m + 1) & 1]);
+                if (m < tiles_here) {
+                    if (m + 1 < kMaxTiles && m + 1 < tiles_here) load_a(m + 1, a[(m + 1) & 1]);
                     mma16x8x8(acc[m][0], a[m & 1], b0);
                     mma16x8x8(acc[m][1], a[m & 1], b1);
                 }
@@ -223,43 +210,22 @@ Layout layout_for(const Context& ctx, int K, int rows) {
         if (L.smem() + 1024 + kPix * sizeof(int) <= std::size_t(optin)) break;
     L.blocks = L.per_block > 0 ? (L.m_tiles + L.per_block - 1) / L.per_block : 0;
     // More than 4 row blocks re-read the cube too often to pay: the streamed kernel does better.
-    if (L.per_block == 0 || L.blocks > kMaxBlocks) L.blocks = 0;
+    if (L.per_block == 0 || L.blocks > 4) L.blocks = 0;
     else L.per_block = (L.m_tiles + L.blocks - 1) / L.blocks;  // balance the row blocks
     return L;
-}
-
-// CTAs per row block in proportion to its work, so that the groups finish together: row tile gm
-// has chunks − gm nonzero chunks (W upper trapezoidal), and each chunk the group walks costs about
-// one tile's products more (loads, staging, barrier). At most n_tiles CTAs per group.
-void assign_groups(Layout& L, int sms, long long n_tiles) {
-    const int chunks = L.K_pad / kChunk;
-    double work[kMaxBlocks] = {}, total = 0;
-    for (int rb = 0; rb < L.blocks; ++rb) {
-        const int c0 = rb * L.per_block, tiles = std::min(L.per_block, L.m_tiles - c0);
-        for (int m = 0; m < tiles; ++m) work[rb] += chunks - (c0 + m);
-        work[rb] += chunks - c0;
-        total += work[rb];
-    }
-    L.group[0] = 0;
-    for (int rb = 0; rb < L.blocks; ++rb) {
-        const long long n = std::llround(sms * work[rb] / total);
-        L.group[rb + 1] = L.group[rb] + int(std::clamp<long long>(n, 1, std::max(1ll, n_tiles)));
-    }
 }
 
 }  // namespace
 
 int whiten_row_blocks(const Context& ctx, int K, int rows) {
     if (K < 1 || rows < 1) return 0;
-    if (whiten_tri_fits(K, rows)) return 1;
     return layout_for(ctx, K, rows).blocks;
 }
 
 void whiten_resident(const Context& ctx, const CubeView& cube, const int* kept, const double* mean,
                      const std::vector<double>& W, int rows, bool f32, double* partial) {
     const int K = int(W.size() / std::size_t(rows));
-    if (whiten_tri_fits(K, rows)) return whiten_tri(ctx, cube, kept, mean, W, rows, f32, partial);
-    Layout L = layout_for(ctx, K, rows);
+    const Layout L = layout_for(ctx, K, rows);
     if (L.blocks == 0) throw InvalidInput("detect: internal: whiten_resident called where it does not apply");
     // W row-major, zero-padded to K_pad columns; f32 whitening: rounded to f32 (the CPU's operands).
     std::vector<double> Wp(std::size_t(rows) * std::size_t(L.K_pad), 0.0);
@@ -274,8 +240,8 @@ void whiten_resident(const Context& ctx, const CubeView& cube, const int* kept, 
     CUBEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     const long long P = (long long)cube.num_pixels();
     const long long n_tiles = (P + kPix - 1) / kPix;
-    assign_groups(L, sms, n_tiles);
-    const dim3 grid(unsigned(L.group[L.blocks]));
+    const long long per_row_block = std::max(1ll, std::min<long long>(sms / L.blocks, n_tiles));
+    const dim3 grid(unsigned(per_row_block * L.blocks));
     const std::size_t smem = L.smem();
     visit_dtype(cube.dtype(), [&](auto tag) {
         using T = decltype(tag);
