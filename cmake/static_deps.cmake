@@ -1,6 +1,6 @@
 # CUBEKIT_STATIC_DEPS=ON (scripts/gpu-pack only): link matio (with HDF5 and its szip/aec/zlib),
-# LAPACK (OpenBLAS's or the reference one with its BLAS; gfortran, quadmath), libpng, libjpeg and libdeflate statically, so that the GPU pack
-# carries none of their shared libraries. HDF5's shared library alone drags in libcurl and its TLS,
+# LAPACK (OpenBLAS's, or the reference one with its BLAS; gfortran, quadmath), libpng, libjpeg and
+# libdeflate statically, so that the GPU pack carries none of their shared libraries. HDF5's shared library alone drags in libcurl and its TLS,
 # Kerberos and LDAP chain (~5 MB of the compressed pack); a static link keeps only the objects the
 # binaries use. Same Debian builds of the same libraries, so the results do not change. Included
 # after the find_package calls: it repoints their imported targets at the static archives.

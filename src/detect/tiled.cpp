@@ -65,7 +65,7 @@ TiledRun apply_source(const Context& ctx, const detail::TileSource& source, cons
     kernel.out_bands = 1;
     // The CUDA apply reads a BSQ cube; other nestings are reordered on the device.
     if (source.layout != Layout::BSQ) kernel.device_work_bytes_per_pixel = std::size_t(source.bands) * dtype_size(source.dtype);
-    // The plan (the whitening, O(K²) on the host, its upload per tile) once for all tiles.
+    // The plan (the whitening from the fitted eigenpairs, the target) once, not per tile.
     const detail::ScorePlan plan = detail::checked_plan(stats, options, target, source.bands);
     kernel.run = [&](const Context& c, const CubeView& in, const MutableCubeView& o) {
         detail::apply_plan_into(c, in, stats, plan, options, o);
