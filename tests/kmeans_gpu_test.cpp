@@ -244,6 +244,44 @@ TEST(KmeansGpu, ExactConvergenceSameIterations) {
     }
 }
 
+// Blobs around `blobs` centres with small noise, and one pixel in 10 on the midpoint of two
+// centres (a tie in exact arithmetic): long runs where the bounded passes skip most pixels and
+// the midpoints sit just beside the pruning test's margin.
+Cube blob_cube(int W, int H, int m, DType t, int blobs, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> centre(20.0, 230.0), noise(-6.0, 6.0);
+    std::vector<double> c(std::size_t(blobs) * m);
+    for (double& v : c) v = centre(rng);
+    Cube img(W, H, m, t, Layout::BIP);
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+            const auto j = std::size_t(rng() % blobs), j2 = std::size_t(rng() % blobs);
+            const bool mid = rng() % 10 == 0;
+            for (int b = 0; b < m; ++b) {
+                double v = mid ? 0.5 * (c[j * m + b] + c[j2 * m + b]) : c[j * m + b] + noise(rng);
+                if (!dtype_is_float(t)) v = std::round(v);
+                img.set_value(x, y, b, v);
+            }
+        }
+    return img;
+}
+
+TEST(KmeansGpu, BoundedPassesOnClusteredData) {
+    REQUIRE_GPU();
+    for (DType t : {DType::U8, DType::U16, DType::F32, DType::F64})
+        for (int m : {4, 7}) {  // (the bounded passes serve m > 3)
+            const std::uint64_t seed = testing::test_seed();
+            const Cube img = blob_cube(301, 157, m, t, 8, seed);
+            for (int k : {8, 12}) {
+                ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = k, .seed = seed, .max_iter = 100, .tol = 0}));
+                ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = k, .seed = seed, .max_iter = 40, .empty = EmptyPolicy::Keep}));
+            }
+            // Random starts leave clusters empty: relocations (a rescan after each) inside long runs.
+            ASSERT_NO_FATAL_FAILURE(
+                compare(gpu, img, {.k = 24, .init = KmeansInit::Random, .seed = seed, .max_iter = 100, .tol = 0}));
+        }
+}
+
 TEST(KmeansGpu, DefaultsAndLayouts) {
     REQUIRE_GPU();
     const std::uint64_t seed = testing::test_seed();

@@ -35,6 +35,49 @@ __host__ __device__ inline __int128 read_i128(const unsigned long long* two) {
     return __int128(((unsigned __int128)(two[1]) << 64) | (unsigned __int128)(two[0]));
 }
 
+/// A 128-bit integer moved down (shfl_down) or up (shfl_up) the warp by `delta` lanes, or read
+/// from lane `src_lane` (shfl), as two 64-bit shuffles; every lane of the warp calls it.
+__device__ inline __int128 shfl_down_i128(__int128 v, int delta) {
+    using u64 = unsigned long long;
+    const u64 lo = __shfl_down_sync(0xffffffffu, u64(v), delta);
+    const u64 hi = __shfl_down_sync(0xffffffffu, u64((unsigned __int128)(v) >> 64), delta);
+    return __int128(((unsigned __int128)(hi) << 64) | lo);
+}
+__device__ inline __int128 shfl_i128(__int128 v, int src_lane) {
+    using u64 = unsigned long long;
+    const u64 lo = __shfl_sync(0xffffffffu, u64(v), src_lane);
+    const u64 hi = __shfl_sync(0xffffffffu, u64((unsigned __int128)(v) >> 64), src_lane);
+    return __int128(((unsigned __int128)(hi) << 64) | lo);
+}
+__device__ inline __int128 shfl_up_i128(__int128 v, int delta) {
+    using u64 = unsigned long long;
+    const u64 lo = __shfl_up_sync(0xffffffffu, u64(v), delta);
+    const u64 hi = __shfl_up_sync(0xffffffffu, u64((unsigned __int128)(v) >> 64), delta);
+    return __int128(((unsigned __int128)(hi) << 64) | lo);
+}
+
+/// The warp's exact sum of 128-bit integers, in every lane (a butterfly; integers, so the order
+/// does not matter).
+__device__ inline __int128 warp_sum_i128(__int128 v) {
+    using u64 = unsigned long long;
+    for (int d = 16; d > 0; d /= 2) {
+        const u64 lo = __shfl_xor_sync(0xffffffffu, u64(v), d);
+        const u64 hi = __shfl_xor_sync(0xffffffffu, u64((unsigned __int128)(v) >> 64), d);
+        v += __int128(((unsigned __int128)(hi) << 64) | lo);
+    }
+    return v;
+}
+
+/// The warp's inclusive prefix sums of 128-bit integers (lane i: the sum of lanes 0..i).
+__device__ inline __int128 warp_inclusive_scan_i128(__int128 v) {
+    const int lane = threadIdx.x & 31;
+    for (int d = 1; d < 32; d *= 2) {
+        const __int128 other = shfl_up_i128(v, d);
+        if (lane >= d) v += other;
+    }
+    return v;
+}
+
 /// Sum of a block's values in a fixed tree order (deterministic for a fixed grid); `scratch` holds
 /// blockDim.x doubles, blockDim.x is a power of two, and every thread of the block calls it.
 __device__ inline double block_sum(double v, double* scratch) {

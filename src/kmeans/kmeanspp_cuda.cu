@@ -1,8 +1,10 @@
 // CUDA greedy k-means++ (spec kmeans.md §3.4) and the relocation's ranking (§3.7). Every choice
 // is made on the device from the CPU reference's exact integers: the weights D_i (int128), their
-// prefix sums, the thresholds ⌊u·φ⌋, the candidates and the trial sums φ_l. The steps of all k
-// centres are queued without a host round trip; a device flag ends them early when φ = 0, and the
-// host reads the t ≤ k chosen centres once at the end.
+// prefix sums, the thresholds ⌊u·φ⌋, the candidates and the trial sums φ_l. Each step is one pass
+// over the sample (the trials' block sums, with the previous step's centre folded into D on the
+// way: spec §4.2) and one single-block kernel (the choice, then the candidates: one warp per
+// trial finds its threshold's position through superblock sums, block sums and the block's D). The steps of all k centres are queued without a host round trip; a device flag
+// ends them early when φ = 0, and the host reads the t ≤ k chosen centres once at the end.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -19,135 +21,181 @@ struct KppState {
     int steps;  // centres chosen so far
 };
 
-// The first centre: its fixed-point values (exponent e_d) and its sample position.
+constexpr int kWarps = kBlock / 32;
+constexpr int kMaxTrials = 32;  // 2 + ⌊ln k⌋ trials: k < e^30
+constexpr int kSuper = 32;      // blocks per superblock: a warp scans a superblock's block sums
+
+// The pixel of sample position s.
+template <typename T>
+__device__ const T* sample_pixel(const T* x, const std::int64_t* sample, std::int64_t s, int m) {
+    return x + (sample ? sample[s] : s) * m;
+}
+
+// The first centre: its fixed-point values (exponent e_d) as candidate 0, and its sample position.
 template <typename T>
 __global__ void kpp_start(const T* x, const std::int64_t* sample, int m, std::int64_t first, double scale_d,
-                          std::int64_t* qc, std::int64_t* chosen) {
-    const T* c = x + (sample ? sample[first] : first) * m;
-    for (int b = 0; b < m; ++b) qc[b] = km::to_fixed_scaled(double(c[b]), scale_d);
+                          std::int64_t* qcand, std::int64_t* chosen) {
+    const T* c = sample_pixel(x, sample, first, m);
+    for (int b = 0; b < m; ++b) qcand[b] = km::to_fixed_scaled(double(c[b]), scale_d);
     chosen[0] = first;
 }
 
-// D_i ← min(D_i, d(x_i, c)) over the sample (exact int128; `first`: D_i = d(x_i, c)), and each
-// block's sum of D: block b covers sample positions [b·kBlock, (b+1)·kBlock).
+// One pass over the sample per step (spec §4.2: the step's trials and the previous step's update
+// fused). First pass: D_i = d(x_i, candidate 0). Later: D_i ← min(D_i, d(x_i, pending)) (the
+// centre chosen last, not yet folded in; nullptr: none), then for every trial l the block's sum
+// S[l·blocks + b] = Σ_{i ∈ block b} min(D_i, d(x_i, candidate l)), also added to its superblock's
+// (kSuper blocks) sum in `super` (u64 pairs, zero before the pass). Everything exact (int128).
 template <typename T>
-__global__ void __launch_bounds__(kBlock) kpp_distance(const T* x, const std::int64_t* sample, std::int64_t n, int m,
-                                                       const std::int64_t* qc, double scale_d, bool first, i128* dist,
-                                                       i128* block_sums, const KppState* state) {
+__global__ void __launch_bounds__(kBlock) kpp_pass(const T* x, const std::int64_t* sample, std::int64_t n, int m,
+                                                   double scale_d, bool first, const std::int64_t* pending,
+                                                   const std::int64_t* qcand, int trials, i128* dist, i128* sums,
+                                                   u64* super, int blocks, const KppState* state) {
     if (state->stop) return;
-    __shared__ i128 s[kBlock];
+    __shared__ i128 s_part[kMaxTrials][kWarps];
     const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    i128 v = 0;
-    if (i < n) {
-        const i128 d = km::exact_distance(x + (sample ? sample[i] : i) * m, qc, m, scale_d);
-        v = first ? d : (d < dist[i] ? d : dist[i]);
-        dist[i] = v;
+    const bool ok = i < n;
+    const T* xi = ok ? sample_pixel(x, sample, i, m) : nullptr;
+    i128 d = 0;
+    if (ok && first) {
+        d = km::exact_distance(xi, qcand, m, scale_d);
+        dist[i] = d;
+    } else if (ok) {
+        d = dist[i];
+        if (pending) {
+            const i128 p = km::exact_distance(xi, pending, m, scale_d);
+            if (p < d) dist[i] = d = p;
+        }
     }
-    s[threadIdx.x] = v;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    const int count = first ? 1 : trials;
+    for (int l = 0; l < count; ++l) {
+        i128 v = d;
+        if (ok && !first) {
+            const i128 c = km::exact_distance(xi, qcand + std::size_t(l) * m, m, scale_d);
+            if (c < v) v = c;
+        }
+        v = warp_sum_i128(ok ? v : 0);
+        if (lane == 0) s_part[l][warp] = v;
+    }
     __syncthreads();
-    for (int st = blockDim.x / 2; st > 0; st /= 2) {
-        if (threadIdx.x < st) s[threadIdx.x] += s[threadIdx.x + st];
-        __syncthreads();
+    if (threadIdx.x < count) {
+        i128 total = 0;
+        for (int w = 0; w < kWarps; ++w) total += s_part[threadIdx.x][w];
+        sums[std::size_t(threadIdx.x) * blocks + blockIdx.x] = total;
+        const std::size_t supers = div_up(blocks, kSuper);
+        if (total != 0) atomic_add_i128(super + 2 * (threadIdx.x * supers + blockIdx.x / kSuper), total);
     }
-    if (threadIdx.x == 0) block_sums[blockIdx.x] = s[0];
 }
 
-// One block: the inclusive prefix sums P of the block sums (each thread scans a contiguous
-// segment), φ = P[last]; then thread l < trials draws u_l (stream 2, counter t·trials + l) and
-// finds its candidate, the first sample position whose inclusive prefix of D exceeds ⌊u_l·φ⌋:
-// the block by binary search on P, the position by walking D within it. Writes the candidates'
-// positions and fixed-point values. φ = 0 sets state->stop.
-template <typename T>
-__global__ void __launch_bounds__(kBlock) kpp_candidates(const i128* block_sums, int blocks, const i128* dist,
-                                                         std::int64_t n, std::uint64_t seed, int t, int trials,
-                                                         const T* x, const std::int64_t* sample, int m, double scale_d,
-                                                         i128* prefix, std::int64_t* cand, std::int64_t* qcand,
-                                                         KppState* state) {
-    if (state->stop) return;
-    __shared__ i128 s_start[kBlock];
-    __shared__ i128 s_phi;
-    const int per = (blocks + kBlock - 1) / kBlock;
-    const int begin = min(blocks, int(threadIdx.x) * per), end = min(blocks, begin + per);
-    i128 run = 0;
-    for (int b = begin; b < end; ++b) run += block_sums[b];
-    s_start[threadIdx.x] = run;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        i128 total = 0;
-        for (int i = 0; i < kBlock; ++i) {
-            const i128 segment = s_start[i];
-            s_start[i] = total;
-            total += segment;
+// The first of `count` values (rows of 128-bit sums, or u64 pairs when `pairs`) whose inclusive
+// prefix sum, started at `before`, exceeds thr: a warp scans them 32 at a time. Returns its index
+// (count − 1 if none) and sets `before` to the prefix sum before it.
+__device__ int first_above(const void* values, bool pairs, int count, i128 thr, i128& before) {
+    const int lane = threadIdx.x & 31;
+    for (int c = 0; c < count; c += 32) {
+        const int at = c + lane;
+        i128 v = 0;
+        if (at < count)
+            v = pairs ? read_i128(static_cast<const u64*>(values) + 2 * at) : static_cast<const i128*>(values)[at];
+        const i128 incl = before + warp_inclusive_scan_i128(v);
+        const unsigned over = __ballot_sync(0xffffffffu, at < count && incl > thr);
+        if (over) {
+            const int f = __ffs(over) - 1;
+            before = shfl_i128(incl - v, f);
+            return c + f;
         }
-        s_phi = total;
+        before = shfl_i128(incl, 31);
+    }
+    return count - 1;
+}
+
+// Sample position of trial l's candidate: the first position whose inclusive prefix sum of D
+// exceeds thr (spec §3.4), found by one warp: the superblock by the superblock sums, the block by
+// its block sums, the position by that block's D, each folded with the pending centre first
+// (nullptr: none). `super` and `sums` are the chosen row.
+template <typename T>
+__device__ std::int64_t find_candidate(const u64* super, const i128* sums, int blocks, const i128* dist, std::int64_t n,
+                                       i128 thr, const T* x, const std::int64_t* sample, int m, double scale_d,
+                                       const std::int64_t* pending) {
+    const int lane = threadIdx.x & 31;
+    i128 before = 0;
+    const int sb = first_above(super, true, int(div_up(blocks, kSuper)), thr, before);
+    const int first_block = sb * kSuper;
+    const int b = first_block + first_above(sums + first_block, false, min(kSuper, blocks - first_block), thr, before);
+    const std::int64_t start = std::int64_t(b) * kBlock;
+    const int len = int(min(std::int64_t(kBlock), n - start));
+    for (int c = 0; c < len; c += 32) {
+        const int at = c + lane;
+        i128 d = 0;
+        if (at < len) {
+            d = dist[start + at];
+            if (pending) {
+                const i128 p = km::exact_distance(sample_pixel(x, sample, start + at, m), pending, m, scale_d);
+                if (p < d) d = p;
+            }
+        }
+        const i128 incl = before + warp_inclusive_scan_i128(d);
+        const unsigned over = __ballot_sync(0xffffffffu, at < len && incl > thr);
+        if (over) return start + c + __ffs(over) - 1;
+        before = shfl_i128(incl, 31);
+    }
+    return start + len - 1;
+}
+
+// Step t's choices, in one block. choose (t ≥ 2): the previous step's trial sums (rows of S)
+// give φ_l; the least (lowest l on ties) is centre t − 1, whose values become `pending` (folded
+// into D by the next pass). t = 1: row 0 holds the first pass's D. Then, unless `last` (t = k):
+// φ = the chosen row's total (0: stop), and for each trial l (one warp each) the threshold ⌊u_l·φ⌋
+// (stream 2, counter t·trials + l) and its candidate. The superblock sums are cleared at the end.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) kpp_step(const i128* sums, u64* super, int blocks, int prev_trials, bool choose,
+                                                   bool last, const i128* dist, std::int64_t n, std::uint64_t seed, int t,
+                                                   int trials, const T* x, const std::int64_t* sample, int m,
+                                                   double scale_d, std::int64_t* cand, std::int64_t* qcand,
+                                                   std::int64_t* pending, std::int64_t* chosen, KppState* state) {
+    if (state->stop) return;
+    __shared__ i128 s_phi[kMaxTrials];
+    __shared__ int s_best;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    const int supers = int(div_up(blocks, kSuper));
+    for (int l = warp; l < prev_trials; l += kWarps) {
+        i128 v = 0;
+        for (int b = lane; b < supers; b += 32) v += read_i128(super + 2 * (std::size_t(l) * supers + b));
+        v = warp_sum_i128(v);
+        if (lane == 0) s_phi[l] = v;
     }
     __syncthreads();
-    run = s_start[threadIdx.x];
-    for (int b = begin; b < end; ++b) prefix[b] = run += block_sums[b];
-    __syncthreads();  // the prefix sums are visible to the whole block
-    const i128 phi = s_phi;
+    if (threadIdx.x == 0) {
+        int best = 0;
+        if (choose) {
+            for (int l = 1; l < prev_trials; ++l)
+                if (s_phi[l] < s_phi[best]) best = l;
+            chosen[t - 1] = cand[best];
+            state->steps = t;
+        }
+        s_best = best;
+    }
+    __syncthreads();
+    const int best = s_best;
+    if (choose)
+        for (int b = threadIdx.x; b < m; b += blockDim.x) pending[b] = qcand[std::size_t(best) * m + b];
+    const i128 phi = s_phi[best];
+    if (last) return;
     if (phi == 0) {  // only t distinct vectors in the sample: the rest stay unset
         if (threadIdx.x == 0) state->stop = 1;
         return;
     }
-    const int l = threadIdx.x;
-    if (l >= trials) return;
-    const i128 thr = km::scaled_threshold(km::draw53(seed, 2, std::uint64_t(t) * trials + l), phi);
-    int lo = 0, hi = blocks;  // upper bound: the first block with P > thr (one exists: thr < φ)
-    while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (prefix[mid] > thr) hi = mid;
-        else lo = mid + 1;
+    __syncthreads();  // `pending` is visible to the block; qcand's rows may be overwritten
+    for (int l = warp; l < trials; l += kWarps) {
+        const i128 thr = km::scaled_threshold(km::draw53(seed, 2, std::uint64_t(t) * trials + l), phi);
+        const std::int64_t s = find_candidate(super + 2 * std::size_t(best) * supers, sums + std::size_t(best) * blocks,
+                                              blocks, dist, n, thr, x, sample, m, scale_d, choose ? pending : nullptr);
+        if (lane == 0) cand[l] = s;
+        const T* c = sample_pixel(x, sample, s, m);
+        for (int b = lane; b < m; b += 32) qcand[std::size_t(l) * m + b] = km::to_fixed_scaled(double(c[b]), scale_d);
     }
-    const int b = min(lo, blocks - 1);
-    const std::int64_t start = std::int64_t(b) * kBlock;
-    const std::int64_t len = min(std::int64_t(kBlock), n - start);
-    i128 p = b == 0 ? 0 : prefix[b - 1];
-    std::int64_t at = 0;
-    while (at + 1 < len && (p += dist[start + at]) <= thr) ++at;
-    const std::int64_t s = start + at;
-    cand[l] = s;
-    const T* c = x + (sample ? sample[s] : s) * m;
-    for (int bb = 0; bb < m; ++bb) qcand[std::size_t(l) * m + bb] = km::to_fixed_scaled(double(c[bb]), scale_d);
-}
-
-// φ_l = Σ_i min(D_i, d(x_i, candidate l)) for every trial l in one pass (exact, into u64 pairs).
-template <typename T>
-__global__ void __launch_bounds__(kBlock) kpp_trials(const T* x, const std::int64_t* sample, std::int64_t n, int m,
-                                                     const std::int64_t* qcand, int trials, double scale_d,
-                                                     const i128* dist, u64* phi, const KppState* state) {
-    if (state->stop) return;
-    __shared__ i128 s[kBlock];
-    const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    for (int l = 0; l < trials; ++l) {
-        i128 v = 0;
-        if (i < n) {
-            const i128 d = km::exact_distance(x + (sample ? sample[i] : i) * m, qcand + std::size_t(l) * m, m, scale_d);
-            v = d < dist[i] ? d : dist[i];
-        }
-        s[threadIdx.x] = v;
-        __syncthreads();
-        for (int st = blockDim.x / 2; st > 0; st /= 2) {
-            if (threadIdx.x < st) s[threadIdx.x] += s[threadIdx.x + st];
-            __syncthreads();
-        }
-        if (threadIdx.x == 0 && s[0] != 0) atomic_add_i128(phi + 2 * l, s[0]);
-        __syncthreads();
-    }
-}
-
-// Centre t: the candidate of least φ_l (lowest l on ties); its values become the next distance
-// pass's centre, and φ is cleared for the next step. One thread.
-__global__ void kpp_choose(u64* phi, int trials, const std::int64_t* cand, const std::int64_t* qcand, int m,
-                           std::int64_t* qc, std::int64_t* chosen, int t, KppState* state) {
-    if (state->stop) return;
-    int best = 0;
-    for (int l = 1; l < trials; ++l)
-        if (read_i128(phi + 2 * l) < read_i128(phi + 2 * best)) best = l;
-    chosen[t] = cand[best];
-    for (int b = 0; b < m; ++b) qc[b] = qcand[std::size_t(best) * m + b];
-    for (int l = 0; l < 2 * trials; ++l) phi[l] = 0;
-    state->steps = t + 1;
+    __syncthreads();  // the superblock sums are read: cleared for the next pass
+    for (std::size_t i = threadIdx.x; i < 2 * std::size_t(trials) * supers; i += blockDim.x) super[i] = 0;
 }
 
 template <typename T>
@@ -156,41 +204,45 @@ std::vector<double> kmeanspp_typed(const Context& ctx, const CubeView& image, co
     const T* x = reinterpret_cast<const T*>(image.data());
     const std::int64_t n = sample.size;
     const int m = plan.m, k = plan.k, trials = kmeanspp_trials(k);
+    if (trials > kMaxTrials) throw InvalidInput("kmeans: k = " + std::to_string(k) + " is too large for k-means++");
     const auto blocks = int(div_up(n, kBlock));
-    const std::size_t M = std::size_t(m);
-    DeviceBuffer dist(ctx, std::size_t(n) * sizeof(i128)), block_sums(ctx, std::size_t(blocks) * sizeof(i128));
-    DeviceBuffer prefix(ctx, std::size_t(blocks) * sizeof(i128)), qc(ctx, M * 8), qcand(ctx, std::size_t(trials) * M * 8);
-    DeviceBuffer cand(ctx, std::size_t(trials) * 8), phi(ctx, std::size_t(trials) * 2 * 8), chosen(ctx, std::size_t(k) * 8);
-    DeviceBuffer state(ctx, sizeof(KppState));
+    const std::size_t M = std::size_t(m), L = std::size_t(trials);
+    DeviceBuffer dist(ctx, std::size_t(n) * sizeof(i128)), sums(ctx, L * std::size_t(blocks) * sizeof(i128));
+    DeviceBuffer super(ctx, L * std::size_t(div_up(blocks, kSuper)) * 2 * 8), pending(ctx, M * 8), qcand(ctx, L * M * 8);
+    DeviceBuffer cand(ctx, L * 8), chosen(ctx, std::size_t(k) * 8), state(ctx, sizeof(KppState));
     const KppState start{0, 1};
     state.upload(ctx, &start, sizeof start);
-    phi.fill_bytes(ctx, 0);
+    super.fill_bytes(ctx, 0);
     const cudaStream_t stream = stream_of(ctx);
     auto* st = typed<KppState>(state);
-    auto distance_pass = [&](bool first) {
-        kpp_distance<T><<<blocks, kBlock, 0, stream>>>(x, sample.raster, n, m, typed<const std::int64_t>(qc), plan.scale_d,
-                                                       first, typed<i128>(dist), typed<i128>(block_sums), st);
-        CUBEKIT_CHECK_LAUNCH(ctx, "kmeans++ kpp_distance", dim3(blocks), dim3(kBlock));
+    auto pass = [&](bool first, bool with_pending) {
+        kpp_pass<T><<<blocks, kBlock, 0, stream>>>(x, sample.raster, n, m, plan.scale_d, first,
+                                                   with_pending ? typed<const std::int64_t>(pending) : nullptr,
+                                                   typed<const std::int64_t>(qcand), trials, typed<i128>(dist),
+                                                   typed<i128>(sums), typed<u64>(super), blocks, st);
+        CUBEKIT_CHECK_LAUNCH(ctx, "kmeans++ kpp_pass", dim3(blocks), dim3(kBlock));
+    };
+    auto step = [&](int t, bool last) {
+        const bool choose = t >= 2;
+        kpp_step<T><<<1, kBlock, 0, stream>>>(typed<const i128>(sums), typed<u64>(super), blocks, choose ? trials : 1,
+                                              choose, last, typed<const i128>(dist), n, seed, t, trials, x, sample.raster,
+                                              m, plan.scale_d, typed<std::int64_t>(cand),
+                                              typed<std::int64_t>(qcand), typed<std::int64_t>(pending),
+                                              typed<std::int64_t>(chosen), st);
+        CUBEKIT_CHECK_LAUNCH(ctx, "kmeans++ kpp_step", dim3(1), dim3(kBlock));
     };
     const auto first = std::int64_t(km::scaled_index(km::draw53(seed, 1, 0), std::uint64_t(n)));
-    kpp_start<T><<<1, 1, 0, stream>>>(x, sample.raster, m, first, plan.scale_d, typed<std::int64_t>(qc),
+    kpp_start<T><<<1, 1, 0, stream>>>(x, sample.raster, m, first, plan.scale_d, typed<std::int64_t>(qcand),
                                       typed<std::int64_t>(chosen));
     CUBEKIT_CHECK_LAUNCH(ctx, "kmeans++ kpp_start", dim3(1), dim3(1));
-    distance_pass(true);
-    for (int t = 1; t < k; ++t) {
-        ctx.check_cancelled("kmeans++");
-        kpp_candidates<T><<<1, kBlock, 0, stream>>>(typed<const i128>(block_sums), blocks, typed<const i128>(dist), n, seed, t,
-                                                    trials, x, sample.raster, m, plan.scale_d, typed<i128>(prefix),
-                                                    typed<std::int64_t>(cand), typed<std::int64_t>(qcand), st);
-        CUBEKIT_CHECK_LAUNCH(ctx, "kmeans++ kpp_candidates", dim3(1), dim3(kBlock));
-        kpp_trials<T><<<blocks, kBlock, 0, stream>>>(x, sample.raster, n, m, typed<const std::int64_t>(qcand), trials,
-                                                     plan.scale_d, typed<const i128>(dist), typed<u64>(phi), st);
-        CUBEKIT_CHECK_LAUNCH(ctx, "kmeans++ kpp_trials", dim3(blocks), dim3(kBlock));
-        kpp_choose<<<1, 1, 0, stream>>>(typed<u64>(phi), trials, typed<const std::int64_t>(cand),
-                                        typed<const std::int64_t>(qcand), m, typed<std::int64_t>(qc),
-                                        typed<std::int64_t>(chosen), t, st);
-        CUBEKIT_CHECK_LAUNCH(ctx, "kmeans++ kpp_choose", dim3(1), dim3(1));
-        distance_pass(false);
+    if (k > 1) {
+        pass(/*first=*/true, false);
+        for (int t = 1; t < k; ++t) {
+            ctx.check_cancelled("kmeans++");
+            step(t, /*last=*/false);
+            pass(/*first=*/false, /*with_pending=*/t >= 2);
+        }
+        step(k, /*last=*/true);
     }
     KppState end{};
     state.download(ctx, &end, sizeof end);

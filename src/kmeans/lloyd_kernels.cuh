@@ -43,6 +43,8 @@ struct Status {
     int converged;
     int stalled;     // an iteration left a cluster empty under `relocate`: the host relocates
     int iterations;  // iterations completed
+    int rescan;      // bounded passes: the next pass scans every pixel and counts from zero
+    int relocated;   // bounded passes: set by the host after a relocation (the labels it moved)
 };
 
 // 64-bit add into two 32-bit shared words: the low word's carry goes into the high word exactly
@@ -109,6 +111,91 @@ __device__ __forceinline__ int nearest_staged(const Pixels<T>& px, std::int64_t 
 template <typename T>
 constexpr bool kSmallInt = std::is_integral_v<T> && sizeof(T) <= 2;  // a warp's sum fits 32 bits
 
+// A block's share of the exact sums and counts of a pass (§3.5): in shared memory (Shared: sums as
+// 32-bit word pairs, counts as 32-bit words, flushed once per block), else global 64-bit atomics.
+template <typename T, bool Shared>
+struct PassSums {
+    unsigned* words;    // Shared: 2·k·m words, then k counters
+    unsigned* counts;
+    u64* sums_g;
+    u64* counts_g;
+    int m;
+    double scale;
+    bool split;         // 64-bit values reduced through 32-bit parts (see below)
+
+    __device__ void add_sum(std::size_t at, std::int64_t v) const {
+        if constexpr (Shared) shared_add64(words + 2 * at, v);
+        else atomicAdd(&sums_g[at], u64(v));
+    }
+
+    // Lanes with the same key add sign·(their values value(b), b < m) and sign·1 to its count
+    // once, through the group's leader; key < 0 adds nothing. Every lane of the warp calls it.
+    // (Measured on the H100: faster than one full-warp reduction per distinct label.)
+    template <typename Value>
+    __device__ __forceinline__ void add(int key, int sign, Value value) const {
+        const unsigned group = __match_any_sync(0xffffffffu, key);
+        if (key < 0) return;
+        const bool leader = (threadIdx.x & 31) == __ffs(group) - 1;
+        for (int b = 0; b < m; ++b) {
+            const T v = value(b);
+            if constexpr (kSmallInt<T>) {
+                const auto s = int(__reduce_add_sync(group, unsigned(sign * int(v))));
+                if (leader) add_sum(std::size_t(key) * m + b, std::int64_t(s));
+            } else if (split) {
+                // A 64-bit q split as hi·2^32 + b1·2^16 + b0: the group's sums of the 16-bit
+                // parts fit 32 bits, and so does Σ hi because |q| ≤ 2^(62 − ⌈log2 N⌉) with
+                // N ≥ 64 (the host's condition), so the recombined sum is exact.
+                const std::int64_t q = sign * km::sum_value(v, scale);
+                const auto lo = unsigned(u64(q));
+                const auto s0 = __reduce_add_sync(group, lo & 0xFFFFu);
+                const auto s1 = __reduce_add_sync(group, lo >> 16);
+                const auto sh = int(__reduce_add_sync(group, unsigned(int(q >> 32))));
+                if (leader)
+                    add_sum(std::size_t(key) * m + b,
+                            std::int64_t(sh) * 4294967296LL + std::int64_t(s1) * 65536 + std::int64_t(s0));
+            } else {
+                add_sum(std::size_t(key) * m + b, sign * km::sum_value(v, scale));
+            }
+        }
+        if (leader) {
+            const int c = sign * __popc(group);
+            if constexpr (Shared) atomicAdd(&counts[key], unsigned(c));
+            else atomicAdd(&counts_g[key], u64(std::int64_t(c)));
+        }
+    }
+
+    // Shared: the block's words added to the global sums (after a barrier). Net counts may be
+    // negative (bounded passes remove pixels): a count word is sign-extended.
+    __device__ void flush(int k) const {
+        if constexpr (Shared) {
+            for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
+                const u64 v = (u64(words[2 * t + 1]) << 32) | words[2 * t];
+                if (v != 0) atomicAdd(&sums_g[t], v);
+            }
+            for (int t = threadIdx.x; t < k; t += blockDim.x)
+                if (counts[t] != 0) atomicAdd(&counts_g[t], u64(std::int64_t(int(counts[t]))));
+        }
+    }
+};
+
+// The shared part of a pass's setup: sum words and counters zeroed, the centroids copied in
+// (Shared); returns the centroids the pass reads.
+template <typename D, bool Shared>
+__device__ const D* pass_setup(unsigned char* smem, const D* cent_g, int k, int m) {
+    if constexpr (Shared) {
+        auto* words = reinterpret_cast<unsigned*>(smem);
+        D* s_cent = reinterpret_cast<D*>(smem + shared_centroid_offset(k, m));
+        for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
+            words[2 * t] = words[2 * t + 1] = 0;
+            s_cent[t] = cent_g[t];
+        }
+        for (int t = threadIdx.x; t < k; t += blockDim.x) words[2 * std::size_t(k) * m + t] = 0;
+        __syncthreads();
+        return s_cent;
+    }
+    return cent_g;
+}
+
 // One Lloyd pass (§3.5): nearest centroid, exact sums and counts, f64 inertia partial per block.
 // Shared: centroids and the block's sums live in shared memory and are flushed once per block;
 // otherwise centroids are read through the cache and sums go to global atomics.
@@ -121,27 +208,10 @@ __global__ void __launch_bounds__(kBlock) assign_accumulate(Pixels<T> px, std::i
     if (status->done || status->stalled) return;
     const int m = M > 0 ? M : m_rt;
     extern __shared__ __align__(16) unsigned char smem[];
-    const D* cent = cent_g;
     __shared__ double scratch[kBlock];
-    // Shared: each 64-bit sum as two 32-bit words (32-bit shared atomics are the fast ones),
-    // then k 32-bit counters, then the centroids.
-    unsigned* s_words = reinterpret_cast<unsigned*>(smem);
-    unsigned* s_counts = s_words + 2 * std::size_t(k) * m;
-    if constexpr (Shared) {
-        D* s_cent = reinterpret_cast<D*>(smem + shared_centroid_offset(k, m));
-        for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
-            s_words[2 * t] = s_words[2 * t + 1] = 0;
-            s_cent[t] = cent_g[t];
-        }
-        for (int t = threadIdx.x; t < k; t += blockDim.x) s_counts[t] = 0;
-        __syncthreads();
-        cent = s_cent;
-    }
-    auto add_sum = [&](std::size_t at, std::int64_t v) {
-        if constexpr (Shared) shared_add64(s_words + 2 * at, v);
-        else atomicAdd(&sums_g[at], u64(v));
-    };
-    const int lane = threadIdx.x & 31;
+    const D* cent = pass_setup<D, Shared>(smem, cent_g, k, m);
+    auto* words = reinterpret_cast<unsigned*>(smem);
+    const PassSums<T, Shared> sums{words, words + 2 * std::size_t(k) * m, sums_g, counts_g, m, scale, split_sums};
     double acc = 0;
     // Every lane of a warp takes the same trip count: the warp intrinsics see all lanes. (Four
     // pixels per thread sharing each centroid load were measured on the H100: no gain, the kernel
@@ -172,58 +242,27 @@ __global__ void __launch_bounds__(kBlock) assign_accumulate(Pixels<T> px, std::i
             label = km::nearest(x, cent, k, m, best);
         }
         if (ok) acc += double(best);
-        // Lanes with the same label add their values once, through the group's leader.
-        // (Measured on the H100: faster than one full-warp reduction per distinct label.)
-        const unsigned group = __match_any_sync(0xffffffffu, label);
-        if (!ok) continue;
-        const bool leader = lane == __ffs(group) - 1;
-        for (int b = 0; b < m; ++b) {
-            T v;
-            if constexpr (M > 0) v = xr[b];
-            else v = x[b];
-            if constexpr (kSmallInt<T>) {
-                const auto s = int(__reduce_add_sync(group, unsigned(int(v))));
-                if (leader) add_sum(std::size_t(label) * m + b, std::int64_t(s));
-            } else if (split_sums) {
-                // A 64-bit q split as hi·2^32 + b1·2^16 + b0: the group's sums of the 16-bit
-                // parts fit 32 bits, and so does Σ hi because |q| ≤ 2^(62 − ⌈log2 N⌉) with
-                // N ≥ 64 (the host's condition), so the recombined sum is exact.
-                const std::int64_t q = km::sum_value(v, scale);
-                const auto lo = unsigned(u64(q));
-                const auto s0 = __reduce_add_sync(group, lo & 0xFFFFu);
-                const auto s1 = __reduce_add_sync(group, lo >> 16);
-                const auto sh = int(__reduce_add_sync(group, unsigned(int(q >> 32))));
-                if (leader)
-                    add_sum(std::size_t(label) * m + b,
-                            std::int64_t(sh) * 4294967296LL + std::int64_t(s1) * 65536 + std::int64_t(s0));
-            } else {
-                add_sum(std::size_t(label) * m + b, km::sum_value(v, scale));
-            }
-        }
-        if (leader) {
-            if constexpr (Shared) atomicAdd(&s_counts[label], unsigned(__popc(group)));
-            else atomicAdd(&counts_g[label], u64(__popc(group)));
-        }
+        sums.add(label, 1, [&](int b) {
+            if constexpr (M > 0) return xr[b];
+            else return x[b];
+        });
     }
     const double total = block_sum(acc, scratch);
     if (threadIdx.x == 0) inertia_partial[blockIdx.x] = total;
-    if constexpr (Shared) {  // block_sum's barriers have completed the shared sums
-        for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
-            const u64 v = (u64(s_words[2 * t + 1]) << 32) | s_words[2 * t];
-            if (v != 0) atomicAdd(&sums_g[t], v);
-        }
-        for (int t = threadIdx.x; t < k; t += blockDim.x)
-            if (s_counts[t] != 0) atomicAdd(&counts_g[t], u64(s_counts[t]));
-    }
+    sums.flush(k);  // block_sum's barriers have completed the shared sums
 }
 
 // The update (§3.6–3.7) in one block: inertia of the pass, new centroids, shift, stop test.
+// Bounded passes (drift ≠ nullptr): the sums persist, and *drift (Δ) grows by the largest
+// centroid move, rounded up; when a move is not finite or the host relocated, the next pass
+// rescans: the sums are cleared and Δ restarts at 0.
 template <typename D>
 __global__ void update_centroids(D* cent, D* prev, u64* sums, u64* counts, const double* inertia_partial,
                                  int partials, int k, int m, int e, bool zero_empty, bool legacy, bool allow_empty,
-                                 double tol_abs, int max_iter, double* history, double* shift_scratch, Status* status) {
+                                 double tol_abs, int max_iter, double* history, double* shift_scratch, double* drift,
+                                 Status* status) {
     if (status->done || status->stalled) return;
-    __shared__ int any_empty;
+    __shared__ int any_empty, clear_sums;
     __shared__ double scratch[kBlock];
     // The pass's inertia: strided partial sums, then a fixed tree (same order every run).
     double part = 0;
@@ -250,13 +289,24 @@ __global__ void update_centroids(D* cent, D* prev, u64* sums, u64* counts, const
         for (int b = 0; b < m; ++b) prev[std::size_t(j) * m + b] = cent[std::size_t(j) * m + b];
         shifts[j] = km::update_cluster(reinterpret_cast<const std::int64_t*>(sums) + std::size_t(j) * m,
                                               std::int64_t(counts[j]), cent + std::size_t(j) * m, m, e, zero_empty, legacy);
-        for (int b = 0; b < m; ++b) sums[std::size_t(j) * m + b] = 0;
-        counts[j] = 0;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        double shift = 0;
-        for (int j = 0; j < k; ++j) shift += shifts[j];  // cluster order, as the CPU: it decides convergence
+        double shift = 0, largest = 0;
+        for (int j = 0; j < k; ++j) {
+            shift += shifts[j];  // cluster order, as the CPU: it decides convergence
+            largest = fmax(largest, shifts[j]);
+        }
+        clear_sums = 1;
+        if (drift) {
+            // √ and the sums round to nearest: 2^-40 more covers them (Δ must not be low).
+            const double next = (*drift + sqrt(largest) * (1.0 + 0x1p-40)) * (1.0 + 0x1p-50);
+            const bool rescan = status->relocated || !(next < INFINITY);
+            *drift = rescan ? 0.0 : next;
+            status->rescan = rescan;
+            status->relocated = 0;
+            clear_sums = rescan;
+        }
         status->iterations += 1;
         if (!legacy && shift <= tol_abs) {
             status->converged = 1;
@@ -264,6 +314,11 @@ __global__ void update_centroids(D* cent, D* prev, u64* sums, u64* counts, const
         } else if (status->iterations >= max_iter) {
             status->done = 1;
         }
+    }
+    __syncthreads();
+    if (clear_sums) {
+        for (int t = threadIdx.x; t < k * m; t += blockDim.x) sums[t] = 0;
+        for (int j = threadIdx.x; j < k; j += blockDim.x) counts[j] = 0;
     }
 }
 
