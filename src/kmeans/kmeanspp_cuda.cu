@@ -109,37 +109,14 @@ __device__ int first_above(const void* values, bool pairs, int count, i128 thr, 
     return count - 1;
 }
 
-// Sample position of trial l's candidate: the first position whose inclusive prefix sum of D
-// exceeds thr (spec §3.4), found by one warp: the superblock by the superblock sums, the block by
-// its block sums, the position by that block's D, each folded with the pending centre first
-// (nullptr: none). `super` and `sums` are the chosen row.
-template <typename T>
-__device__ std::int64_t find_candidate(const u64* super, const i128* sums, int blocks, const i128* dist, std::int64_t n,
-                                       i128 thr, const T* x, const std::int64_t* sample, int m, double scale_d,
-                                       const std::int64_t* pending) {
-    const int lane = threadIdx.x & 31;
-    i128 before = 0;
+// Trial l's candidate is the first sample position whose inclusive prefix sum of D exceeds thr
+// (spec §3.4). One warp finds its block through the superblock sums, then the block sums (`super`
+// and `sums`: the chosen row); returns the block and sets `before` to the prefix sum before it.
+__device__ int find_block(const u64* super, const i128* sums, int blocks, i128 thr, i128& before) {
+    before = 0;
     const int sb = first_above(super, true, int(div_up(blocks, kSuper)), thr, before);
     const int first_block = sb * kSuper;
-    const int b = first_block + first_above(sums + first_block, false, min(kSuper, blocks - first_block), thr, before);
-    const std::int64_t start = std::int64_t(b) * kBlock;
-    const int len = int(min(std::int64_t(kBlock), n - start));
-    for (int c = 0; c < len; c += 32) {
-        const int at = c + lane;
-        i128 d = 0;
-        if (at < len) {
-            d = dist[start + at];
-            if (pending) {
-                const i128 p = km::exact_distance(sample_pixel(x, sample, start + at, m), pending, m, scale_d);
-                if (p < d) d = p;
-            }
-        }
-        const i128 incl = before + warp_inclusive_scan_i128(d);
-        const unsigned over = __ballot_sync(0xffffffffu, at < len && incl > thr);
-        if (over) return start + c + __ffs(over) - 1;
-        before = shfl_i128(incl, 31);
-    }
-    return start + len - 1;
+    return first_block + first_above(sums + first_block, false, min(kSuper, blocks - first_block), thr, before);
 }
 
 // Step t's choices, in one block. choose (t ≥ 2): the previous step's trial sums (rows of S)
@@ -186,13 +163,61 @@ __global__ void __launch_bounds__(kBlock) kpp_step(const i128* sums, u64* super,
         return;
     }
     __syncthreads();  // `pending` is visible to the block; qcand's rows may be overwritten
-    for (int l = warp; l < trials; l += kWarps) {
-        const i128 thr = km::scaled_threshold(km::draw53(seed, 2, std::uint64_t(t) * trials + l), phi);
-        const std::int64_t s = find_candidate(super + 2 * std::size_t(best) * supers, sums + std::size_t(best) * blocks,
-                                              blocks, dist, n, thr, x, sample, m, scale_d, choose ? pending : nullptr);
-        if (lane == 0) cand[l] = s;
-        const T* c = sample_pixel(x, sample, s, m);
-        for (int b = lane; b < m; b += 32) qcand[std::size_t(l) * m + b] = km::to_fixed_scaled(double(c[b]), scale_d);
+    // Trials in groups of kWarps, one warp each: the warp finds its block; the whole block folds
+    // the pending centre into the D of every group trial's block (one position per thread); then
+    // each warp scans its block's D in shared memory for the position.
+    __shared__ i128 s_d[kWarps][kBlock];
+    __shared__ i128 s_before[kWarps];
+    __shared__ int s_block[kWarps];
+    const u64* super_row = super + 2 * std::size_t(best) * supers;
+    const i128* sums_row = sums + std::size_t(best) * blocks;
+    for (int group = 0; group < trials; group += kWarps) {
+        const int l = group + warp;
+        const bool mine = l < trials;
+        i128 thr = 0;
+        if (mine) {
+            thr = km::scaled_threshold(km::draw53(seed, 2, std::uint64_t(t) * trials + l), phi);
+            i128 before;
+            const int b = find_block(super_row, sums_row, blocks, thr, before);
+            if (lane == 0) {
+                s_block[warp] = b;
+                s_before[warp] = before;
+            }
+        }
+        __syncthreads();
+        for (int w = 0; w < kWarps && group + w < trials; ++w) {
+            const std::int64_t at = std::int64_t(s_block[w]) * kBlock + threadIdx.x;
+            i128 d = 0;
+            if (at < n) {
+                d = dist[at];
+                if (choose) {
+                    const i128 p = km::exact_distance(sample_pixel(x, sample, at, m), pending, m, scale_d);
+                    if (p < d) d = p;
+                }
+            }
+            s_d[w][threadIdx.x] = d;
+        }
+        __syncthreads();
+        if (mine) {
+            const std::int64_t start = std::int64_t(s_block[warp]) * kBlock;
+            const int len = int(min(std::int64_t(kBlock), n - start));
+            i128 before = s_before[warp];
+            int at = len - 1;
+            for (int c = 0; c < len; c += 32) {
+                const i128 incl = before + warp_inclusive_scan_i128(s_d[warp][c + lane]);
+                const unsigned over = __ballot_sync(0xffffffffu, c + lane < len && incl > thr);
+                if (over) {
+                    at = c + __ffs(over) - 1;
+                    break;
+                }
+                before = shfl_i128(incl, 31);
+            }
+            const std::int64_t s = start + at;
+            if (lane == 0) cand[l] = s;
+            const T* c = sample_pixel(x, sample, s, m);
+            for (int b = lane; b < m; b += 32) qcand[std::size_t(l) * m + b] = km::to_fixed_scaled(double(c[b]), scale_d);
+        }
+        __syncthreads();  // s_d is refilled by the next group
     }
     __syncthreads();  // the superblock sums are read: cleared for the next pass
     for (std::size_t i = threadIdx.x; i < 2 * std::size_t(trials) * supers; i += blockDim.x) super[i] = 0;
