@@ -72,6 +72,10 @@ double timed_into(const Context& gpu, const DeviceCube& image, DeviceCube& label
 // followed by a synchronisation): the first pass (valid set, plan), the sample draw, the k-means++
 // steps (their centres read back). Returns "prepare / sample / kmeans++" in ms.
 std::string seeding_phases(const Context& gpu, const DeviceCube& image, int k) {
+#ifndef CUBEKIT_HAVE_CUDA
+    (void)gpu, (void)image, (void)k;
+    return "(a CPU-only build)";
+#else
     KmeansOptions o{.k = k};
     std::vector<double> prep, draw, steps;
     for (int r = 0; r < kWarmup + kRuns; ++r) {
@@ -96,6 +100,7 @@ std::string seeding_phases(const Context& gpu, const DeviceCube& image, int k) {
     char text[128];
     std::snprintf(text, sizeof text, "%.3f / %.3f / %.3f", median(prep), median(draw), median(steps));
     return text;
+#endif
 }
 
 }  // namespace
