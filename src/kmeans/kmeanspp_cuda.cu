@@ -40,6 +40,25 @@ __global__ void kpp_start(const T* x, const std::int64_t* sample, int m, std::in
     chosen[0] = first;
 }
 
+// The exact distances (km::exact_distance) of x to `count` ≤ 4 centres q[0..count − 1]: each
+// band's fixed-point value is computed once for all of them.
+template <typename T>
+__device__ void exact_distances4(const T* x, const std::int64_t* const (&q)[4], int count, int m, double scale_d,
+                                 i128 (&d)[4]) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) d[c] = 0;
+    if (count == 0) return;
+    for (int b = 0; b < m; ++b) {
+        const i128 qx = km::to_fixed_scaled(double(x[b]), scale_d);
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+            if (c < count) {
+                const i128 diff = qx - i128(q[c][b]);
+                d[c] += diff * diff;
+            }
+    }
+}
+
 // One pass over the sample per step (spec §4.2: the step's trials and the previous step's update
 // fused). First pass: D_i = d(x_i, candidate 0). Later: D_i ← min(D_i, d(x_i, pending)) (the
 // centre chosen last, not yet folded in; nullptr: none), then for every trial l the block's sum
@@ -55,27 +74,32 @@ __global__ void __launch_bounds__(kBlock) kpp_pass(const T* x, const std::int64_
     const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     const bool ok = i < n;
     const T* xi = ok ? sample_pixel(x, sample, i, m) : nullptr;
-    i128 d = 0;
-    if (ok && first) {
-        d = km::exact_distance(xi, qcand, m, scale_d);
-        dist[i] = d;
-    } else if (ok) {
-        d = dist[i];
-        if (pending) {
-            const i128 p = km::exact_distance(xi, pending, m, scale_d);
-            if (p < d) dist[i] = d = p;
-        }
-    }
     const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    // The pass's centres: [pending,] candidates 0..count − 1, measured 4 at a time (each band's
+    // fixed-point value computed once per 4 centres); the pending one comes first, so D is folded
+    // before the trials' minima.
     const int count = first ? 1 : trials;
-    for (int l = 0; l < count; ++l) {
-        i128 v = d;
-        if (ok && !first) {
-            const i128 c = km::exact_distance(xi, qcand + std::size_t(l) * m, m, scale_d);
-            if (c < v) v = c;
+    const int lead = !first && pending ? 1 : 0;
+    const int centres = lead + count;
+    i128 d = ok && !first ? dist[i] : 0;
+    for (int g = 0; g < centres; g += 4) {
+        const std::int64_t* q[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) q[c] = g + c < lead ? pending : qcand + std::size_t(max(g + c - lead, 0)) * m;
+        i128 e[4];
+        exact_distances4(xi, q, ok ? min(4, centres - g) : 0, m, scale_d, e);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            if (g + c >= centres) break;
+            if (g + c < lead) {  // the pending centre
+                if (ok && e[c] < d) dist[i] = d = e[c];
+                continue;
+            }
+            i128 v = first || e[c] < d ? e[c] : d;
+            if (first && ok) dist[i] = d = v;
+            v = warp_sum_i128(ok ? v : 0);
+            if (lane == 0) s_part[g + c - lead][warp] = v;
         }
-        v = warp_sum_i128(ok ? v : 0);
-        if (lane == 0) s_part[l][warp] = v;
     }
     __syncthreads();
     if (threadIdx.x < count) {
