@@ -62,10 +62,10 @@ __device__ bool label_holds(D da, float stored, double drift, const BoundSlack& 
     return double(da) < low * low * (1.0 - slack.eps) - slack.tau;
 }
 
-// One bounded pass (see the file comment). assigned/bound: per valid pixel. drift: Δ.
-// M > 0: the band count known at compile time (pixel kept in registers).
-template <typename T, typename D, int M, bool Shared>
-__global__ void __launch_bounds__(kBlock) bounded_assign(Pixels<T> px, std::int64_t n, int m_rt, int k,
+// One bounded pass (see the file comment) over m-band spectra read in place (cuda.cu launches it
+// for m > 3 only). assigned/bound: per valid pixel. drift: Δ.
+template <typename T, typename D, bool Shared>
+__global__ void __launch_bounds__(kBlock) bounded_assign(Pixels<T> px, std::int64_t n, int m, int k,
                                                          const D* __restrict__ cent_g, u64* sums_g, u64* counts_g,
                                                          double* inertia_partial, double scale, bool split_sums,
                                                          std::int32_t* assigned, float* bound, const double* drift_p,
@@ -73,45 +73,26 @@ __global__ void __launch_bounds__(kBlock) bounded_assign(Pixels<T> px, std::int6
     if (status->done || status->stalled) return;
     const bool rescan = status->rescan != 0;
     const double drift = *drift_p;
-    const int m = M > 0 ? M : m_rt;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ double scratch[kBlock];
-    const D* cent = pass_setup<D, Shared>(smem, cent_g, k, m);
-    auto* words = reinterpret_cast<unsigned*>(smem);
-    const PassSums<T, Shared> sums{words, words + 2 * std::size_t(k) * m, sums_g, counts_g, m, scale, split_sums};
+    const auto [cent, sums] = pass_setup<T, D, Shared>(smem, cent_g, k, m, sums_g, counts_g, scale, split_sums);
     double acc = 0;
-    constexpr int MR = M > 0 ? M : 1;
     // One pixel scanned in full: its label, bound and inertia, and its values moved between the
     // sums (all of them counted in a rescan). Every lane of the warp calls it; j < 0 adds nothing.
     auto scan_pixel = [&](std::int64_t j) {
         const bool on = j >= 0;
         const T* x = on ? px(j) : nullptr;
-        T xr[MR];
-        if constexpr (M > 0) {
-#pragma unroll
-            for (int b = 0; b < M; ++b) xr[b] = on ? x[b] : T(0);
-        }
         int old = -1, label = -1;
         if (on) {
             D best, second;
-            if constexpr (M > 0) {
-                D xd[M];
-#pragma unroll
-                for (int b = 0; b < M; ++b) xd[b] = D(xr[b]);
-                label = nearest_two(xd, cent, k, M, best, second);
-            } else {
-                label = nearest_two(x, cent, k, m, best, second);
-            }
+            label = nearest_two(x, cent, k, m, best, second);
             if (!rescan) old = assigned[j];
             if (label != old) assigned[j] = label;
             bound[j] = stored_bound(second, drift, slack);
             acc += double(best);
         }
         const bool moved = on && !rescan && label != old;
-        auto value = [&](int b) {
-            if constexpr (M > 0) return xr[b];
-            else return x[b];
-        };
+        auto value = [&](int b) { return x[b]; };
         sums.add(on && (rescan || moved) ? label : -1, 1, value);
         sums.add(moved ? old : -1, -1, value);
     };
@@ -132,17 +113,7 @@ __global__ void __launch_bounds__(kBlock) bounded_assign(Pixels<T> px, std::int6
         }
         bool need = false;
         if (ok) {
-            const T* x = px(i);
-            const int a = assigned[i];
-            D da;
-            if constexpr (M > 0) {
-                D xd[M];
-#pragma unroll
-                for (int b = 0; b < M; ++b) xd[b] = D(x[b]);
-                da = km::sq_distance(xd, cent + std::size_t(a) * M, M);
-            } else {
-                da = km::sq_distance(x, cent + std::size_t(a) * m, m);
-            }
+            const D da = km::sq_distance(px(i), cent + std::size_t(assigned[i]) * m, m);
             need = !label_holds(da, bound[i], drift, slack);
             if (!need) acc += double(da);
         }

@@ -98,8 +98,8 @@ private:
 
     const void* assign_kernel() const {
         if (bounded())  // (m > 3: the generic band loop)
-            return shared_ ? reinterpret_cast<const void*>(&bounded_assign<T, D, 0, true>)
-                           : reinterpret_cast<const void*>(&bounded_assign<T, D, 0, false>);
+            return shared_ ? reinterpret_cast<const void*>(&bounded_assign<T, D, true>)
+                           : reinterpret_cast<const void*>(&bounded_assign<T, D, false>);
         if (m_ == 3)
             return shared_ ? reinterpret_cast<const void*>(&assign_accumulate<T, D, 3, true>)
                            : reinterpret_cast<const void*>(&assign_accumulate<T, D, 3, false>);
@@ -122,9 +122,9 @@ private:
             auto* dr = typed<const double>(drift_);
             const BoundSlack sl = slack();
             if (shared_)
-                bounded_assign<T, D, 0, true><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, a, bd, dr, sl, st);
+                bounded_assign<T, D, true><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, a, bd, dr, sl, st);
             else
-                bounded_assign<T, D, 0, false><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, a, bd, dr, sl, st);
+                bounded_assign<T, D, false><<<grid_, kBlock, dyn, stream()>>>(px_, n(), m_, k_, c, s, cn, p, plan_.scale, split, a, bd, dr, sl, st);
             CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans bounded_assign", dim3(grid_), dim3(kBlock));
             return;
         }

@@ -178,12 +178,21 @@ struct PassSums {
     }
 };
 
+// A pass's view of its centroids and sums, set up by pass_setup.
+template <typename T, typename D, bool Shared>
+struct PassSetup {
+    const D* cent;  // in shared memory (Shared), else the global ones
+    PassSums<T, Shared> sums;
+};
+
 // The shared part of a pass's setup: sum words and counters zeroed, the centroids copied in
-// (Shared); returns the centroids the pass reads.
-template <typename D, bool Shared>
-__device__ const D* pass_setup(unsigned char* smem, const D* cent_g, int k, int m) {
+// (Shared); the centroids the pass reads and its sums.
+template <typename T, typename D, bool Shared>
+__device__ PassSetup<T, D, Shared> pass_setup(unsigned char* smem, const D* cent_g, int k, int m, u64* sums_g,
+                                              u64* counts_g, double scale, bool split) {
+    auto* words = reinterpret_cast<unsigned*>(smem);
+    const PassSums<T, Shared> sums{words, words + 2 * std::size_t(k) * m, sums_g, counts_g, m, scale, split};
     if constexpr (Shared) {
-        auto* words = reinterpret_cast<unsigned*>(smem);
         D* s_cent = reinterpret_cast<D*>(smem + shared_centroid_offset(k, m));
         for (int t = threadIdx.x; t < k * m; t += blockDim.x) {
             words[2 * t] = words[2 * t + 1] = 0;
@@ -191,9 +200,9 @@ __device__ const D* pass_setup(unsigned char* smem, const D* cent_g, int k, int 
         }
         for (int t = threadIdx.x; t < k; t += blockDim.x) words[2 * std::size_t(k) * m + t] = 0;
         __syncthreads();
-        return s_cent;
+        return {s_cent, sums};
     }
-    return cent_g;
+    return {cent_g, sums};
 }
 
 // One Lloyd pass (§3.5): nearest centroid, exact sums and counts, f64 inertia partial per block.
@@ -209,9 +218,7 @@ __global__ void __launch_bounds__(kBlock) assign_accumulate(Pixels<T> px, std::i
     const int m = M > 0 ? M : m_rt;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ double scratch[kBlock];
-    const D* cent = pass_setup<D, Shared>(smem, cent_g, k, m);
-    auto* words = reinterpret_cast<unsigned*>(smem);
-    const PassSums<T, Shared> sums{words, words + 2 * std::size_t(k) * m, sums_g, counts_g, m, scale, split_sums};
+    const auto [cent, sums] = pass_setup<T, D, Shared>(smem, cent_g, k, m, sums_g, counts_g, scale, split_sums);
     double acc = 0;
     // Every lane of a warp takes the same trip count: the warp intrinsics see all lanes. (Four
     // pixels per thread sharing each centroid load were measured on the H100: no gain, the kernel
