@@ -282,6 +282,57 @@ TEST(KmeansGpu, BoundedPassesOnClusteredData) {
         }
 }
 
+// The colour path (colour_kernels.cuh): u8 images of 1–3 bands with 2^(8m) ≤ 8·N and at most
+// N/2 distinct colours run their passes over the colours. 2048×1024 RGB is the smallest image
+// size where RGB qualifies. Few levels (exact ties), blobs, a real photo tiled up, random
+// starts that empty clusters (the relocation ranks pixels), keep, restarts, a mask, palettes.
+Cube tiled_photo(const Cube& photo, int W, int H, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    Cube img(W, H, 3, DType::U8, Layout::BIP);
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x)
+            for (int b = 0; b < 3; ++b) {
+                const double v = photo.value(x % photo.width(), y % photo.height(), b) + double(rng() % 3) - 1.0;
+                img.set_value(x, y, b, std::clamp(v, 0.0, 255.0));
+            }
+    return img;
+}
+
+TEST(KmeansGpu, ColourPathMatchesCpu) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    const int W = 2048, H = 1024;
+    std::vector<Cube> images;
+    images.push_back(testing::random_levels_cube(W, H, 3, DType::U8, seed, 24, Layout::BIP));
+    images.push_back(blob_cube(W, H, 3, DType::U8, 12, seed + 1));
+    if (const auto photo = testing::shared_data_path("rgb/astronaut.png"))
+        images.push_back(tiled_photo(read_cube(*photo), W, H, seed + 2));
+    else
+        std::cerr << "note: shared/data/rgb/astronaut.png absent: the real photo case is skipped\n";
+    for (const Cube& img : images) {
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 16, .seed = seed, .max_iter = 10}));
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 256, .seed = seed, .max_iter = 5}));
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 40, .init = KmeansInit::Random, .seed = seed, .max_iter = 30, .tol = 0}));
+        ASSERT_NO_FATAL_FAILURE(
+            compare(gpu, img, {.k = 40, .init = KmeansInit::Random, .seed = seed, .max_iter = 30, .empty = EmptyPolicy::Keep}));
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 9, .seed = seed, .init_sample = 5000, .max_iter = 8, .n_init = 3}));
+        KmeansOptions masked{.k = 12, .seed = seed, .max_iter = 10};
+        masked.mask.assign(std::size_t(W) * H, 1);
+        for (std::size_t p = 0; p < masked.mask.size(); p += 7) masked.mask[p] = 0;
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, masked, "every 7th pixel masked"));
+        KmeansOptions palette{.k = 8, .init = KmeansInit::Explicit, .max_iter = 0};
+        for (int j = 0; j < 8; ++j)
+            for (int b = 0; b < 3; ++b) palette.init_centroids.push_back(j * 32 + b * 5);
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, palette, "apply a palette"));
+    }
+    // Grey and two-band images qualify from 2^5 and 2^13 pixels.
+    for (int m : {1, 2}) {
+        const Cube img = testing::random_levels_cube(301, 157, m, DType::U8, seed + 3, 50, Layout::BIP);
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 7, .seed = seed, .max_iter = 20}));
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 30, .init = KmeansInit::Random, .seed = seed, .max_iter = 20}));
+    }
+}
+
 TEST(KmeansGpu, DefaultsAndLayouts) {
     REQUIRE_GPU();
     const std::uint64_t seed = testing::test_seed();

@@ -13,8 +13,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
 #include "kmeans/cuda_internal.hpp"
 #include "kmeans/bounded_kernels.cuh"
+#include "kmeans/colour_kernels.cuh"
 
 namespace cubekit::detail {
 namespace {
@@ -36,6 +40,7 @@ public:
         plan_ = prepare_kmeans_cuda(ctx_, image_, o_, valid_);
         r_.valid_pixels = n();
         px_ = Pixels<T>{x_, valid_.index.empty() ? nullptr : typed<const std::int64_t>(valid_.index), m_};
+        if constexpr (kColourType) build_colours();
         allocate();
         const auto [c, prev] = run_restarts<D>(
             ctx_, o_, r_, [&](std::uint64_t seed) { return initial_centroids(seed); },
@@ -48,6 +53,73 @@ public:
 
 private:
     using Final = RestartStats;
+    static constexpr bool kColourType = std::is_same_v<T, std::uint8_t>;
+
+    // ---- the colour path (colour_kernels.cuh) ----
+    // Used for u8 images of at most 3 bands whose 2^(8m) bins are at most 8 per valid pixel
+    // (4K and 1080p photos; any grey or two-band image of 2^13 pixels or more), outside the
+    // seed's legacy arithmetic, when the image holds at most half as many colours as pixels.
+    // Measured on the H100 (2026-11-27, the 4K photo, 829,582 colours): see bench/results.
+    bool colour_path_fits() const {
+        return !o_.legacy && m_ <= kColourBandsMax && plan_.e == 0 && n() < (std::int64_t(1) << 31) &&
+               (std::int64_t(1) << (8 * m_)) <= 8 * n();
+    }
+
+    void build_colours() {
+        if (!colour_path_fits()) return;
+        const std::int64_t bins = std::int64_t(1) << (8 * m_);
+        bins_ = DeviceBuffer(ctx_, std::size_t(bins) * sizeof(unsigned));
+        bins_.fill_bytes(ctx_, 0);
+        const int grid = int(std::min<std::int64_t>(div_up(n(), kBlock), std::int64_t(sm_count(ctx_)) * 8));
+        count_colours<<<grid, kBlock, 0, stream()>>>(px_, n(), m_, typed<unsigned>(bins_));
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans count_colours", dim3(grid), dim3(kBlock));
+        const std::int64_t most = std::min(bins, n());
+        DeviceBuffer keys(ctx_, std::size_t(most) * sizeof(unsigned)), selected(ctx_, sizeof(int));
+        const thrust::counting_iterator<unsigned> all_keys(0u);
+        const NonEmptyBin non_empty{typed<const unsigned>(bins_)};
+        std::size_t temp_bytes = 0;
+        CUBEKIT_CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, all_keys, typed<unsigned>(keys), typed<int>(selected),
+                                                 int(bins), non_empty, stream()));
+        DeviceBuffer temp(ctx_, std::max<std::size_t>(temp_bytes, 1));
+        CUBEKIT_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), temp_bytes, all_keys, typed<unsigned>(keys),
+                                                 typed<int>(selected), int(bins), non_empty, stream()));
+        int count = 0;
+        selected.download(ctx_, &count, sizeof(int));
+        if (2 * std::int64_t(count) > n()) {  // too many colours: the per-pixel passes are faster
+            bins_ = DeviceBuffer();
+            return;
+        }
+        ckeys_ = std::move(keys);
+        ncolours_ = count;
+        cweights_ = DeviceBuffer(ctx_, std::size_t(count) * sizeof(unsigned));
+        const auto blocks = unsigned(div_up(count, kBlock));
+        gather_weights<<<blocks, kBlock, 0, stream()>>>(typed<const unsigned>(ckeys_), count, typed<const unsigned>(bins_),
+                                                       typed<unsigned>(cweights_));
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans gather_weights", dim3(blocks), dim3(kBlock));
+        colours_ = true;
+    }
+
+    void launch_final_colours(bool want_labels, const std::int64_t* qpaint, bool shared_counts, std::size_t dyn) {
+        if constexpr (kColourType) {
+            if (want_labels && clabels_.empty()) clabels_ = DeviceBuffer(ctx_, std::size_t(ncolours_) * sizeof(int));
+            with_colour_bands([&](auto M) {
+                final_colours<D, M><<<grid_, kBlock, dyn, stream()>>>(
+                    colours(), k_, typed<const D>(cent_), qpaint, plan_.scale_d, want_labels ? typed<int>(clabels_) : nullptr,
+                    typed<u64>(counts_), typed<double>(partials_), typed<u64>(exact_), shared_counts);
+            });
+            CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans final_colours", dim3(grid_), dim3(kBlock));
+        }
+    }
+
+    Colours colours() const { return Colours{typed<const unsigned>(ckeys_), typed<const unsigned>(cweights_), ncolours_}; }
+
+    // f(M) with the band count as a compile-time constant (colour path: 1 ≤ m ≤ 3).
+    template <typename F>
+    void with_colour_bands(F&& f) const {
+        if (m_ == 1) f(std::integral_constant<int, 1>{});
+        else if (m_ == 2) f(std::integral_constant<int, 2>{});
+        else f(std::integral_constant<int, 3>{});
+    }
 
     std::int64_t n() const { return valid_.valid; }
     cudaStream_t stream() const { return stream_of(ctx_); }
@@ -65,7 +137,8 @@ private:
         // Static shared memory (the staged tiles) and dynamic together may pass 48 KB: opt in.
         CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
         CUBEKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, dyn));
-        grid_ = int(std::max<std::int64_t>(1, std::min<std::int64_t>((n() + kBlock - 1) / kBlock,
+        const std::int64_t items = colours_ ? ncolours_ : n();  // what a pass walks
+        grid_ = int(std::max<std::int64_t>(1, std::min<std::int64_t>((items + kBlock - 1) / kBlock,
                                                                        std::int64_t(sms) * std::max(per_sm, 1))));
         cent_ = DeviceBuffer(ctx_, km_elems() * sizeof(D));
         prev_ = DeviceBuffer(ctx_, km_elems() * sizeof(D));
@@ -97,6 +170,15 @@ private:
     }
 
     const void* assign_kernel() const {
+        if constexpr (kColourType)
+            if (colours_) {
+                const void* kernel = nullptr;
+                with_colour_bands([&](auto M) {
+                    kernel = shared_ ? reinterpret_cast<const void*>(&assign_colours<D, M, true>)
+                                     : reinterpret_cast<const void*>(&assign_colours<D, M, false>);
+                });
+                return kernel;
+            }
         if (bounded())  // (m > 3: the generic band loop)
             return shared_ ? reinterpret_cast<const void*>(&bounded_assign<T, D, true>)
                            : reinterpret_cast<const void*>(&bounded_assign<T, D, false>);
@@ -116,6 +198,15 @@ private:
         auto* p = typed<double>(partials_);
         // Group sums of 64-bit values through 32-bit reductions need |Σ hi| < 2^31 (see the kernel).
         const bool split = std::is_integral_v<T> || n() >= 64;
+        if constexpr (kColourType)
+            if (colours_) {
+                with_colour_bands([&](auto M) {
+                    if (shared_) assign_colours<D, M, true><<<grid_, kBlock, dyn, stream()>>>(colours(), k_, c, s, cn, p, st);
+                    else assign_colours<D, M, false><<<grid_, kBlock, dyn, stream()>>>(colours(), k_, c, s, cn, p, st);
+                });
+                CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans assign_colours", dim3(grid_), dim3(kBlock));
+                return;
+            }
         if (bounded()) {
             auto* a = typed<std::int32_t>(assigned_);
             auto* bd = typed<float>(bound_);
@@ -250,12 +341,16 @@ private:
         const D* assign = o_.legacy ? typed<const D>(prev_) : typed<const D>(cent_);
         const bool shared_counts = std::size_t(k_) * sizeof(unsigned) <= 32 * 1024;
         const std::size_t dyn = shared_counts ? std::size_t(k_) * sizeof(unsigned) : 0;
-        auto* kernel = m_ == 3 ? &final_assign<T, D, 3> : &final_assign<T, D, 0>;
-        kernel<<<grid_, kBlock, dyn, stream()>>>(
-            px_, n(), k_, assign, typed<const D>(cent_), want_exact ? typed<const std::int64_t>(d_qpaint) : nullptr,
-            plan_.scale_d, want_labels ? labels_ : LabelsOut{}, typed<u64>(counts_),
-            typed<double>(partials_), typed<u64>(exact_), shared_counts);
-        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans final_assign", dim3(grid_), dim3(kBlock));
+        if (colours_) {
+            launch_final_colours(want_labels, want_exact ? typed<const std::int64_t>(d_qpaint) : nullptr, shared_counts, dyn);
+        } else {
+            auto* kernel = m_ == 3 ? &final_assign<T, D, 3> : &final_assign<T, D, 0>;
+            kernel<<<grid_, kBlock, dyn, stream()>>>(
+                px_, n(), k_, assign, typed<const D>(cent_), want_exact ? typed<const std::int64_t>(d_qpaint) : nullptr,
+                plan_.scale_d, want_labels ? labels_ : LabelsOut{}, typed<u64>(counts_),
+                typed<double>(partials_), typed<u64>(exact_), shared_counts);
+            CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans final_assign", dim3(grid_), dim3(kBlock));
+        }
         f.counts.resize(std::size_t(k_));
         counts_.download(ctx_, f.counts.data(), f.counts.size() * 8);
         std::vector<double> partials(static_cast<std::size_t>(grid_));
@@ -276,6 +371,18 @@ private:
         d_map.upload(ctx_, new_label.data(), new_label.size() * sizeof(int));
         d_pal.upload(ctx_, pal.data(), pal.size() * sizeof(T));
         const auto blocks = unsigned(div_up(pixels_, kBlock));
+        if constexpr (kColourType)
+            if (colours_) {
+                const auto cblocks = unsigned(div_up(ncolours_, kBlock));
+                scatter_colour_labels<<<cblocks, kBlock, 0, stream()>>>(typed<const unsigned>(ckeys_), ncolours_,
+                                                                       typed<const int>(clabels_), typed<unsigned>(bins_));
+                CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans scatter_colour_labels", dim3(cblocks), dim3(kBlock));
+                relabel_paint_colours<<<blocks, kBlock, 0, stream()>>>(
+                    labels_, pixels_, valid_.flags.empty() ? nullptr : typed<const std::uint8_t>(valid_.flags),
+                    typed<const unsigned>(bins_), typed<const int>(d_map), typed<const T>(d_pal), x_, m_, quantized_);
+                CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans relabel_paint_colours", dim3(blocks), dim3(kBlock));
+                return;
+            }
         relabel_paint<T><<<blocks, kBlock, 0, stream()>>>(
             labels_, pixels_, valid_.flags.empty() ? nullptr : typed<const std::uint8_t>(valid_.flags),
             typed<const int>(d_map), typed<const T>(d_pal), x_, m_, quantized_);
@@ -298,6 +405,10 @@ private:
     int grid_ = 1;
     DeviceBuffer cent_, prev_, sums_, counts_, partials_, status_, history_, shift_, exact_;
     DeviceBuffer assigned_, bound_, drift_;  // bounded passes: label and stored bound per valid pixel, Δ
+    bool colours_ = false;                   // the colour path: passes over the distinct colours
+    DeviceBuffer bins_;                      // pixel count per colour key, at the end key → label
+    DeviceBuffer ckeys_, cweights_, clabels_;  // the colours' keys, pixel counts and final labels
+    std::int64_t ncolours_ = 0;
 };
 
 }  // namespace

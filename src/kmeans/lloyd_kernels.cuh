@@ -164,6 +164,31 @@ struct PassSums {
         }
     }
 
+    // add() for one item standing for w pixels (the colour path, colour_kernels.cuh): w·value(b)
+    // and w. An integer value(b) < 2^8 with w < 2^31 gives w·value(b) < 2^39, reduced through
+    // its 16-bit parts (the group's sums fit 32 bits); a group's Σw ≤ n < 2^31.
+    template <typename Value>
+    __device__ __forceinline__ void add_weighted(int key, unsigned w, Value value) const {
+        const unsigned group = __match_any_sync(0xffffffffu, key);
+        if (key < 0) return;
+        const bool leader = (threadIdx.x & 31) == __ffs(group) - 1;
+        for (int b = 0; b < m; ++b) {
+            const u64 v = u64(w) * u64(value(b));
+            const auto lo = unsigned(v);
+            const auto s0 = __reduce_add_sync(group, lo & 0xFFFFu);
+            const auto s1 = __reduce_add_sync(group, lo >> 16);
+            const auto sh = __reduce_add_sync(group, unsigned(v >> 32));
+            if (leader)
+                add_sum(std::size_t(key) * m + b,
+                        std::int64_t(sh) * 4294967296LL + std::int64_t(s1) * 65536 + std::int64_t(s0));
+        }
+        const unsigned total = __reduce_add_sync(group, w);
+        if (leader) {
+            if constexpr (Shared) atomicAdd(&counts[key], total);
+            else atomicAdd(&counts_g[key], u64(total));
+        }
+    }
+
     // Shared: the block's words added to the global sums (after a barrier). Net counts may be
     // negative (bounded passes remove pixels): a count word is sign-extended.
     __device__ void flush(int k) const {
