@@ -325,11 +325,17 @@ TEST(KmeansGpu, ColourPathMatchesCpu) {
             for (int b = 0; b < 3; ++b) palette.init_centroids.push_back(j * 32 + b * 5);
         ASSERT_NO_FATAL_FAILURE(compare(gpu, img, palette, "apply a palette"));
     }
-    // Grey and two-band images qualify from 2^5 and 2^13 pixels.
+}
+
+// Grey and two-band images qualify from 2^5 and 2^13 pixels (small enough for racecheck).
+TEST(KmeansGpu, ColourPathGreyAndTwoBands) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
     for (int m : {1, 2}) {
         const Cube img = testing::random_levels_cube(301, 157, m, DType::U8, seed + 3, 50, Layout::BIP);
         ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 7, .seed = seed, .max_iter = 20}));
         ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 30, .init = KmeansInit::Random, .seed = seed, .max_iter = 20}));
+        ASSERT_NO_FATAL_FAILURE(compare(gpu, img, {.k = 5, .seed = seed, .max_iter = 10, .n_init = 2}));
     }
 }
 

@@ -74,28 +74,29 @@ private:
         count_colours<<<grid, kBlock, 0, stream()>>>(px_, n(), m_, typed<unsigned>(bins_));
         CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans count_colours", dim3(grid), dim3(kBlock));
         const std::int64_t most = std::min(bins, n());
-        DeviceBuffer keys(ctx_, std::size_t(most) * sizeof(unsigned)), selected(ctx_, sizeof(int));
-        const thrust::counting_iterator<unsigned> all_keys(0u);
+        DeviceBuffer selected(ctx_, std::size_t(most) * sizeof(unsigned)), count_out(ctx_, sizeof(int));
+        const thrust::counting_iterator<unsigned> all_bins(0u);
         const NonEmptyBin non_empty{typed<const unsigned>(bins_)};
         std::size_t temp_bytes = 0;
-        CUBEKIT_CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, all_keys, typed<unsigned>(keys), typed<int>(selected),
-                                                 int(bins), non_empty, stream()));
+        CUBEKIT_CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, all_bins, typed<unsigned>(selected),
+                                                 typed<int>(count_out), int(bins), non_empty, stream()));
         DeviceBuffer temp(ctx_, std::max<std::size_t>(temp_bytes, 1));
-        CUBEKIT_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), temp_bytes, all_keys, typed<unsigned>(keys),
-                                                 typed<int>(selected), int(bins), non_empty, stream()));
+        CUBEKIT_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), temp_bytes, all_bins, typed<unsigned>(selected),
+                                                 typed<int>(count_out), int(bins), non_empty, stream()));
         int count = 0;
-        selected.download(ctx_, &count, sizeof(int));
+        count_out.download(ctx_, &count, sizeof(int));
         if (2 * std::int64_t(count) > n()) {  // too many colours: the per-pixel passes are faster
             bins_ = DeviceBuffer();
             return;
         }
-        ckeys_ = std::move(keys);
+        cbins_ = std::move(selected);
         ncolours_ = count;
+        cpacked_ = DeviceBuffer(ctx_, std::size_t(count) * sizeof(unsigned));
         cweights_ = DeviceBuffer(ctx_, std::size_t(count) * sizeof(unsigned));
         const auto blocks = unsigned(div_up(count, kBlock));
-        gather_weights<<<blocks, kBlock, 0, stream()>>>(typed<const unsigned>(ckeys_), count, typed<const unsigned>(bins_),
-                                                       typed<unsigned>(cweights_));
-        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans gather_weights", dim3(blocks), dim3(kBlock));
+        describe_colours<<<blocks, kBlock, 0, stream()>>>(typed<const unsigned>(cbins_), count, m_, typed<const unsigned>(bins_),
+                                                         typed<unsigned>(cpacked_), typed<unsigned>(cweights_));
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans describe_colours", dim3(blocks), dim3(kBlock));
         colours_ = true;
     }
 
@@ -111,7 +112,7 @@ private:
         }
     }
 
-    Colours colours() const { return Colours{typed<const unsigned>(ckeys_), typed<const unsigned>(cweights_), ncolours_}; }
+    Colours colours() const { return Colours{typed<const unsigned>(cpacked_), typed<const unsigned>(cweights_), ncolours_}; }
 
     // f(M) with the band count as a compile-time constant (colour path: 1 ≤ m ≤ 3).
     template <typename F>
@@ -374,7 +375,7 @@ private:
         if constexpr (kColourType)
             if (colours_) {
                 const auto cblocks = unsigned(div_up(ncolours_, kBlock));
-                scatter_colour_labels<<<cblocks, kBlock, 0, stream()>>>(typed<const unsigned>(ckeys_), ncolours_,
+                scatter_colour_labels<<<cblocks, kBlock, 0, stream()>>>(typed<const unsigned>(cbins_), ncolours_,
                                                                        typed<const int>(clabels_), typed<unsigned>(bins_));
                 CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans scatter_colour_labels", dim3(cblocks), dim3(kBlock));
                 relabel_paint_colours<<<blocks, kBlock, 0, stream()>>>(
@@ -406,8 +407,8 @@ private:
     DeviceBuffer cent_, prev_, sums_, counts_, partials_, status_, history_, shift_, exact_;
     DeviceBuffer assigned_, bound_, drift_;  // bounded passes: label and stored bound per valid pixel, Δ
     bool colours_ = false;                   // the colour path: passes over the distinct colours
-    DeviceBuffer bins_;                      // pixel count per colour key, at the end key → label
-    DeviceBuffer ckeys_, cweights_, clabels_;  // the colours' keys, pixel counts and final labels
+    DeviceBuffer bins_;                      // pixel count per colour bin, at the end bin → label
+    DeviceBuffer cbins_, cpacked_, cweights_, clabels_;  // per colour: bin, samples, pixel count, final label
     std::int64_t ncolours_ = 0;
 };
 
