@@ -4,7 +4,8 @@
 // fused assign + accumulate kernel with the update as a one-block kernel (iterations are queued
 // in batches and skip themselves once the device-side status says converged: the host reads a
 // 16-byte status per batch, not per iteration); then the final labelling pass and the relabel +
-// paint pass write the caller's views. Everything that chooses (the plan, the init draws, the
+// paint pass write the caller's views. Photos (u8, 1–3 bands) take the colour path: their passes
+// run over the distinct colours, weighted by pixel count (colour_kernels.cuh). Everything that chooses (the plan, the init draws, the
 // relocation, the sort) runs the CPU reference's code on exact integers or bit-identical
 // distances, and only k- and m-sized arrays cross to the host, so labels, counts, centroids and
 // iterations equal the CPU's bit for bit.
@@ -37,6 +38,7 @@ public:
     }
 
     void run() {
+        keep_pool_memory(ctx_, scratch_bytes());
         plan_ = prepare_kmeans_cuda(ctx_, image_, o_, valid_);
         r_.valid_pixels = n();
         px_ = Pixels<T>{x_, valid_.index.empty() ? nullptr : typed<const std::int64_t>(valid_.index), m_};
@@ -53,6 +55,22 @@ public:
 
 private:
     using Final = RestartStats;
+
+    // What one call allocates at most (the valid set, the init sample and k-means++ scratch, the
+    // colour path's histogram or the bounded passes' per-pixel arrays), kept in the device pool
+    // across the call's synchronisations: otherwise the pool unmaps its memory at each one and
+    // maps it again at the next allocation (measured on the H100, 2026-11-27: 0.47 ms of a 4K
+    // photo's call went to the colour path's 64 MB histogram).
+    std::size_t scratch_bytes() const {
+        const auto N = std::size_t(pixels_);
+        std::size_t bytes = 10 * N + (64u << 20);
+        if (m_ > 3) bytes += 8 * N;
+        if (kColourType && m_ <= kColourBandsMax) {
+            const std::size_t bins = std::size_t(1) << (8 * m_);
+            bytes += 4 * bins + 16 * std::min(bins, N);
+        }
+        return bytes;
+    }
     static constexpr bool kColourType = std::is_same_v<T, std::uint8_t>;
 
     // ---- the colour path (colour_kernels.cuh) ----
@@ -346,6 +364,8 @@ private:
             launch_final_colours(want_labels, want_exact ? typed<const std::int64_t>(d_qpaint) : nullptr, shared_counts, dyn);
         } else {
             auto* kernel = m_ == 3 ? &final_assign<T, D, 3> : &final_assign<T, D, 0>;
+            // (the staged tiles and the counters together may pass 48 KB: opt in)
+            CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
             kernel<<<grid_, kBlock, dyn, stream()>>>(
                 px_, n(), k_, assign, typed<const D>(cent_), want_exact ? typed<const std::int64_t>(d_qpaint) : nullptr,
                 plan_.scale_d, want_labels ? labels_ : LabelsOut{}, typed<u64>(counts_),
@@ -384,10 +404,16 @@ private:
                 CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans relabel_paint_colours", dim3(blocks), dim3(kBlock));
                 return;
             }
+        const bool per_sample = m_ > 4;  // (then paint_samples paints, coalesced)
         relabel_paint<T><<<blocks, kBlock, 0, stream()>>>(
             labels_, pixels_, valid_.flags.empty() ? nullptr : typed<const std::uint8_t>(valid_.flags),
-            typed<const int>(d_map), typed<const T>(d_pal), x_, m_, quantized_);
+            typed<const int>(d_map), typed<const T>(d_pal), x_, m_, quantized_, !per_sample);
         CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans relabel_paint", dim3(blocks), dim3(kBlock));
+        if (per_sample && quantized_.data) {
+            const auto sblocks = unsigned(div_up(pixels_ * m_, kBlock));
+            paint_samples<T><<<sblocks, kBlock, 0, stream()>>>(labels_, pixels_, m_, typed<const T>(d_pal), x_, quantized_);
+            CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans paint_samples", dim3(sblocks), dim3(kBlock));
+        }
     }
 
     const Context& ctx_;
