@@ -75,7 +75,8 @@ private:
 
     // ---- the colour path (colour_kernels.cuh) ----
     // Used for u8 images of at most 3 bands whose 2^(8m) bins are at most 8 per valid pixel
-    // (4K and 1080p photos; any grey or two-band image of 2^13 pixels or more), outside the
+    // (RGB from 2^21 pixels: 2048×1024 and 4K photos, but not 1920×1080, 1.2 % short; grey from
+    // 32 pixels, two bands from 2^13), outside the
     // seed's legacy arithmetic, when the image holds at most half as many colours as pixels.
     // Measured on the H100 (2026-11-27, the 4K photo, 829,582 colours): see bench/results.
     bool colour_path_fits() const {
