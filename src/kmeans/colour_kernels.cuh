@@ -83,10 +83,10 @@ __global__ void describe_colours(const unsigned* selected, std::int64_t count, i
 }
 
 template <typename D, int M>
-__device__ __forceinline__ void decode_colour(unsigned key, std::uint8_t (&x)[M], D (&xd)[M]) {
+__device__ __forceinline__ void decode_colour(unsigned packed, std::uint8_t (&x)[M], D (&xd)[M]) {
 #pragma unroll
     for (int b = 0; b < M; ++b) {
-        x[b] = std::uint8_t(key >> (8 * b));
+        x[b] = std::uint8_t(packed >> (8 * b));
         xd[b] = D(x[b]);
     }
 }

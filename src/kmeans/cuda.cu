@@ -5,10 +5,10 @@
 // in batches and skip themselves once the device-side status says converged: the host reads a
 // 16-byte status per batch, not per iteration); then the final labelling pass and the relabel +
 // paint pass write the caller's views. Photos (u8, 1–3 bands) take the colour path: their passes
-// run over the distinct colours, weighted by pixel count (colour_kernels.cuh). Everything that chooses (the plan, the init draws, the
-// relocation, the sort) runs the CPU reference's code on exact integers or bit-identical
-// distances, and only k- and m-sized arrays cross to the host, so labels, counts, centroids and
-// iterations equal the CPU's bit for bit.
+// run over the distinct colours, weighted by pixel count (colour_kernels.cuh). Everything that
+// chooses (the plan, the init draws, the relocation, the sort) runs the CPU reference's code on
+// exact integers or bit-identical distances, and only k- and m-sized arrays cross to the host, so
+// labels, counts, centroids and iterations equal the CPU's bit for bit.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -76,8 +76,8 @@ private:
     // ---- the colour path (colour_kernels.cuh) ----
     // Used for u8 images of at most 3 bands whose 2^(8m) bins are at most 8 per valid pixel
     // (RGB from 2^21 pixels: 2048×1024 and 4K photos, but not 1920×1080, 1.2 % short; grey from
-    // 32 pixels, two bands from 2^13), outside the
-    // seed's legacy arithmetic, when the image holds at most half as many colours as pixels.
+    // 32 pixels, two bands from 2^13), outside the seed's legacy arithmetic, when the image holds
+    // at most half as many colours as pixels.
     // Measured on the H100 (2026-11-27, the 4K photo, 829,582 colours): see bench/results.
     bool colour_path_fits() const {
         return !o_.legacy && m_ <= kColourBandsMax && plan_.e == 0 && n() < (std::int64_t(1) << 31) &&
