@@ -22,7 +22,9 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -215,6 +217,35 @@ KmeansResult kmeans_into(const Context& ctx, const CubeView& image, const Mutabl
 ///     cubekit::KmeansResult r = cubekit::apply_palette(ctx, frame, previous.centroids);
 KmeansResult apply_palette(const Context& ctx, const CubeView& image, const std::vector<double>& palette,
                            const std::vector<std::uint8_t>& mask = {});
+
+/// What kmeans_tiled returns.
+struct KmeansTiled {
+    /// The small results, as kmeans_into returns them (labels and quantized image in the caller's views).
+    KmeansResult result;
+    /// The tiles (the same in every pass); peak_bytes covers every pass.
+    TiledRun run;
+    /// Reads of the input: 2 for the first pass, per restart one per Lloyd iteration (two when a
+    /// cluster empties and is relocated) plus the sample's gathering and, with restarts, a final
+    /// pass; then the labels, and the painting when `quantized` is given.
+    int passes = 0;
+};
+
+/// k-means in tiles (tiles.hpp), for a scene larger than a memory budget: every pass of the engine
+/// (first pass, sample, Lloyd iterations, final pass) runs over the scene's tiles with the scene's plan
+/// and merges exactly, so `labels`, `quantized` and every field of the result equal kmeans_into's bit
+/// for bit, except the f64 inertia and history (summed per tile, within 1e-12 relative). labels: host
+/// memory, W×H×1 i32, any strides; quantized: empty or W×H×m of the input's type. Runs on the CPU
+/// backend (a CUDA context is refused for now); the input is a host view or a file read by windows.
+///
+///     cubekit::Cube labels(W, H, 1, cubekit::DType::I32);
+///     auto t = cubekit::kmeans_tiled(cpu, cubekit::CubeFile("flight.hdr"), labels.mutable_view(),
+///                                    {.k = 10}, {.memory_limit = 256 << 20});   // t.result.centroids
+KmeansTiled kmeans_tiled(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
+                         const KmeansOptions& options = {}, const TileOptions& tiles = {},
+                         const MutableCubeView& quantized = {});
+KmeansTiled kmeans_tiled(const Context& ctx, const CubeFile& file, const MutableCubeView& labels,
+                         const KmeansOptions& options = {}, const TileOptions& tiles = {},
+                         const MutableCubeView& quantized = {});
 
 /// Throws InvalidInput when the options do not suit this image shape (checks that need the
 /// data, such as k > valid pixels, are done by kmeans()).

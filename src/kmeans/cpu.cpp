@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "cubekit/error.hpp"
 #include "kmeans/kmeans_internal.hpp"
@@ -25,7 +26,8 @@ class CpuKmeans {
 public:
     CpuKmeans(const Context& ctx, const CubeView& image, const MutableCubeView& labels, const MutableCubeView& quantized,
               const KmeansOptions& options, KmeansResult& result)
-        : ctx_(ctx), o_(options), r_(result), image_(image), x_(image.typed<T>()), labels_(labels.typed<std::int32_t>()),
+        : ctx_(ctx), o_(options), r_(result), image_(image), x_(image.typed<T>()),
+          labels_(labels.empty() ? StridedView<std::int32_t>{} : labels.typed<std::int32_t>()),
           quantized_(quantized), m_(image.bands()), k_(options.k), pixels_(std::int64_t(image.num_pixels())),
           nt_(ctx.threads()) {}
 
@@ -40,8 +42,28 @@ public:
         finish(c, prev);
     }
 
-private:
+    // ---- tile mode (kmeans_tile_cpu): the passes below over a tile, with the scene's plan ----
     using Final = RestartStats;
+
+    // Takes the plan and the valid pixels (raster indices of this image) instead of the first pass.
+    void adopt(const KmeansPlan& plan, std::vector<std::int64_t> valid_set) {
+        plan_ = plan;
+        valid_ = std::move(valid_set);
+        // A dense BIP image finds pixel p at p·m; any other view keeps each valid pixel's offset,
+        // so the hot loops divide nothing.
+        dense_ = image_.is_dense(Layout::BIP);
+        offsets_.clear();
+        if (!dense_) {
+            offsets_.resize(valid_.size());
+            for (std::size_t i = 0; i < valid_.size(); ++i) offsets_[i] = raster(valid_[i]).first - x_.data;
+        }
+        // Small images run on one thread: a thread team costs more than it saves there.
+        parallel_ = valid() >= 32768;
+    }
+    const std::vector<std::int64_t>& valid_pixels() const { return valid_; }
+    km::Spectrum<T> valid_pixel(std::int64_t i) const { return pixel(i); }
+
+private:
 
     // Valid pixel i and raster pixel p: their m samples, read where they are.
     km::Spectrum<T> pixel(std::int64_t valid_index) const {
@@ -61,19 +83,13 @@ private:
     std::int64_t chunks() const { return (valid() + kChunk - 1) / kChunk; }
 
     void prepare() {
-        plan_ = prepare_kmeans(ctx_, image_, o_, valid_);
-        // A dense BIP image finds pixel p at p·m; any other view keeps each valid pixel's offset,
-        // so the hot loops divide nothing.
-        dense_ = image_.is_dense(Layout::BIP);
-        if (!dense_) {
-            offsets_.resize(valid_.size());
-            for (std::size_t i = 0; i < valid_.size(); ++i) offsets_[i] = raster(valid_[i]).first - x_.data;
-        }
-        // Small images run on one thread: a thread team costs more than it saves there.
-        parallel_ = valid() >= 32768;
-        r_.valid_pixels = valid();
+        std::vector<std::int64_t> valid;
+        const KmeansPlan plan = prepare_kmeans(ctx_, image_, o_, valid);
+        adopt(plan, std::move(valid));
+        r_.valid_pixels = this->valid();
     }
 
+public:
     // ---- initialisation (§3.4) ----
     std::vector<D> initial_centroids(std::uint64_t seed) {
         std::vector<D> c(std::size_t(k_) * m_, D(INFINITY));
@@ -220,12 +236,8 @@ private:
             });
     }
 
-    // §3.7 relocate: the e-th empty cluster takes the e-th farthest pixel (old centroids).
-    void relocate(const std::vector<D>& c, std::vector<std::int64_t>& sums, std::vector<std::int64_t>& counts) const {
-        std::vector<int> empty;
-        for (int j = 0; j < k_; ++j)
-            if (counts[std::size_t(j)] == 0) empty.push_back(j);
-        if (empty.empty()) return;
+    // The `wanted` valid pixels farthest from their nearest centroid (§3.7; index: the valid index).
+    std::vector<FarPixel> farthest_pixels(const std::vector<D>& c, std::size_t wanted) const {
         std::vector<FarPixel> cand(static_cast<std::size_t>(valid()));
 #pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
         for (std::int64_t i = 0; i < valid(); ++i) {
@@ -233,7 +245,16 @@ private:
             km::nearest(pixel(i), c.data(), k_, m_, d);
             cand[std::size_t(i)] = FarPixel{i, double(d)};
         }
-        const std::vector<FarPixel> far = farthest(std::move(cand), empty.size());
+        return farthest(std::move(cand), wanted);
+    }
+
+    // §3.7 relocate: the e-th empty cluster takes the e-th farthest pixel (old centroids).
+    void relocate(const std::vector<D>& c, std::vector<std::int64_t>& sums, std::vector<std::int64_t>& counts) const {
+        std::vector<int> empty;
+        for (int j = 0; j < k_; ++j)
+            if (counts[std::size_t(j)] == 0) empty.push_back(j);
+        if (empty.empty()) return;
+        const std::vector<FarPixel> far = farthest_pixels(c, empty.size());
         for (std::size_t e = 0; e < far.size(); ++e)
             relocate_pixel(pixel(far[e].index), c, k_, m_, empty[e], plan_.scale, sums, counts);
     }
@@ -292,22 +313,26 @@ private:
         return f;
     }
 
-    void finish(const std::vector<D>& c, const std::vector<D>& prev) {
-        // Excluded pixels keep −1; the final pass labels the others in the caller's view.
+    // The final pass with labels: excluded pixels get −1, the others their cluster (unsorted).
+    Final label_pass(const std::vector<D>& assign, const std::vector<D>& paint) const {
         if (valid() < pixels_) {
 #pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
             for (int y = 0; y < labels_.height; ++y)
                 for (int x = 0; x < labels_.width; ++x) labels_(x, y, 0) = -1;
         }
-        const Final f = final_pass(o_.legacy ? prev : c, c, /*want_labels=*/true, false);
-        relabel_paint(finish_result(r_, c, f.counts, f.inertia, image_.dtype(), o_.legacy));
+        return final_pass(assign, paint, /*want_labels=*/true, false);
+    }
+
+    void finish(const std::vector<D>& c, const std::vector<D>& prev) {
+        const Final f = label_pass(o_.legacy ? prev : c, c);
+        relabel_paint(finish_result(r_, c, f.counts, f.inertia, image_.dtype(), o_.legacy), r_.palette);
     }
 
     // Labels renumbered after the sort; the painted image takes the palette, excluded pixels
     // their own samples.
-    void relabel_paint(const std::vector<int>& new_label) const {
-        std::vector<T> pal(r_.palette.size());
-        for (std::size_t i = 0; i < pal.size(); ++i) pal[i] = T(r_.palette[i]);
+    void relabel_paint(const std::vector<int>& new_label, const std::vector<double>& palette) const {
+        std::vector<T> pal(palette.size());
+        for (std::size_t i = 0; i < pal.size(); ++i) pal[i] = T(palette[i]);
         const bool paint = !quantized_.empty();
         const StridedView<T> q = paint ? quantized_.typed<T>() : StridedView<T>{};
 #pragma omp parallel for num_threads(nt_) if(parallel_) schedule(static)
@@ -320,13 +345,14 @@ private:
             }
     }
 
+private:
     const Context& ctx_;
     const KmeansOptions& o_;
     KmeansResult& r_;
-    const CubeView& image_;
+    CubeView image_;
     StridedView<const T> x_;
     StridedView<std::int32_t> labels_;
-    const MutableCubeView& quantized_;
+    MutableCubeView quantized_;
     int m_, k_;
     std::int64_t pixels_;
     int nt_;
@@ -337,6 +363,92 @@ private:
     KmeansPlan plan_;
 };
 
+// A tile of a scene run in tiles (tiled.cpp): the engine above over the tile's core, with the
+// scene's plan; its valid pixels are found once, when the tile is made.
+template <typename T, typename D>
+class CpuTile final : public KmeansTile {
+public:
+    CpuTile(const Context& ctx, const CubeView& window, int x0, int y0, int scene_width, const KmeansOptions& options,
+            const KmeansPlan& plan)
+        : ctx_(ctx), window_(window), x0_(x0), y0_(y0), scene_width_(scene_width), o_(options), plan_(plan),
+          engine_(ctx, window_, {}, {}, o_, unused_) {
+        engine_.adopt(plan, valid_pixels(ctx, window, options.mask));
+    }
+
+    std::vector<std::int64_t> row_valid() const override {
+        std::vector<std::int64_t> rows(static_cast<std::size_t>(window_.height()), 0);
+        for (const std::int64_t p : valid()) ++rows[std::size_t(p / window_.width())];
+        return rows;
+    }
+    KmeansStats range() const override { return band_range(ctx_, window_, valid()); }
+    BandMoments moments() const override { return band_moments(ctx_, window_, valid(), plan_.scale); }
+
+    TilePixels sample(std::uint64_t seed, double rate, bool all, const std::vector<std::int64_t>& first_rank) const override {
+        TilePixels out;
+        std::int64_t row = -1, rank = 0;
+        for (std::size_t i = 0; i < valid().size(); ++i) {
+            const std::int64_t r = valid()[i] / window_.width();
+            rank = r == row ? rank + 1 : first_rank[std::size_t(r)];
+            row = r;
+            if (all || km::in_sample(seed, rank, rate)) add(out, rank, 0, std::int64_t(i));
+        }
+        return out;
+    }
+
+    TileSums assign(const std::vector<double>& c) const override {
+        TileSums s;
+        s.sums.assign(c.size(), 0);
+        s.counts.assign(std::size_t(o_.k), 0);
+        s.inertia = engine_.assign_accumulate(centroids(c), s.sums, s.counts);
+        return s;
+    }
+
+    TilePixels farthest(const std::vector<double>& c, std::size_t wanted) const override {
+        TilePixels out;
+        for (const FarPixel& f : engine_.farthest_pixels(centroids(c), wanted)) {
+            const std::int64_t p = valid()[std::size_t(f.index)];
+            const std::int64_t x = x0_ + p % window_.width(), y = y0_ + p / window_.width();
+            add(out, y * scene_width_ + x, f.distance, f.index);
+        }
+        return out;
+    }
+
+    RestartStats final_pass(const std::vector<double>& assign, const std::vector<double>& paint,
+                            const MutableCubeView& labels) const override {
+        // The engine tells "assign and paint are the same centroids" by identity, not by value.
+        const std::vector<D> a = centroids(assign);
+        const std::vector<D> p = assign == paint ? std::vector<D>() : centroids(paint);
+        const std::vector<D>& pc = assign == paint ? a : p;
+        if (labels.empty()) return engine_.final_pass(a, pc, /*want_labels=*/false, /*want_exact=*/true);
+        CpuKmeans<T, D> e(ctx_, window_, labels, {}, o_, unused_);
+        e.adopt(plan_, valid());
+        return e.label_pass(a, pc);
+    }
+
+    void relabel_paint(const MutableCubeView& labels, const std::vector<int>& new_label, const std::vector<double>& palette,
+                       const MutableCubeView& quantized) const override {
+        CpuKmeans<T, D>(ctx_, window_, labels, quantized, o_, unused_).relabel_paint(new_label, palette);
+    }
+
+private:
+    const std::vector<std::int64_t>& valid() const { return engine_.valid_pixels(); }
+    static std::vector<D> centroids(const std::vector<double>& c) { return std::vector<D>(c.begin(), c.end()); }
+    // Appends a pixel (the engine's valid index i) under `key` with its m values.
+    void add(TilePixels& out, std::int64_t key, double distance, std::int64_t i) const {
+        out.keys.push_back(FarPixel{key, distance});
+        const km::Spectrum<T> x = engine_.valid_pixel(i);
+        for (int b = 0; b < window_.bands(); ++b) out.values.push_back(double(x[b]));
+    }
+
+    const Context& ctx_;
+    CubeView window_;
+    int x0_, y0_, scene_width_;
+    KmeansOptions o_;  // the scene's, with the mask cut to the tile
+    KmeansPlan plan_;
+    mutable KmeansResult unused_;  // the engine's result, which tile passes do not fill
+    CpuKmeans<T, D> engine_;
+};
+
 }  // namespace
 
 void kmeans_cpu(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
@@ -344,6 +456,34 @@ void kmeans_cpu(const Context& ctx, const CubeView& image, const MutableCubeView
     visit_kmeans_types(image.dtype(), [&](auto t, auto d) {
         CpuKmeans<decltype(t), decltype(d)>(ctx, image, labels, quantized, options, result).run();
     });
+}
+
+std::unique_ptr<KmeansTile> kmeans_tile_cpu(const Context& ctx, const CubeView& window, int x0, int y0, int scene_width,
+                                            const KmeansOptions& options, const KmeansPlan& plan) {
+    std::unique_ptr<KmeansTile> tile;
+    visit_kmeans_types(window.dtype(), [&](auto t, auto d) {
+        tile = std::make_unique<CpuTile<decltype(t), decltype(d)>>(ctx, window, x0, y0, scene_width, options, plan);
+    });
+    return tile;
+}
+
+std::vector<double> kmeans_sample_init_cpu(const Context& ctx, const CubeView& sample, const KmeansOptions& options,
+                                           const KmeansPlan& plan, std::uint64_t seed) {
+    // The sample is already drawn: the engine takes every pixel of it, in order.
+    KmeansOptions o = options;
+    o.mask.clear();
+    o.init_sample = 0;
+    std::vector<double> c;
+    visit_kmeans_types(sample.dtype(), [&](auto t, auto d) {
+        KmeansResult unused;
+        CpuKmeans<decltype(t), decltype(d)> engine(ctx, sample, {}, {}, o, unused);
+        std::vector<std::int64_t> all(sample.num_pixels());
+        std::iota(all.begin(), all.end(), std::int64_t(0));
+        engine.adopt(plan, std::move(all));
+        const auto init = engine.initial_centroids(seed);
+        c.assign(init.begin(), init.end());
+    });
+    return c;
 }
 
 }  // namespace cubekit::detail

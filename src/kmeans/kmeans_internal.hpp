@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -166,6 +167,19 @@ std::vector<int> finish_result(KmeansResult& result, const std::vector<D>& centr
 /// Round half away from zero and clamp to the element type's range (float types: unchanged).
 double palette_value(double centroid, DType dtype);
 
+/// Raster indices of the valid pixels of a host view (mask ≠ 0, no NaN band); `mask` is W×H or empty.
+std::vector<std::int64_t> valid_pixels(const Context& ctx, const CubeView& image, const std::vector<std::uint8_t>& mask);
+/// Per-band min and max over these pixels (order-free, so tiles merge them exactly).
+KmeansStats band_range(const Context& ctx, const CubeView& image, const std::vector<std::int64_t>& valid);
+/// The exact per-band Σq (int64) and Σq² (int128) of the tolerance, q the fixed-point value (scale 2^e).
+struct BandMoments {
+    std::vector<std::int64_t> sum_q;
+    std::vector<km::i128> sum_q2;
+    void add(const std::vector<std::int64_t>& q, const std::vector<km::i128>& q2);
+};
+BandMoments band_moments(const Context& ctx, const CubeView& image, const std::vector<std::int64_t>& valid,
+                         double scale);
+
 /// CPU first pass: the valid pixels (raster indices; mask and NaN excluded) and the plan, read
 /// from a host view of any strides.
 KmeansPlan prepare_kmeans(const Context& ctx, const CubeView& image, const KmeansOptions& options,
@@ -192,6 +206,53 @@ void kmeans_cpu(const Context& ctx, const CubeView& image, const MutableCubeView
 /// on return).
 void kmeans_cuda(const Context& ctx, const CubeView& image, const MutableCubeView& labels,
                  const MutableCubeView& quantized, const KmeansOptions& options, KmeansResult& result);
+
+// ---- Tiles (tiled.cpp): the engine's passes over one tile of a scene, with the scene's plan ----
+
+/// What one Lloyd pass over a tile adds up.
+struct TileSums {
+    std::vector<std::int64_t> sums, counts;
+    double inertia = 0;
+};
+/// Pixels of a tile with their m values each (doubles: exact for every element type). keys[i].index:
+/// the pixel's valid rank in the scene (init sample) or its raster index in the scene (relocation).
+struct TilePixels {
+    std::vector<FarPixel> keys;
+    std::vector<double> values;
+};
+
+/// One tile (its core, no halo) of a scene run in tiles: the whole-scene engine's passes over the
+/// tile's valid pixels. Centroids are k × m, as doubles holding the run's f32 (or f64) values exactly.
+class KmeansTile {
+public:
+    virtual ~KmeansTile() = default;
+    /// Valid pixels in each row of the tile.
+    virtual std::vector<std::int64_t> row_valid() const = 0;
+    virtual KmeansStats range() const = 0;
+    virtual BandMoments moments() const = 0;
+    /// The tile's pixels of the init sample (every valid pixel when `all`), keyed by valid rank: the
+    /// tile's first valid pixel of row r has rank first_rank[r].
+    virtual TilePixels sample(std::uint64_t seed, double rate, bool all, const std::vector<std::int64_t>& first_rank) const = 0;
+    virtual TileSums assign(const std::vector<double>& c) const = 0;
+    /// The tile's `wanted` farthest pixels from their nearest centroid (§3.7), keyed by scene raster index.
+    virtual TilePixels farthest(const std::vector<double>& c, std::size_t wanted) const = 0;
+    /// The final pass: counts and f64 inertia (`assign` labels, `paint` measures), with the exact
+    /// inertia when `labels` is empty, else the tile's labels (−1 excluded) written into `labels`.
+    virtual RestartStats final_pass(const std::vector<double>& assign, const std::vector<double>& paint,
+                                    const MutableCubeView& labels) const = 0;
+    /// Renumbers `labels` (the tile's, from final_pass) after the sort and paints `quantized` (W×H×m of
+    /// the input's type, the tile's) with the palette, excluded pixels with their own samples.
+    virtual void relabel_paint(const MutableCubeView& labels, const std::vector<int>& new_label,
+                               const std::vector<double>& palette, const MutableCubeView& quantized) const = 0;
+};
+/// The CPU tile: `window` is the tile's core in host memory, (x0, y0) its corner in a scene
+/// `scene_width` wide, `options` the scene's with the mask cut to the tile.
+std::unique_ptr<KmeansTile> kmeans_tile_cpu(const Context& ctx, const CubeView& window, int x0, int y0, int scene_width,
+                                            const KmeansOptions& options, const KmeansPlan& plan);
+/// The initial centroids (k × m, +∞ for those k-means++ leaves unset) that the CPU engine draws from
+/// the scene's init sample, gathered into `sample` (n × 1 × m, in rank order) with the scene's plan.
+std::vector<double> kmeans_sample_init_cpu(const Context& ctx, const CubeView& sample, const KmeansOptions& options,
+                                           const KmeansPlan& plan, std::uint64_t seed);
 
 /// What the CUDA first pass leaves on the device.
 struct DeviceValidSet {

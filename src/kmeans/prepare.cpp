@@ -19,8 +19,7 @@ km::Spectrum<T> spectrum(const StridedView<const T>& v, std::int64_t p) {
 
 }  // namespace
 
-KmeansPlan prepare_kmeans(const Context& ctx, const CubeView& image, const KmeansOptions& o,
-                          std::vector<std::int64_t>& valid) {
+std::vector<std::int64_t> valid_pixels(const Context& ctx, const CubeView& image, const std::vector<std::uint8_t>& mask) {
     const int threads = ctx.threads();
     return visit_dtype(image.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -30,22 +29,32 @@ KmeansPlan prepare_kmeans(const Context& ctx, const CubeView& image, const Kmean
         std::vector<std::uint8_t> ok(static_cast<std::size_t>(pixels));
 #pragma omp parallel for num_threads(threads) if(pixels >= 32768) schedule(static)
         for (std::int64_t p = 0; p < pixels; ++p) {
-            bool v = o.mask.empty() || o.mask[std::size_t(p)] != 0;
+            bool v = mask.empty() || mask[std::size_t(p)] != 0;
             if constexpr (std::is_floating_point_v<T>) {
                 const km::Spectrum<T> s = spectrum(x, p);
                 for (int b = 0; b < m && v; ++b) v = !std::isnan(s[b]);
             }
             ok[std::size_t(p)] = v;
         }
-        valid.clear();
+        std::vector<std::int64_t> valid;
         for (std::int64_t p = 0; p < pixels; ++p)
             if (ok[std::size_t(p)]) valid.push_back(p);
+        return valid;
+    });
+}
+
+KmeansStats band_range(const Context& ctx, const CubeView& image, const std::vector<std::int64_t>& valid) {
+    const int threads = ctx.threads();
+    return visit_dtype(image.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const StridedView<const T> x = image.typed<T>();
+        const int m = x.bands;
         const auto n = std::int64_t(valid.size());
         KmeansStats stats;
         stats.valid = n;
         stats.lo.assign(static_cast<std::size_t>(m), std::numeric_limits<double>::infinity());
         stats.hi.assign(static_cast<std::size_t>(m), -std::numeric_limits<double>::infinity());
-        // Min, max and the exact moments are order-free (min/max, integer sums): threads may split them.
+        // Min and max are order-free: threads may split them.
 #pragma omp parallel num_threads(threads) if(n >= 32768)
         {
             std::vector<double> lo(stats.lo), hi(stats.hi);
@@ -64,10 +73,22 @@ KmeansPlan prepare_kmeans(const Context& ctx, const CubeView& image, const Kmean
                 stats.hi[std::size_t(b)] = std::max(stats.hi[std::size_t(b)], hi[std::size_t(b)]);
             }
         }
-        KmeansPlan plan = make_plan(o, m, pixels, std::is_floating_point_v<T>, stats);
-        // Exact moments for the tolerance: Σq in int64, Σq² in int128 (§3.4, 3.6).
-        std::vector<std::int64_t> sq(static_cast<std::size_t>(m), 0);
-        std::vector<km::i128> sq2(static_cast<std::size_t>(m), 0);
+        return stats;
+    });
+}
+
+BandMoments band_moments(const Context& ctx, const CubeView& image, const std::vector<std::int64_t>& valid,
+                         double scale) {
+    const int threads = ctx.threads();
+    return visit_dtype(image.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const StridedView<const T> x = image.typed<T>();
+        const int m = x.bands;
+        const auto n = std::int64_t(valid.size());
+        BandMoments out;
+        out.sum_q.assign(static_cast<std::size_t>(m), 0);
+        out.sum_q2.assign(static_cast<std::size_t>(m), 0);
+        // Exact integer sums: threads may split them.
 #pragma omp parallel num_threads(threads) if(n >= 32768)
         {
             std::vector<std::int64_t> s1(static_cast<std::size_t>(m), 0);
@@ -76,20 +97,32 @@ KmeansPlan prepare_kmeans(const Context& ctx, const CubeView& image, const Kmean
             for (std::int64_t i = 0; i < n; ++i) {
                 const km::Spectrum<T> s = spectrum(x, valid[std::size_t(i)]);
                 for (int b = 0; b < m; ++b) {
-                    const std::int64_t q = km::sum_value(s[b], plan.scale);
+                    const std::int64_t q = km::sum_value(s[b], scale);
                     s1[std::size_t(b)] += q;
                     s2[std::size_t(b)] += km::i128(q) * km::i128(q);
                 }
             }
 #pragma omp critical
-            for (int b = 0; b < m; ++b) {
-                sq[std::size_t(b)] += s1[std::size_t(b)];
-                sq2[std::size_t(b)] += s2[std::size_t(b)];
-            }
+            out.add(s1, s2);
         }
-        set_tolerance(plan, o.tol, sq, sq2);
-        return plan;
+        return out;
     });
+}
+
+void BandMoments::add(const std::vector<std::int64_t>& q, const std::vector<km::i128>& q2) {
+    for (std::size_t b = 0; b < q.size(); ++b) sum_q[b] += q[b], sum_q2[b] += q2[b];
+}
+
+KmeansPlan prepare_kmeans(const Context& ctx, const CubeView& image, const KmeansOptions& o,
+                          std::vector<std::int64_t>& valid) {
+    valid = valid_pixels(ctx, image, o.mask);
+    const bool float_input = dtype_is_float(image.dtype());
+    KmeansPlan plan = make_plan(o, image.bands(), std::int64_t(image.num_pixels()), float_input,
+                                band_range(ctx, image, valid));
+    // Exact moments for the tolerance: Σq in int64, Σq² in int128 (§3.4, 3.6).
+    const BandMoments moments = band_moments(ctx, image, valid, plan.scale);
+    set_tolerance(plan, o.tol, moments.sum_q, moments.sum_q2);
+    return plan;
 }
 
 std::vector<std::int64_t> init_sample_pixels(const std::vector<std::int64_t>& valid, const KmeansOptions& o,
