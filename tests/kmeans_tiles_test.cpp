@@ -8,9 +8,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cubekit/io.hpp"
 #include "cubekit/kmeans.hpp"
@@ -186,6 +191,37 @@ TEST(KmeansTiles, BadOutputsAndArgumentsAreNamed) {
     EXPECT_NE(message([&] { kmeans_tiled(cpu_context(), image, labels.mutable_view(), none, {.tile_width = 3, .tile_height = 3}); })
                   .find("no valid pixel"),
               std::string::npos);
+}
+
+// The CLI's tiled cluster writes the same labels, class map and centroids as the whole-scene run;
+// the GPU flags are refused (k-means in tiles runs on the CPU for now), naming the flag.
+TEST(KmeansTilesCli, ClusterUnderAMemoryLimitWritesTheSameFiles) {
+    const auto dir = testing::temp_dir("kmeans_tiles_cli");
+    const std::string in = testing::q(testing::source_path("data/samson/samson_1.img"));
+    const std::string flags = " -k 5 --max-iter 12 --seed 3 --json --quiet";
+    const auto whole = testing::run_cli("cluster " + in + " " + testing::q(dir / "whole.npy") + flags + " --backend cpu");
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    const auto tiled = testing::run_cli("cluster " + in + " " + testing::q(dir / "tiled.npy") + flags + " --memory-limit 200K");
+    ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
+    const auto jw = nlohmann::json::parse(whole.out), jt = nlohmann::json::parse(tiled.out);
+    EXPECT_GT(jt["tiled"]["tiles"].get<int>(), 2);
+    EXPECT_GT(jt["tiled"]["passes"].get<int>(), 12);
+    EXPECT_TRUE(jt["input"]["windowed"].get<bool>());
+    EXPECT_EQ(jw["counts"], jt["counts"]);
+    EXPECT_EQ(jw["iterations"], jt["iterations"]);
+    EXPECT_TRUE(cubes_identical(read_cube(dir / "whole.npy"), read_cube(dir / "tiled.npy")));
+    EXPECT_TRUE(cubes_identical(read_cube(dir / "whole.png"), read_cube(dir / "tiled.png")));
+    const auto text = [](const std::filesystem::path& p) {
+        std::ifstream f(p);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    EXPECT_EQ(text(dir / "whole.centroids.csv"), text(dir / "tiled.centroids.csv"));
+    for (const std::string bad : {"--devices 0 --memory-limit 1M", "--device-memory-limit 1M", "--backend cuda --tile-size 8x8"}) {
+        const auto r = testing::run_cli("cluster " + in + " " + testing::q(dir / "bad.npy") + " " + bad);
+        EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+        EXPECT_NE(r.err.find("k-means in tiles runs on the CPU"), std::string::npos) << r.err;
+        EXPECT_FALSE(std::filesystem::exists(dir / "bad.npy"));
+    }
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli_common.hpp"
@@ -18,6 +20,7 @@
 #include "cubekit/io.hpp"
 #include "kmeans_output.hpp"
 #include "outputs.hpp"
+#include "tile_flags.hpp"
 
 namespace cubekit::cli {
 
@@ -107,10 +110,9 @@ struct CentroidFiles {
     nlohmann::ordered_json json;
 };
 
-CentroidFiles centroid_files(const KmeansResult& r, const Cube& cube, const std::string& input,
+CentroidFiles centroid_files(const KmeansResult& r, const CubeShape& shape, const Metadata& md, const std::string& input,
                              const std::vector<int>& band_indices) {
-    const int m = cube.bands();
-    const Metadata& md = cube.metadata();
+    const int m = shape.bands;
     const bool named_by_wavelength = md.wavelengths.size() == std::size_t(m);
     CentroidFiles f;
     f.csv = "cluster,count";
@@ -129,7 +131,7 @@ CentroidFiles centroid_files(const KmeansResult& r, const Cube& cube, const std:
     }
     f.json = {{"k", r.k},
               {"bands", m},
-              {"dtype", std::string(dtype_name(cube.dtype()))},
+              {"dtype", std::string(dtype_name(shape.dtype))},
               {"centroid_type", std::string(dtype_name(r.centroid_type))},
               {"centroids", centroids},
               {"inertia", r.inertia},
@@ -147,42 +149,50 @@ struct ClusterArgs {
     CommonOptions common;
     KmeansFlags kmeans;
     std::string input, output, centroids_in;
+    TileFlags tiles;
 };
 
+/// Runs k-means with these options: the whole cube, or its tiles.
+using KmeansRunner = std::function<KmeansResult(const KmeansOptions&)>;
+
 /// Fits k-means, or classifies with --centroids-in; returns the result and "fit" or "apply".
-std::pair<KmeansResult, std::string> classify(const Context& ctx, const Cube& cube, const ClusterArgs& a,
+std::pair<KmeansResult, std::string> classify(const KmeansRunner& run, const CubeShape& shape, const ClusterArgs& a,
                                               KmeansOptions& options) {
-    if (!a.kmeans.mask.empty()) options.mask = read_mask(a.kmeans.mask, cube.shape());
+    if (!a.kmeans.mask.empty()) options.mask = read_mask(a.kmeans.mask, shape);
     std::vector<double> given;
     if (!a.centroids_in.empty()) {
-        given = read_centroids_json(a.centroids_in, cube.bands());
-        const int n = int(given.size() / std::size_t(cube.bands()));
+        given = read_centroids_json(a.centroids_in, shape.bands);
+        const int n = int(given.size() / std::size_t(shape.bands));
         if (a.kmeans.k_given() && options.k != n)
             throw InvalidInput("-k " + std::to_string(options.k) + " disagrees with --centroids-in " + a.centroids_in +
                                ", which has " + std::to_string(n) + " centroids");
         options.k = n;
     }
-    if (!given.empty() && options.init != KmeansInit::Explicit)
-        return {apply_palette(ctx, cube, given, options.mask), "apply"};
+    if (!given.empty() && options.init != KmeansInit::Explicit) {  // apply_palette: the final pass only
+        KmeansOptions apply{.k = options.k, .init = KmeansInit::Explicit, .max_iter = 0, .paint = false};
+        apply.init_centroids = given;
+        apply.mask = options.mask;
+        return {run(apply), "apply"};
+    }
     options.init_centroids = given;
     try {
-        return {kmeans(ctx, cube, options), "fit"};
+        return {run(options), "fit"};
     } catch (const InvalidInput& e) {  // the library names the option; the input is named here
         throw InvalidInput(a.input + ": " + e.what());
     }
 }
 
 /// Writes the labels, the class map and the centroid files; a failure takes back what was written.
-OutputList write_cluster_outputs(const KmeansResult& r, const Cube& cube, const std::string& out,
+OutputList write_cluster_outputs(const KmeansResult& r, const CubeShape& shape, const Metadata& md, const std::string& out,
                                  const CentroidFiles& files, const WriteOptions& write, Cube& labels) {
     const std::string png_path = beside(out, ".png"), csv_path = beside(out, ".centroids.csv"),
                       json_path = beside(out, ".centroids.json");
-    labels = label_image(r, r.k, cube.width(), cube.height(), cube.metadata());
+    labels = label_image(r, r.k, shape.width, shape.height, md);
     OutputList outputs;
     try {
         write_cube(labels, out, write);
         outputs.add(out, "labels", std::string(format_name(output_format(out))), std::string(dtype_name(labels.dtype())));
-        write_cube(class_map(r, cube.width(), cube.height()), png_path, write);
+        write_cube(class_map(r, shape.width, shape.height), png_path, write);
         outputs.add(png_path, "class-map", "png", "u8");
         write_text_file(csv_path, files.csv);
         outputs.add(csv_path, "centroids", "csv");
@@ -195,9 +205,22 @@ OutputList write_cluster_outputs(const KmeansResult& r, const Cube& cube, const 
     return outputs;
 }
 
+// k-means in tiles runs on the CPU backend (kmeans_tiled): the tile flags choose it, and refuse the GPU.
+std::optional<TileOptions> kmeans_tile_options(const TileFlags& flags, CommonOptions& common) {
+    if (!flags.given()) return std::nullopt;
+    TileOptions tiles = tile_options(flags);  // a bad flag fails before the read
+    const char* cpu_only = ": k-means in tiles runs on the CPU backend for now (a GPU runs a scene that fits its memory)";
+    if (!flags.devices.empty()) throw InvalidInput(std::string("--devices") + cpu_only);
+    if (!flags.device_memory_limit.empty()) throw InvalidInput(std::string("--device-memory-limit") + cpu_only);
+    if (common.context.backend == Backend::Cuda) throw InvalidInput(std::string("--backend cuda with tiles") + cpu_only);
+    common.context.backend = Backend::Cpu;
+    return tiles;
+}
+
 void cluster_command(const ClusterArgs& a) {
     const auto t_start = std::chrono::steady_clock::now();
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
+    const std::optional<TileOptions> tiles = kmeans_tile_options(a.tiles, common);
     const std::string& out = a.output;
     const FileFormat out_format = output_format(out);
     if (out_format != FileFormat::Npy && out_format != FileFormat::Envi)
@@ -210,40 +233,64 @@ void cluster_command(const ClusterArgs& a) {
     check_outputs({out, beside(out, ".png"), beside(out, ".centroids.csv"), beside(out, ".centroids.json")},
                    "OUT " + out);
     Timings timings;
-    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, "cluster", timings, a.input, [&] { return read_input(a.input, common); },
-        [&](const CubeShape& s) { return estimate_kmeans(s, options.k); });
-    Context& ctx = prepared.ctx;
-    auto& in = prepared.input;
-    nlohmann::json& choice = prepared.backend_choice;
+    // A tiled run reads a raw file (ENVI, .npy, GeoTIFF) by windows: the scene never has to fit in memory.
+    std::optional<CubeFile> file = open_windowed(a.input, common, tiles.has_value(), timings);
+    const auto estimate = [&](const CubeShape& s) { return estimate_kmeans(s, options.k); };
+    std::optional<Prepared<Input>> prepared;
+    if (file) {
+        // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+        auto work_context = context_for_work(common, "cluster", timings, estimate(file->shape()));
+        prepared.emplace(Prepared<Input>{std::move(work_context.first), Input{}, std::move(work_context.second)});
+    } else {
+        prepared.emplace(context_while_reading(
+            common, "cluster", timings, a.input, [&] { return read_input(a.input, common); }, estimate));
+    }
+    Context& ctx = prepared->ctx;
+    const Input& in = prepared->input;
+    nlohmann::json& choice = prepared->backend_choice;
     const Cube& cube = in.cube;
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    const Metadata& metadata = file ? file->metadata() : cube.metadata();
     const std::vector<int> band_indices = common.bands.empty() ? std::vector<int>{} : in.bands;
     const TransferTotals copies = ctx.transfer_totals();
+    nlohmann::json tiled_report;
+    const KmeansRunner run = [&](const KmeansOptions& o) {
+        if (!tiles) return kmeans(ctx, cube, o);
+        Cube l(shape.width, shape.height, 1, DType::I32);
+        KmeansTiled t = file ? kmeans_tiled(ctx, *file, l.mutable_view(), o, *tiles)
+                             : kmeans_tiled(ctx, cube, l.mutable_view(), o, *tiles);
+        t.result.labels.assign(l.data<std::int32_t>(), l.data<std::int32_t>() + l.num_elements());
+        tiled_report = tiled_json(t.run);
+        tiled_report["passes"] = t.passes;
+        return std::move(t.result);
+    };
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    const auto fit = timings.time("kmeans", [&] { return classify(ctx, cube, a, options); });
+    const auto fit = timings.time("kmeans", [&] { return classify(run, shape, a, options); });
     const auto& r = fit.first;
     const auto& mode = fit.second;
     timings.split_transfers(ctx, copies, "kmeans");
     Cube labels;
     const OutputList outputs = timings.time("write", [&] {
-        return write_cluster_outputs(r, cube, out, centroid_files(r, cube, a.input, band_indices), common.write, labels);
+        return write_cluster_outputs(r, shape, metadata, out, centroid_files(r, shape, metadata, a.input, band_indices),
+                                     common.write, labels);
     });
 
     nlohmann::json j = summary("cluster", ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}};
+    if (file) j["input"]["windowed"] = true;
+    if (tiles) j["tiled"] = tiled_report;
     j["parameters"] = kmeans_parameters_json(options, a.kmeans.mask);
     j["parameters"]["centroids_in"] = a.centroids_in.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.centroids_in);
     if (!band_indices.empty()) j["parameters"]["bands"] = band_indices;
     j["mode"] = mode;
-    j["implementation"] = std::string(kmeans_implementation(ctx, cube.shape(), options));
+    j["implementation"] = std::string(kmeans_implementation(ctx, shape, options));
     j.update(kmeans_numbers_json(r));
     j["label_dtype"] = std::string(dtype_name(labels.dtype()));
     j["counts"] = r.counts;
     j["elapsed_ms"] = elapsed_ms(t_start);
     j["outputs"] = outputs.json();
     j["warnings"] = r.warnings;
-    say(common, "cluster: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + " [" +
+    say(common, "cluster: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + " [" +
                     j["implementation"].get<std::string>() + "]: k = " + std::to_string(r.k) + " (" +
                     std::to_string(r.k_effective) + " non-empty), inertia " + std::to_string(r.inertia) + ", " +
                     std::to_string(r.iterations) + " iterations" + (r.converged ? " (converged)" : " (not converged)"));
@@ -273,7 +320,10 @@ Action add_cluster(CLI::App& root) {
         "Examples:\n"
         "  cubekit cluster data/samson/samson_1.img classes.npy                 # k = 10 -> classes.png, .centroids.*\n"
         "  cubekit cluster scene.mat classes.hdr --var data -k 6 --n-init 3 --mask valid.png --json\n"
-        "  cubekit cluster scene2.hdr c2.npy --centroids-in classes.centroids.json     # classify with given spectra");
+        "  cubekit cluster scene2.hdr c2.npy --centroids-in classes.centroids.json     # classify with given spectra\n"
+        "  cubekit cluster flight.hdr classes.npy --memory-limit 2G                  # in tiles, read by windows\n"
+        "Tiles: --memory-limit or --tile-size run k-means in tiles on the CPU (every pass over the tiles, merged\n"
+        "exactly: the same labels and centroids as the whole-scene run); ENVI, .npy and GeoTIFF are read by windows.");
     input_file(app->add_option("IN", args->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->output, "label image: .npy or ENVI (.hdr/.img)")->required();
     args->kmeans.options.k = kClusterDefaultK;  // the spec's default for classification
@@ -283,6 +333,7 @@ Action add_cluster(CLI::App& root) {
                     "fitting; with --init explicit, start k-means from them instead"));
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);
+    add_tile_flags(*app, args->tiles);
     return [args] { cluster_command(*args); };
 }
 
