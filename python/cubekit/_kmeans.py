@@ -50,6 +50,9 @@ class KMeansResult:
     implementation: str
     parameters: dict
     warnings: list = field(default_factory=list)
+    #: the tiled path (tile keywords or a file path): the CLI's JSON "tiled" ("tiles", "passes",
+    #: "peak_bytes", ...); None for a whole-scene call.
+    tiled: dict | None = None
 
     def __repr__(self):
         return _summary(self, ("k", "k_effective", "inertia", "iterations", "converged", "mode"))
@@ -169,6 +172,9 @@ def kmeans(image, **keywords):
 
 
 def _kmeans(image, keywords):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(image):
+        return _kmeans_tiled(image, keywords, tiles)
     backend, device, threads, _, progress = _runtime.split_common(keywords, out=False)
     mask = keywords.pop("mask", None)
     init_centroids = keywords.pop("init_centroids", None)
@@ -177,6 +183,37 @@ def _kmeans(image, keywords):
     ctx, kind = _runtime.context(image, backend, device, threads)
     image = _as_input(image, kind)
     h, w, b = _shape(image, "kmeans")
+    centroids = _explicit_centroids(keywords, init_centroids, b)
+    labels = _runtime.new_output(kind, image, (h, w), "int32")
+    d = _cubekit.kmeans(ctx, image, labels, keywords, _mask(mask, h, w, "kmeans"), centroids, _CLUSTER_K, progress)
+    return KMeansResult(labels=labels, **d)
+
+
+def _kmeans_tiled(image, keywords, tiles):
+    """kmeans in tiles on the CPU backend (a NumPy array or a file read by windows): the same bits."""
+    if keywords.get("backend") not in (None, "auto", "cpu") or tiles.get("devices") is not None \
+            or tiles.get("device_memory_limit") is not None:
+        raise ValueError("kmeans: k-means in tiles runs on the CPU backend for now (memory_limit, tile_size or a "
+                         "file path); leave backend, devices and device_memory_limit out")
+    keywords["backend"] = "cpu"
+    mask = keywords.pop("mask", None)
+    init_centroids = keywords.pop("init_centroids", None)
+    if keywords.get("init") is not None and not isinstance(keywords["init"], str) and init_centroids is None:
+        init_centroids = keywords.pop("init")
+    ctx, progress = _runtime.begin_tiled(image, keywords, tiles, "kmeans")
+    source = _runtime.fspath_or(image)
+    if _runtime.is_path(image):
+        h, w, b = _cubekit.file_shape(source)
+    else:
+        h, w, b = _shape(image, "kmeans")
+    centroids = _explicit_centroids(keywords, init_centroids, b)
+    labels, d = _cubekit.kmeans_tiled(ctx, source, keywords, _mask(mask, h, w, "kmeans"), centroids, _CLUSTER_K,
+                                      tiles, progress)
+    return KMeansResult(labels=labels, **d)
+
+
+def _explicit_centroids(keywords, init_centroids, b):
+    """The explicit initial centroids as a (k, b) float64 table (init and k checked), or None."""
     centroids = None
     if init_centroids is not None:
         centroids = _table(init_centroids, b, "kmeans", "init_centroids")
@@ -188,9 +225,7 @@ def _kmeans(image, keywords):
         _check_k(keywords, len(centroids), "kmeans", "init_centroids")
     elif keywords.get("init") == "explicit":
         raise ValueError("kmeans: init = 'explicit' needs init_centroids, a (k, bands) array")
-    labels = _runtime.new_output(kind, image, (h, w), "int32")
-    d = _cubekit.kmeans(ctx, image, labels, keywords, _mask(mask, h, w, "kmeans"), centroids, _CLUSTER_K, progress)
-    return KMeansResult(labels=labels, **d)
+    return centroids
 
 
 def apply_palette(image, palette, **keywords):
@@ -279,14 +314,23 @@ bit: labels, centroids, counts, iterations).
 
 Parameters
 ----------
-image : array (H, W) or (H, W, B)
+image : array (H, W) or (H, W, B), or a file path
     NumPy, CuPy or PyTorch CUDA; bool, (u)int8/16/32, float16/32/64; any strides.
+    A path (ENVI, .npy, GeoTIFF: read by windows; other formats whole) is computed in tiles.
+memory_limit : int or str, optional
+    Host working-memory budget in bytes ("512M", "2G"): every pass of k-means runs over tiles that
+    fit it, on the CPU, merged exactly: labels, centroids, counts and iterations equal the whole
+    call's bit for bit, the inertia within 1e-12 (NumPy or path input; ``.tiled`` reports the tiles
+    and passes). k-means in tiles does not run on a GPU yet: devices and device_memory_limit are
+    refused.
+tile_size : (int, int), optional
+    Force tiles of (width, height) pixels (testing).
 
 Returns
 -------
 KMeansResult: .labels (H, W) int32 of the input's kind (-1 = excluded), .centroids (k, B) and
 .counts (k,) as NumPy (small tables stay on the host), .inertia, .iterations, .converged,
-.k_effective, .valid_pixels, .winner, .restarts, .history, .parameters, .warnings.
+.k_effective, .valid_pixels, .winner, .restarts, .history, .parameters, .warnings, .tiled.
 
 Example
 -------
@@ -295,7 +339,11 @@ Example
 >>> r = cubekit.kmeans(cube, k=2, seed=7)
 >>> r.labels.shape, r.counts.tolist(), r.centroids.shape
 ((32, 32), [512, 512], (2, 4))
+>>> t = cubekit.kmeans(cube, k=2, seed=7, memory_limit="8K")     # in tiles, the same labels
+>>> bool((t.labels == r.labels).all()), t.tiled["tiles"] > 1
+(True, True)
 """, out=False)
+_runtime.with_tile_keywords(kmeans)
 
 _runtime.declare(apply_palette, ["image", "palette"], [_MASK], """
 Assigns every pixel to its nearest given centroid (the final pass of k-means alone), as

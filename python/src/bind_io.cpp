@@ -67,6 +67,12 @@ void bind_io(py::module_& m) {
         py::dict meta = metadata_dict(cube.metadata());
         return py::make_tuple(to_numpy(std::move(cube)), meta, std::string(format_name(used)));
     });
+    // file_shape(path) -> (H, W, B): the size a tiled call will read (the header alone, or the file whole
+    // for formats that cannot be read by windows).
+    m.def("file_shape", [](const std::filesystem::path& path) {
+        const CubeShape s = CubeFile(path).shape();
+        return py::make_tuple(s.height, s.width, s.bands);
+    });
     // write(path, array, metadata dict, format, layout or "") — atomically; nothing left on failure.
     m.def("write_declarations", &declarations<WriteOptions>);
     m.def("write", [](const std::filesystem::path& path, py::handle array, const py::dict& metadata,

@@ -96,7 +96,7 @@ KmeansResult fit(PyContext& c, py::object progress, const CubeView& image, const
 }
 
 /// The dict of a cluster-style run (cubekit cluster --json, centroids.json).
-py::dict cluster_dict(const Context& ctx, const KmeansResult& r, const CubeView& image, const KmeansOptions& o,
+py::dict cluster_dict(const Context& ctx, const KmeansResult& r, const CubeShape& shape, const KmeansOptions& o,
                       const char* mode) {
     py::dict d = numbers(r);
     const auto m = std::size_t(std::max(r.bands, 1));
@@ -106,7 +106,7 @@ py::dict cluster_dict(const Context& ctx, const KmeansResult& r, const CubeView&
     d["dtype"] = std::string(dtype_name(r.dtype));
     d["centroid_type"] = std::string(dtype_name(r.centroid_type));
     d["mode"] = mode;
-    d["implementation"] = std::string(kmeans_implementation(ctx, shape_of(image), o));
+    d["implementation"] = std::string(kmeans_implementation(ctx, shape, o));
     d["parameters"] = parameters(o);
     return d;
 }
@@ -159,7 +159,7 @@ void bind_kmeans(py::module_& m) {
         const MutableArrayView lv = mutable_array_view(labels, "kmeans", "labels");
         check_out("kmeans", lv, in.view.width(), in.view.height(), 1, DType::I32);
         const KmeansResult r = fit(c, std::move(progress), in.view, lv.view, o);
-        return cluster_dict(c.context(), r, in.view, o, "fit");
+        return cluster_dict(c.context(), r, shape_of(in.view), o, "fit");
     });
     // apply_palette(ctx, image, labels, palette (n × bands f64), mask, progress) -> dict:
     // the final pass alone (cubekit cluster --centroids-in).
@@ -176,7 +176,32 @@ void bind_kmeans(py::module_& m) {
         const MutableArrayView lv = mutable_array_view(labels, "apply_palette", "labels");
         check_out("apply_palette", lv, in.view.width(), in.view.height(), 1, DType::I32);
         const KmeansResult r = fit(c, std::move(progress), in.view, lv.view, o);
-        return cluster_dict(c.context(), r, in.view, o, "apply");
+        return cluster_dict(c.context(), r, shape_of(in.view), o, "apply");
+    });
+    // kmeans_tiled(ctx, image or path, keywords, mask, init_centroids, default_k, tiles, progress)
+    // -> (labels (H, W) int32 NumPy, dict with "tiled"): k-means in tiles (NumPy or a file read by windows).
+    m.def("kmeans_tiled", [](PyContext& c, py::handle image, const py::dict& keywords, py::handle mask,
+                             py::handle init_centroids, int default_k, const py::dict& tiles, py::object progress) {
+        KmeansOptions base;
+        base.k = default_k;
+        KmeansOptions o = options_from<KmeansOptions>(keywords, "kmeans", base);
+        o.mask = mask_vector(mask);
+        o.init_centroids = doubles(init_centroids);
+        o.paint = false;
+        const TiledInput in = tiled_input(image, "kmeans");
+        const TileOptions t = tile_options_from(tiles);
+        auto [labels, run] = c.run(std::move(progress), [&](const Context& ctx) {
+            Cube l(in.width(), in.height(), 1, DType::I32);
+            KmeansTiled r = in.file ? kmeans_tiled(ctx, *in.file, l.mutable_view(), o, t)
+                                    : kmeans_tiled(ctx, in.array->view, l.mutable_view(), o, t);
+            return std::make_pair(std::move(l), std::move(r));
+        });
+        const CubeShape shape = in.file ? in.file->shape() : shape_of(in.array->view);
+        py::dict d = cluster_dict(c.context(), run.result, shape, o, "fit");
+        py::dict report = tiled_dict(run.run);
+        report["passes"] = run.passes;
+        d["tiled"] = report;
+        return py::make_tuple(to_numpy(std::move(labels)), d);
     });
     // quantize(ctx, image, image_out, labels, keywords, mask, palette, palette_centroids,
     //          colorspace, dither, alpha, progress) -> dict

@@ -233,3 +233,37 @@ def test_labels_tiles_on_every_device_and_chunk_functions_on_cupy():
         local, _ = d._label_chunk(p, c, r, 8, {})
         got[r:r + 23, c:c + 31] = d._relabel(p, local, t)
     assert np.array_equal(got, whole.labels)
+
+
+@pytest.mark.parametrize("keywords", [{"k": 5, "seed": 4, "init_sample": 300}, {"k": 4, "init": "random", "n_init": 2},
+                                      {"k": 6, "init": "box-diagonal", "empty": "keep", "tol": 0}])
+def test_kmeans_tiles_equal_whole(tmp_path, keywords):
+    x = np.random.default_rng(7).integers(0, 12, (37, 29, 4)).astype(np.uint16) * 100
+    x[3, 4] = 0
+    mask = np.ones((37, 29), bool)
+    mask[::5, ::3] = False
+    whole = cubekit.kmeans(x, mask=mask, **keywords)
+    for tiles in ({"memory_limit": "8K"}, {"tile_size": (5, 3)}, {"tile_size": (1, 1)}):
+        got = cubekit.kmeans(x, mask=mask, **tiles, **keywords)
+        assert np.array_equal(got.labels, whole.labels), tiles
+        assert np.array_equal(got.centroids.view(np.uint32), whole.centroids.view(np.uint32))
+        assert np.array_equal(got.counts, whole.counts) and got.iterations == whole.iterations
+        assert got.inertia == pytest.approx(whole.inertia, rel=1e-12)
+        assert got.tiled["tiles"] > 1 and got.tiled["passes"] > 3
+    cubekit.write(tmp_path / "c.hdr", x)
+    from_file = cubekit.kmeans(tmp_path / "c.hdr", mask=mask, memory_limit="16K", **keywords)  # read by windows
+    assert np.array_equal(from_file.labels, whole.labels)
+    assert whole.tiled is None and (whole.labels == -1).sum() == (~mask).sum()
+
+
+def test_kmeans_tiles_explicit_centroids_and_refusals(tmp_path):
+    x = np.random.default_rng(8).random((21, 18, 3)).astype(np.float32)
+    c = x[:4, 0, :].astype(np.float64)
+    whole = cubekit.kmeans(x, init_centroids=c, max_iter=5)
+    got = cubekit.kmeans(x, init_centroids=c, max_iter=5, tile_size=(4, 4))
+    assert np.array_equal(got.labels, whole.labels) and np.array_equal(got.centroids, whole.centroids)
+    for bad in ({"devices": "0"}, {"device_memory_limit": "1M"}, {"backend": "cuda"}):
+        with pytest.raises(ValueError, match="runs on the CPU backend"):
+            cubekit.kmeans(x, k=3, memory_limit="1M", **bad)
+    with pytest.raises(ValueError, match="mask has shape"):
+        cubekit.kmeans(x, k=3, memory_limit="1M", mask=np.ones((3, 3), bool))
