@@ -1,14 +1,16 @@
-// k-means in tiles (tiles.hpp, kmeans.hpp): the whole-scene engine's passes run over the tiles of a
-// scene, each tile with the scene's plan, and merged exactly, so the labels, centroids, counts,
-// palette, quantized image and iterations equal kmeans_into's bit for bit:
+// k-means in tiles (tiles.hpp, kmeans.hpp) and over the pieces of any caller (tiled_driver.hpp): the
+// whole-scene engine's passes run over the pieces with the scene's plan and merge exactly, so the
+// labels, centroids, counts, palette, quantized image and iterations equal kmeans_into's bit for bit:
 //   - the first pass's valid count, ranges and exact moments are sums, minima and maxima;
-//   - the init sample is drawn by valid rank (the tiles' per-row valid counts give every pixel its
+//   - the init sample is drawn by valid rank (the pieces' per-row valid counts give every pixel its
 //     rank), gathered in rank order, and seeded by the engine on that gathered sample;
 //   - every Lloyd pass adds exact integer sums and counts; a relocation takes the farthest pixels
-//     of the tiles' own farthest (ties: lower raster index, the same order as the valid index);
-//   - the final pass writes each tile's labels; the sort renumbers them and paints.
-// Only the f64 inertia (and history) is summed in another order: per tile, then the tiles in order.
+//     of the pieces' own farthest (ties: lower raster index, the same order as the valid index);
+//   - a final pass counts, the sort renumbers, and a last pass writes each tile's labels and paints.
+// Only the f64 inertia (and history) is summed in another order: per piece, then the pieces in order.
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -17,114 +19,102 @@
 
 #include "core/tiled_local.hpp"
 #include "cubekit/error.hpp"
-#include "kmeans/kmeans_internal.hpp"
+#include "kmeans/tiled_driver.hpp"
 
 namespace cubekit {
+namespace detail {
+
+KmeansOptions piece_options(int k, std::vector<std::uint8_t> mask) {
+    KmeansOptions o;
+    o.k = k;
+    o.mask = std::move(mask);
+    return o;
+}
+
+KmeansPart compute_part(const KmeansTile& tile, Corner corner, const KmeansRequest& r) {
+    KmeansPart part;
+    part.corner = corner;
+    switch (r.pass) {
+        case KmeansPass::Range:
+            part.row_valid = tile.row_valid();
+            part.stats = tile.range();
+            break;
+        case KmeansPass::Moments: part.moments = tile.moments(); break;
+        case KmeansPass::Sample: part.pixels = tile.sample(r.seed, r.rate, r.all, r.first_rank.at(corner)); break;
+        case KmeansPass::Assign: part.sums = tile.assign(r.a); break;
+        case KmeansPass::Farthest: part.pixels = tile.farthest(r.a, r.wanted); break;
+        case KmeansPass::Final: part.final = tile.final_pass(r.a, r.p, MutableCubeView{}); break;
+        case KmeansPass::Labels: throw InvalidInput("kmeans: the labels pass writes labels (internal)");
+    }
+    return part;
+}
+
 namespace {
 
-constexpr const char* kWhere = "kmeans_tiled";
-// Host scratch per pixel of a tile: its valid indices (8), the relocation's candidates (16), the
-// label tile (4), the flags and the mask cut (2).
-constexpr std::size_t kHostBytesPerPixel = 30;
-
-using Corner = std::pair<int, int>;  // (y0, x0): the tiles in raster order
-Corner corner(const Tile& t) { return {t.y0, t.x0}; }
-
+// The engine's control flow (cpu.cpp's CpuKmeans, step by step) with every pass asked of the pieces.
 template <typename D>
-class TiledKmeans {
+class PieceKmeans {
 public:
-    TiledKmeans(const Context& ctx, const detail::TileSource& src, const MutableCubeView& labels,
-                const MutableCubeView& quantized, const KmeansOptions& options, const TileOptions& tiles,
-                KmeansTiled& out)
-        : ctx_(ctx), src_(src), labels_(labels), quantized_(quantized), o_(options), tiles_(tiles), out_(out),
-          m_(src.bands), k_(options.k) {}
+    PieceKmeans(const Context& ctx, int width, int height, int bands, DType dtype, const KmeansOptions& options,
+                const PassRunner& run_pass, KmeansResult& result)
+        : ctx_(ctx), width_(width), height_(height), m_(bands), k_(options.k), dtype_(dtype), o_(options),
+          run_pass_(run_pass), r_(result) {}
 
-    void run() {
-        KmeansResult& r = out_.result;
+    std::vector<int> run(KmeansRequest& labelling) {
         prepare();
-        r.valid_pixels = plan_.valid;
-        const auto [c, prev] = detail::run_restarts<D>(
-            ctx_, o_, r, [&](std::uint64_t seed) { return initial_centroids(seed); },
+        r_.valid_pixels = plan_.valid;
+        const auto [c, prev] = run_restarts<D>(
+            ctx_, o_, r_, [&](std::uint64_t seed) { return initial_centroids(seed); },
             [&](std::vector<D>& cent, std::vector<D>& previous, KmeansRun& run) { lloyd(cent, previous, run); },
             [&](const std::vector<D>& cent, const std::vector<D>& previous) {
-                return final_pass(o_.legacy ? previous : cent, cent, false);
+                return final_pass(o_.legacy ? previous : cent, cent);
             });
-        const detail::RestartStats f = final_pass(o_.legacy ? prev : c, c, true);
-        const std::vector<int> new_label = detail::finish_result(r, c, f.counts, f.inertia, src_.dtype, o_.legacy);
-        relabel_paint(new_label);
+        const RestartStats f = final_pass(o_.legacy ? prev : c, c);
+        labelling = request(KmeansPass::Labels);
+        labelling.a = doubles(o_.legacy ? prev : c), labelling.p = doubles(c);
+        labelling.new_label = finish_result(r_, c, f.counts, f.inertia, dtype_, o_.legacy);
+        return labelling.new_label;
     }
 
 private:
-    // ---- passes ----
-    // `body(tile, t, out)` on every tile (out: the tile's output when `kernel` has one), under one lock
-    // for the merges. Counts the pass and folds its peaks into the run.
-    template <class Body>
-    void pass(detail::LocalTileKernel kernel, const MutableCubeView& output, Body&& body) {
-        std::mutex mutex;
-        kernel.host_work_bytes_per_pixel = kHostBytesPerPixel;
-        kernel.run_tile = [&](const Context& c, const Tile& t, const CubeView& in, const MutableCubeView& o) {
-            if (c.is_cuda()) throw InvalidInput("kmeans_tiled: the tiles run on the CPU backend only (internal)");
-            KmeansOptions tile_options = o_;
-            tile_options.mask = mask_of(t);
-            const auto tile = detail::kmeans_tile_cpu(c, in, t.x0, t.y0, src_.width, tile_options, plan_);
-            body(*tile, t, o, mutex);
-        };
-        const TiledRun run = detail::run_local_tiles(ctx_, src_, output, kernel, tiles_, kWhere);
-        detail::merge_peak(out_.run, run);
-        out_.run.tiles = run.tiles, out_.run.tile_width = run.tile_width, out_.run.tile_height = run.tile_height;
-        ++out_.passes;
+    static std::vector<double> doubles(const std::vector<D>& c) { return std::vector<double>(c.begin(), c.end()); }
+    KmeansRequest request(KmeansPass pass) const {
+        KmeansRequest r;
+        r.pass = pass;
+        r.plan = plan_;
+        r.plan.k = k_;
+        return r;
     }
-    template <class Body>
-    void statistics_pass(Body&& body) {
-        detail::LocalTileKernel k;
-        k.out_bands = 0;
-        pass(k, MutableCubeView{}, [&](const detail::KmeansTile& tile, const Tile& t, const MutableCubeView&,
-                                       std::mutex& mutex) { body(tile, t, mutex); });
-    }
-
-    std::vector<std::uint8_t> mask_of(const Tile& t) const {
-        if (o_.mask.empty()) return {};
-        std::vector<std::uint8_t> cut;
-        cut.reserve(std::size_t(t.width) * std::size_t(t.height));
-        for (int y = t.y0; y < t.y0 + t.height; ++y) {
-            const auto row = o_.mask.begin() + std::ptrdiff_t(y) * src_.width + t.x0;
-            cut.insert(cut.end(), row, row + t.width);
-        }
-        return cut;
+    template <class Merge>
+    void pass(const KmeansRequest& r, Merge&& merge) {
+        run_pass_(r, [&](KmeansPart&& part) { merge(part); });
     }
 
     // ---- first pass: valid pixels, ranges, exact moments (§3.3) ----
     void prepare() {
-        detail::KmeansStats stats;
+        KmeansStats stats;
         stats.lo.assign(std::size_t(m_), std::numeric_limits<double>::infinity());
         stats.hi.assign(std::size_t(m_), -std::numeric_limits<double>::infinity());
         std::map<Corner, std::vector<std::int64_t>> rows;
-        statistics_pass([&](const detail::KmeansTile& tile, const Tile& t, std::mutex& mutex) {
-            std::vector<std::int64_t> row = tile.row_valid();
-            const detail::KmeansStats part = tile.range();
-            const std::lock_guard lock(mutex);
-            rows[corner(t)] = std::move(row);
-            stats.valid += part.valid;
+        pass(request(KmeansPass::Range), [&](KmeansPart& part) {
+            rows[part.corner] = std::move(part.row_valid);
+            stats.valid += part.stats.valid;
             for (int b = 0; b < m_; ++b) {
-                stats.lo[std::size_t(b)] = std::min(stats.lo[std::size_t(b)], part.lo[std::size_t(b)]);
-                stats.hi[std::size_t(b)] = std::max(stats.hi[std::size_t(b)], part.hi[std::size_t(b)]);
+                stats.lo[std::size_t(b)] = std::min(stats.lo[std::size_t(b)], part.stats.lo[std::size_t(b)]);
+                stats.hi[std::size_t(b)] = std::max(stats.hi[std::size_t(b)], part.stats.hi[std::size_t(b)]);
             }
         });
-        plan_ = detail::make_plan(o_, m_, std::int64_t(src_.width) * src_.height, dtype_is_float(src_.dtype), stats);
-        detail::BandMoments moments;
+        plan_ = make_plan(o_, m_, std::int64_t(width_) * height_, dtype_is_float(dtype_), stats);
+        BandMoments moments;
         moments.sum_q.assign(std::size_t(m_), 0);
         moments.sum_q2.assign(std::size_t(m_), 0);
-        statistics_pass([&](const detail::KmeansTile& tile, const Tile&, std::mutex& mutex) {
-            const detail::BandMoments part = tile.moments();
-            const std::lock_guard lock(mutex);
-            moments.add(part.sum_q, part.sum_q2);
-        });
-        detail::set_tolerance(plan_, o_.tol, moments.sum_q, moments.sum_q2);
+        pass(request(KmeansPass::Moments), [&](KmeansPart& part) { moments.add(part.moments.sum_q, part.moments.sum_q2); });
+        set_tolerance(plan_, o_.tol, moments.sum_q, moments.sum_q2);
         first_ranks(rows);
     }
 
-    // The valid rank of each tile's first valid pixel in each of its rows: rows in order, and within
-    // a row the tiles from left to right.
+    // The valid rank of each piece's first valid pixel in each of its rows: rows in order, and within
+    // a row the pieces from left to right (pieces of one band of rows share their y0 and height).
     void first_ranks(const std::map<Corner, std::vector<std::int64_t>>& rows) {
         std::int64_t rank = 0;
         for (auto band = rows.begin(); band != rows.end();) {
@@ -132,6 +122,8 @@ private:
             while (end != rows.end() && end->first.first == band->first.first) ++end;
             for (std::size_t y = 0; y < band->second.size(); ++y)
                 for (auto t = band; t != end; ++t) {
+                    if (t->second.size() != band->second.size())
+                        throw InvalidInput("kmeans: pieces starting on one row must have one height (a grid of chunks)");
                     first_rank_[t->first].push_back(rank);
                     rank += t->second[y];
                 }
@@ -143,39 +135,38 @@ private:
     std::vector<D> initial_centroids(std::uint64_t seed) {
         std::vector<double> c;
         if (o_.init == KmeansInit::Explicit || o_.init == KmeansInit::BoxDiagonal) {
-            c = detail::simple_init(plan_, o_, 0, seed, {});
+            c = simple_init(plan_, o_, 0, seed, {});
         } else {
             // The engine draws from its sample; an unlucky sample smaller than k is every valid pixel.
-            const bool sampled = detail::sampling_active(o_, plan_.valid);
+            const bool sampled = sampling_active(o_, plan_.valid);
             Cube sample = gather(seed, !sampled);
             if (sampled && sample.width() < o_.k) sample = gather(seed, true);
-            c = detail::kmeans_sample_init_cpu(ctx_, sample.view(), o_, plan_, seed);
+            c = kmeans_sample_init_cpu(ctx_, sample.view(), o_, plan_, seed);
         }
         return std::vector<D>(c.begin(), c.end());
     }
 
     // The init sample (or every valid pixel), n × 1 × m in rank order, in the input's type.
     Cube gather(std::uint64_t seed, bool all) {
-        detail::TilePixels pixels;
-        const double rate = detail::sample_rate(o_, plan_.valid);
-        statistics_pass([&](const detail::KmeansTile& tile, const Tile& t, std::mutex& mutex) {
-            detail::TilePixels part = tile.sample(seed, rate, all, first_rank_.at(corner(t)));
-            const std::lock_guard lock(mutex);
-            pixels.keys.insert(pixels.keys.end(), part.keys.begin(), part.keys.end());
-            pixels.values.insert(pixels.values.end(), part.values.begin(), part.values.end());
+        KmeansRequest r = request(KmeansPass::Sample);
+        r.seed = seed, r.rate = sample_rate(o_, plan_.valid), r.all = all, r.first_rank = first_rank_;
+        TilePixels pixels;
+        pass(r, [&](KmeansPart& part) {
+            pixels.keys.insert(pixels.keys.end(), part.pixels.keys.begin(), part.pixels.keys.end());
+            pixels.values.insert(pixels.values.end(), part.pixels.values.begin(), part.pixels.values.end());
         });
+        if (pixels.keys.empty()) return Cube();
         std::vector<std::size_t> order(pixels.keys.size());
         std::iota(order.begin(), order.end(), std::size_t(0));
         std::sort(order.begin(), order.end(),
                   [&](std::size_t a, std::size_t b) { return pixels.keys[a].index < pixels.keys[b].index; });
-        Cube sample(std::max(int(order.size()), 1), 1, m_, src_.dtype, Layout::BIP);
-        visit_dtype(src_.dtype, [&](auto tag) {
+        Cube sample(int(order.size()), 1, m_, dtype_, Layout::BIP);
+        visit_dtype(dtype_, [&](auto tag) {
             using T = decltype(tag);
             const StridedView<T> to = sample.mutable_view().typed<T>();
             for (std::size_t i = 0; i < order.size(); ++i)
                 for (int b = 0; b < m_; ++b) to(int(i), 0, b) = T(pixels.values[order[i] * m_ + b]);
         });
-        if (order.empty()) return Cube();
         return sample;
     }
 
@@ -191,7 +182,7 @@ private:
             prev = c;
             double shift = 0;
             for (int j = 0; j < k_; ++j)
-                shift += detail::km::update_cluster(sums.data() + std::size_t(j) * m_, counts[std::size_t(j)],
+                shift += km::update_cluster(sums.data() + std::size_t(j) * m_, counts[std::size_t(j)],
                                             c.data() + std::size_t(j) * m_, m_, plan_.e, zero_empty, o_.legacy);
             run.iterations = it;
             if (!o_.legacy && shift <= plan_.tol_abs) {
@@ -204,20 +195,19 @@ private:
     double assign_accumulate(const std::vector<D>& c, std::vector<std::int64_t>& sums, std::vector<std::int64_t>& counts) {
         std::fill(sums.begin(), sums.end(), 0);
         std::fill(counts.begin(), counts.end(), 0);
-        const std::vector<double> cd(c.begin(), c.end());
+        KmeansRequest r = request(KmeansPass::Assign);
+        r.a = doubles(c);
         std::map<Corner, double> inertia;
-        statistics_pass([&](const detail::KmeansTile& tile, const Tile& t, std::mutex& mutex) {
-            const detail::TileSums part = tile.assign(cd);
-            const std::lock_guard lock(mutex);
-            for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += part.sums[i];
-            for (std::size_t j = 0; j < counts.size(); ++j) counts[j] += part.counts[j];
-            inertia[corner(t)] = part.inertia;
+        pass(r, [&](KmeansPart& part) {
+            for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += part.sums.sums[i];
+            for (std::size_t j = 0; j < counts.size(); ++j) counts[j] += part.sums.counts[j];
+            inertia[part.corner] = part.sums.inertia;
         });
-        return in_tile_order(inertia);
+        return in_piece_order(inertia);
     }
 
-    // Sums a per-tile f64 in raster order of the tiles, whichever worker finished first.
-    static double in_tile_order(const std::map<Corner, double>& parts) {
+    // Sums a per-piece f64 in raster order of the pieces, whichever answered first.
+    static double in_piece_order(const std::map<Corner, double>& parts) {
         double total = 0;
         for (const auto& [_, v] : parts) total += v;
         return total;
@@ -229,78 +219,79 @@ private:
         for (int j = 0; j < k_; ++j)
             if (counts[std::size_t(j)] == 0) empty.push_back(j);
         if (empty.empty()) return;
-        const std::vector<double> cd(c.begin(), c.end());
-        detail::TilePixels cand;
-        statistics_pass([&](const detail::KmeansTile& tile, const Tile&, std::mutex& mutex) {
-            detail::TilePixels part = tile.farthest(cd, empty.size());
-            const std::lock_guard lock(mutex);
-            cand.keys.insert(cand.keys.end(), part.keys.begin(), part.keys.end());
-            cand.values.insert(cand.values.end(), part.values.begin(), part.values.end());
+        KmeansRequest r = request(KmeansPass::Farthest);
+        r.a = doubles(c), r.wanted = empty.size();
+        TilePixels cand;
+        pass(r, [&](KmeansPart& part) {
+            cand.keys.insert(cand.keys.end(), part.pixels.keys.begin(), part.pixels.keys.end());
+            cand.values.insert(cand.values.end(), part.pixels.values.begin(), part.pixels.values.end());
         });
         std::map<std::int64_t, const double*> values;  // raster index → its samples
         for (std::size_t i = 0; i < cand.keys.size(); ++i) values[cand.keys[i].index] = cand.values.data() + i * m_;
-        const std::vector<detail::FarPixel> far = detail::farthest(cand.keys, empty.size());
+        const std::vector<FarPixel> far = farthest(cand.keys, empty.size());
         for (std::size_t e = 0; e < far.size(); ++e)
-            detail::relocate_pixel(values.at(far[e].index), c, k_, m_, empty[e], plan_.scale, sums, counts);
+            relocate_pixel(values.at(far[e].index), c, k_, m_, empty[e], plan_.scale, sums, counts);
     }
 
-    // ---- final pass (§3.8): restart statistics, or the labels written tile by tile ----
-    detail::RestartStats final_pass(const std::vector<D>& assign, const std::vector<D>& paint, bool want_labels) {
-        const std::vector<double> a(assign.begin(), assign.end()), p(paint.begin(), paint.end());
-        detail::RestartStats f;
+    // ---- final pass (§3.8): counts, f64 inertia and the exact inertia of these centroids ----
+    RestartStats final_pass(const std::vector<D>& assign, const std::vector<D>& paint) {
+        KmeansRequest r = request(KmeansPass::Final);
+        r.a = doubles(assign), r.p = doubles(paint);
+        RestartStats f;
         f.counts.assign(std::size_t(k_), 0);
         std::map<Corner, double> inertia;
-        const auto merge = [&](const detail::RestartStats& part, const Tile& t, std::mutex& mutex) {
-            const std::lock_guard lock(mutex);
-            for (int j = 0; j < k_; ++j) f.counts[std::size_t(j)] += part.counts[std::size_t(j)];
-            f.exact += part.exact;
-            inertia[corner(t)] = part.inertia;
-        };
-        if (!want_labels) {
-            statistics_pass([&](const detail::KmeansTile& tile, const Tile& t, std::mutex& mutex) {
-                merge(tile.final_pass(a, p, MutableCubeView{}), t, mutex);
-            });
-        } else {
-            detail::LocalTileKernel k;
-            k.out_dtype = DType::I32;
-            k.out_bands = 1;
-            pass(k, labels_, [&](const detail::KmeansTile& tile, const Tile& t, const MutableCubeView& o, std::mutex& mutex) {
-                merge(tile.final_pass(a, p, o), t, mutex);
-            });
-        }
-        f.inertia = in_tile_order(inertia);
+        pass(r, [&](KmeansPart& part) {
+            for (int j = 0; j < k_; ++j) f.counts[std::size_t(j)] += part.final.counts[std::size_t(j)];
+            f.exact += part.final.exact;
+            inertia[part.corner] = part.final.inertia;
+        });
+        f.inertia = in_piece_order(inertia);
         return f;
     }
 
-    // Labels renumbered after the sort (in the caller's memory); the painted image in tiles.
-    void relabel_paint(const std::vector<int>& new_label) {
-        const std::vector<double>& palette = out_.result.palette;
-        if (quantized_.empty()) {
-            const auto l = labels_.typed<std::int32_t>();
-#pragma omp parallel for num_threads(ctx_.threads()) schedule(static)
-            for (int y = 0; y < l.height; ++y)
-                for (int x = 0; x < l.width; ++x)
-                    if (l(x, y, 0) >= 0) l(x, y, 0) = new_label[std::size_t(l(x, y, 0))];
-            return;
-        }
-        detail::LocalTileKernel k;
-        k.out_dtype = src_.dtype;
-        k.out_bands = m_;
-        pass(k, quantized_, [&](const detail::KmeansTile& tile, const Tile& t, const MutableCubeView& o, std::mutex&) {
-            tile.relabel_paint(labels_.window(t.x0, t.y0, t.width, t.height), new_label, palette, o);
-        });
-    }
-
     const Context& ctx_;
-    const detail::TileSource& src_;
-    MutableCubeView labels_, quantized_;
+    int width_, height_, m_, k_;
+    DType dtype_;
     const KmeansOptions& o_;
-    TileOptions tiles_;
-    KmeansTiled& out_;
-    int m_, k_;
-    detail::KmeansPlan plan_;
+    const PassRunner& run_pass_;
+    KmeansResult& r_;
+    KmeansPlan plan_;
     std::map<Corner, std::vector<std::int64_t>> first_rank_;
 };
+
+}  // namespace
+
+std::vector<int> run_kmeans_pieces(const Context& ctx, int width, int height, int bands, DType dtype,
+                                   const KmeansOptions& options, const PassRunner& run_pass, KmeansResult& result,
+                                   KmeansRequest& final_request) {
+    result.k = options.k, result.bands = bands, result.width = width, result.height = height, result.dtype = dtype;
+    result.centroid_type = dtype == DType::F64 ? DType::F64 : DType::F32;
+    if (dtype == DType::F64)
+        return PieceKmeans<double>(ctx, width, height, bands, dtype, options, run_pass, result).run(final_request);
+    return PieceKmeans<float>(ctx, width, height, bands, dtype, options, run_pass, result).run(final_request);
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr const char* kWhere = "kmeans_tiled";
+// Host scratch per pixel of a tile: its valid indices (8), the relocation's candidates (16), the
+// label tile (4), the flags and the mask cut (2).
+constexpr std::size_t kHostBytesPerPixel = 30;
+
+detail::Corner corner(const Tile& t) { return {t.y0, t.x0}; }
+
+std::vector<std::uint8_t> mask_of(const std::vector<std::uint8_t>& mask, int width, const Tile& t) {
+    if (mask.empty()) return {};
+    std::vector<std::uint8_t> cut;
+    cut.reserve(std::size_t(t.width) * std::size_t(t.height));
+    for (int y = t.y0; y < t.y0 + t.height; ++y) {
+        const auto row = mask.begin() + std::ptrdiff_t(y) * width + t.x0;
+        cut.insert(cut.end(), row, row + t.width);
+    }
+    return cut;
+}
 
 void check_host_output(const MutableCubeView& v, const char* name, const detail::TileSource& s, int bands, DType dtype) {
     if (v.on_device())
@@ -322,19 +313,61 @@ KmeansTiled kmeans_source(const Context& ctx, const detail::TileSource& src, con
     ctx.log(std::string(kWhere) + ": " + std::string(ctx.backend_name()) + ", k = " + std::to_string(options.k) + ", " +
             std::to_string(src.width) + "x" + std::to_string(src.height) + "x" + std::to_string(src.bands));
     // Every pass reads the same tiles (the sample ranks and the inertia's order are per tile).
-    detail::LocalTileKernel sizing;
-    sizing.out_dtype = src.dtype;
-    sizing.out_bands = src.bands;
-    sizing.host_work_bytes_per_pixel = kHostBytesPerPixel;
+    detail::LocalTileKernel k;
+    k.out_dtype = src.dtype;
+    k.out_bands = src.bands;
+    k.host_work_bytes_per_pixel = kHostBytesPerPixel;
     TileOptions fixed = tiles;
-    std::tie(fixed.tile_width, fixed.tile_height) = detail::local_tile_size(ctx, src, sizing, tiles, kWhere);
+    std::tie(fixed.tile_width, fixed.tile_height) = detail::local_tile_size(ctx, src, k, tiles, kWhere);
 
     KmeansTiled out;
-    KmeansResult& r = out.result;
-    r.k = options.k, r.bands = src.bands, r.width = src.width, r.height = src.height, r.dtype = src.dtype;
-    r.centroid_type = src.dtype == DType::F64 ? DType::F64 : DType::F32;
-    if (src.dtype == DType::F64) TiledKmeans<double>(ctx, src, labels, quantized, options, fixed, out).run();
-    else TiledKmeans<float>(ctx, src, labels, quantized, options, fixed, out).run();
+    detail::KmeansPlan plan;  // the scene's, as the current pass asks (incomplete in the first)
+    const auto tile_of = [&](const Context& c, const Tile& t, const CubeView& in) {
+        return detail::kmeans_tile_cpu(c, in, t.x0, t.y0, src.width,
+                                       detail::piece_options(options.k, mask_of(options.mask, src.width, t)), plan);
+    };
+    // A pass: run_local_tiles over the tiles, `body(tile, t, out)` on each, the merges under one lock.
+    const auto run_tiles = [&](detail::LocalTileKernel kernel, const MutableCubeView& output, auto&& body) {
+        std::mutex mutex;
+        kernel.run_tile = [&](const Context& c, const Tile& t, const CubeView& in, const MutableCubeView& o) {
+            body(*tile_of(c, t, in), t, o, mutex);
+        };
+        const TiledRun run = detail::run_local_tiles(ctx, src, output, kernel, fixed, kWhere);
+        detail::merge_peak(out.run, run);
+        out.run.tiles = run.tiles, out.run.tile_width = run.tile_width, out.run.tile_height = run.tile_height;
+        ++out.passes;
+    };
+    const detail::PassRunner run_pass = [&](const detail::KmeansRequest& r,
+                                            const std::function<void(detail::KmeansPart&&)>& merge) {
+        plan = r.plan;
+        detail::LocalTileKernel statistics = k;
+        statistics.out_bands = 0;
+        run_tiles(statistics, MutableCubeView{}, [&](const detail::KmeansTile& tile, const Tile& t, const MutableCubeView&,
+                                                     std::mutex& mutex) {
+            detail::KmeansPart part = detail::compute_part(tile, corner(t), r);
+            const std::lock_guard lock(mutex);
+            merge(std::move(part));
+        });
+    };
+    detail::KmeansRequest labelling;
+    const std::vector<int> new_label =
+        detail::run_kmeans_pieces(ctx, src.width, src.height, src.bands, src.dtype, options, run_pass, out.result, labelling);
+    // The labels, sorted, tile by tile; then the painting, which reads the labels back.
+    plan = labelling.plan;
+    detail::LocalTileKernel label_kernel = k;
+    label_kernel.out_dtype = DType::I32;
+    label_kernel.out_bands = 1;
+    run_tiles(label_kernel, labels, [&](const detail::KmeansTile& tile, const Tile&, const MutableCubeView& o, std::mutex&) {
+        tile.final_pass(labelling.a, labelling.p, o);
+        tile.relabel_paint(o, new_label, {}, MutableCubeView{});
+    });
+    if (!quantized.empty()) {
+        std::vector<int> same(new_label.size());
+        std::iota(same.begin(), same.end(), 0);
+        run_tiles(k, quantized, [&](const detail::KmeansTile& tile, const Tile& t, const MutableCubeView& o, std::mutex&) {
+            tile.relabel_paint(labels.window(t.x0, t.y0, t.width, t.height), same, out.result.palette, o);
+        });
+    }
     return out;
 }
 
