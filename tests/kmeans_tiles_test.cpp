@@ -193,6 +193,62 @@ TEST(KmeansTiles, BadOutputsAndArgumentsAreNamed) {
               std::string::npos);
 }
 
+// KmeansPieces over an irregular grid of pieces answered in shuffled order equals kmeans(); an
+// abandoned run stops; bytes that are no request are refused.
+TEST(KmeansTiles, PiecesMergeToTheWholeResult) {
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const int W = 23, H = 17, m = 3;
+    const Cube image = testing::random_levels_cube(W, H, m, DType::I16, seed, 7, Layout::BIL);
+    for (const auto& [name, o] : option_sets(W, H, m, seed)) {
+        SCOPED_TRACE(name);
+        struct Piece {
+            int x0, y0, w, h;
+        };
+        std::vector<Piece> pieces;
+        for (auto [y0, h] : {std::pair{0, 6}, {6, 11}})
+            for (auto [x0, w] : {std::pair{0, 10}, {10, 4}, {14, 9}}) pieces.push_back({x0, y0, w, h});
+        const auto mask_of = [&](const Piece& p) {
+            std::vector<std::uint8_t> cut;
+            for (int y = p.y0; y < p.y0 + p.h && !o.mask.empty(); ++y)
+                for (int x = p.x0; x < p.x0 + p.w; ++x) cut.push_back(o.mask[std::size_t(y) * W + x]);
+            return cut;
+        };
+        KmeansPieces run(cpu_context(), W, H, m, DType::I16, o);
+        int passes = 0;
+        while (auto request = run.next()) {
+            std::vector<std::string> parts;
+            for (std::size_t i = 0; i < pieces.size(); ++i) {
+                const Piece& p = pieces[(i * 5 + std::size_t(passes)) % pieces.size()];  // any order
+                parts.push_back(kmeans_piece(cpu_context(), image.view().window(p.x0, p.y0, p.w, p.h), p.x0, p.y0,
+                                             mask_of(p), *request));
+            }
+            run.feed(std::move(parts));
+            ++passes;
+        }
+        KmeansResult r = run.result();
+        Cube labels(W, H, 1, DType::I32);
+        for (const Piece& p : pieces)
+            kmeans_piece_labels(cpu_context(), image.view().window(p.x0, p.y0, p.w, p.h), p.x0, p.y0, mask_of(p),
+                                run.labelling(), labels.mutable_view().window(p.x0, p.y0, p.w, p.h));
+        r.labels.assign(labels.data<std::int32_t>(), labels.data<std::int32_t>() + labels.num_elements());
+        KmeansResult w = kmeans(cpu_context(), image, [&] {
+            KmeansOptions no_paint = o;
+            no_paint.paint = false;
+            return no_paint;
+        }());
+        expect_same(w, r);
+        EXPECT_GE(passes, 3);
+    }
+    {
+        KmeansPieces abandoned(cpu_context(), W, H, m, DType::I16, {.k = 3});
+        ASSERT_TRUE(abandoned.next().has_value());
+        EXPECT_THROW(abandoned.result(), InvalidInput);
+    }  // destroyed mid-run: its thread stops
+    EXPECT_THROW(kmeans_piece(cpu_context(), image, 0, 0, {}, "not a request"), InvalidInput);
+    EXPECT_THROW(KmeansPieces(cpu_context(), W, H, m, DType::I16, {.k = 0}), InvalidInput);
+}
+
 // The CLI's tiled cluster writes the same labels, class map and centroids as the whole-scene run;
 // the GPU flags are refused (k-means in tiles runs on the CPU for now), naming the flag.
 TEST(KmeansTilesCli, ClusterUnderAMemoryLimitWritesTheSameFiles) {

@@ -16,6 +16,8 @@
 /// zero bands, explicit centroids not k×m, mask size ≠ W×H, max_iter < 0, tol < 0 or not finite,
 /// n_init < 1, init_sample < 0, legacy with anything but u8 input with 3 bands, no valid pixel.
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -246,6 +248,50 @@ KmeansTiled kmeans_tiled(const Context& ctx, const CubeView& image, const Mutabl
 KmeansTiled kmeans_tiled(const Context& ctx, const CubeFile& file, const MutableCubeView& labels,
                          const KmeansOptions& options = {}, const TileOptions& tiles = {},
                          const MutableCubeView& quantized = {});
+
+/// k-means over pieces of a scene that the caller computes where it likes (cubekit.dask.kmeans runs
+/// them on Dask workers): the engine's control flow runs in a thread of its own and, at each pass over
+/// the pixels, hands out a request (opaque bytes) and waits for every piece's part (kmeans_piece's
+/// answer, in any order). The pieces must form a grid (pieces that start on one row have one height)
+/// and cover the scene once. Every merge is exact: the result equals kmeans()'s bit for bit but for the
+/// f64 inertia and history (per piece, then the pieces in order; within 1e-12 relative). The pieces
+/// run on the CPU backend. `ctx` (a CPU context) must outlive this object; destroying it before the
+/// run is done abandons the run.
+///
+///     cubekit::KmeansPieces run(cpu, W, H, B, cubekit::DType::U16, {.k = 8});
+///     while (auto request = run.next()) {
+///         std::vector<std::string> parts;
+///         for (const Piece& p : pieces) parts.push_back(cubekit::kmeans_piece(cpu, p.view, p.x0, p.y0, {}, *request));
+///         run.feed(std::move(parts));
+///     }
+///     cubekit::KmeansResult r = run.result();   // then each piece's labels: kmeans_piece_labels(..., run.labelling(), ...)
+class KmeansPieces {
+public:
+    KmeansPieces(const Context& ctx, int width, int height, int bands, DType dtype, const KmeansOptions& options);
+    ~KmeansPieces();
+    KmeansPieces(const KmeansPieces&) = delete;
+    KmeansPieces& operator=(const KmeansPieces&) = delete;
+    /// The next pass's request, or nothing when the run is done. Rethrows what the run threw.
+    std::optional<std::string> next();
+    /// Every piece's part of the pass next() returned.
+    void feed(std::vector<std::string> parts);
+    /// The small results (labels empty), once next() returned nothing.
+    KmeansResult result();
+    /// The request kmeans_piece_labels takes, once next() returned nothing.
+    std::string labelling() const;
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+/// A piece's part of a KmeansPieces pass: `piece` is the scene's window at (x0, y0) (host memory, any
+/// strides), `mask` its W×H cut of the scene's mask (empty: every pixel).
+std::string kmeans_piece(const Context& ctx, const CubeView& piece, int x0, int y0, const std::vector<std::uint8_t>& mask,
+                         const std::string& request);
+/// A piece's labels (W×H×1 i32, host memory, any strides; −1 excluded), sorted as the result's.
+void kmeans_piece_labels(const Context& ctx, const CubeView& piece, int x0, int y0, const std::vector<std::uint8_t>& mask,
+                         const std::string& labelling, const MutableCubeView& labels);
 
 /// Throws InvalidInput when the options do not suit this image shape (checks that need the
 /// data, such as k > valid pixels, are done by kmeans()).
