@@ -27,9 +27,9 @@ import numpy as np
 
 import dataclasses
 
-from . import _cubekit, _detect, _edges, _gradient, _labels, _pca, _runtime
+from . import _cubekit, _detect, _edges, _gradient, _kmeans, _labels, _pca, _runtime
 
-__all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "pca", "rbfn_scores", "rx", "matched_filter", "ace",
+__all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "pca", "kmeans", "rbfn_scores", "rx", "matched_filter", "ace",
            "cem", "label", "label_components", "remove_small_objects"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
@@ -189,6 +189,91 @@ def pca(cube, components=3, **common):
     scores = a.map_blocks(lambda block: _pca.pca_transform(block, model, **common), chunks=a.chunks[:2] + ((k,),),
                           dtype=np.float64, meta=meta)
     return dataclasses.replace(model, scores=scores)
+
+
+# ---- k-means ------------------------------------------------------------------------------------
+
+def _kmeans_piece(block, mask, x0, y0, request, threads):
+    block = _runtime.to_host(block)
+    ctx, _kind = _runtime.context(block, "cpu", None, threads)
+    mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
+    return _cubekit.kmeans_piece(ctx, block, int(x0), int(y0), mask, request)
+
+
+def _kmeans_labels(block, mask, x0, y0, labelling, threads):
+    host = _runtime.to_host(block)
+    ctx, _kind = _runtime.context(host, "cpu", None, threads)
+    return _on_chunk_kind(_cubekit.kmeans_piece_labels(ctx, host, int(x0), int(y0), mask, labelling), block)
+
+
+def kmeans(cube, mask=None, threads=0, **keywords):
+    """cubekit.kmeans over the chunks of a dask array: every pass of k-means (the first pass, the init
+    sample, each Lloyd iteration, the final counts) is a round of per-chunk tasks whose small answers
+    (exact integer sums, ranges, sampled pixels) are merged exactly on the client, so the labels,
+    centroids, counts and iterations equal ``cubekit.kmeans(cube.compute(), ...)``'s bit for bit (the
+    inertia within 1e-12: f64 sums in another order). Returns a KMeansResult whose ``labels`` is a lazy
+    (H, W) int32 array; the fit is computed when this is called (one round of tasks per pass: about
+    max_iter + 4 rounds). Keywords: the k-means options of cubekit.kmeans (k, init, init_centroids,
+    seed, max_iter, tol, n_init, init_sample, empty, legacy), ``mask`` (an (H, W) array, dask or not),
+    ``threads``. The chunks run on the CPU (NumPy chunks; CuPy chunks are copied to the host).
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> x = np.random.default_rng(1).integers(0, 50, (120, 90, 4)).astype(np.uint16)
+    >>> r = cubekit.dask.kmeans(da.from_array(x, chunks=(40, 30, 4)), k=5, seed=3)
+    >>> bool((r.labels.compute() == cubekit.kmeans(x, k=5, seed=3).labels).all())
+    True
+    """
+    da = _dask_array()
+    import dask
+    for name in ("backend", "device", "out", *_runtime.TILE_KEYWORDS):
+        if keywords.get(name) is not None:
+            raise ValueError(f"cubekit.dask.kmeans: {name!r} is not taken here (the chunks run on the CPU)")
+    a = da.asarray(cube)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3:
+        raise ValueError(f"cubekit.dask.kmeans: cube has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
+    if a.numblocks[2] != 1:
+        a = a.rechunk({2: -1})  # every pixel's spectrum whole in one chunk
+    h, w, b = (int(n) for n in a.shape)
+    init_centroids = keywords.pop("init_centroids", None)
+    if keywords.get("init") is not None and not isinstance(keywords["init"], str) and init_centroids is None:
+        init_centroids = keywords.pop("init")
+    centroids = _kmeans._explicit_centroids(keywords, init_centroids, b)
+    masks = None
+    if mask is not None:
+        m = da.asarray(mask)
+        if m.ndim == 3 and m.shape[2] == 1:
+            m = m[:, :, 0]
+        if tuple(m.shape) != (h, w):
+            raise ValueError(f"cubekit.dask.kmeans: mask has shape {tuple(m.shape)}; expected ({h}, {w})")
+        used = (m != 0) & ~da.isnan(m) if m.dtype.kind == "f" else m != 0
+        masks = used.astype(np.uint8).rechunk(a.chunks[:2]).to_delayed()
+    like = np.zeros((1, 1, b), a.dtype)
+    run = _cubekit.KmeansPieces(w, h, like, keywords, centroids, _kmeans._CLUSTER_K, int(threads))
+    ys, xs = np.cumsum((0,) + a.chunks[0]), np.cumsum((0,) + a.chunks[1])
+    blocks = a.to_delayed().reshape(a.numblocks[:2])
+    grid = [(i, j) for i in range(a.numblocks[0]) for j in range(a.numblocks[1])]
+
+    def mask_of(i, j):
+        return None if masks is None else masks[i, j]
+
+    while (request := run.next()) is not None:
+        parts = dask.compute(*[dask.delayed(_kmeans_piece)(blocks[i, j], mask_of(i, j), xs[j], ys[i], request, threads)
+                               for i, j in grid])
+        run.feed(list(parts))
+    d = run.result()
+    labelling = run.labelling()
+
+    def chunk(block, *rest, block_info=None):
+        i, j = block_info[0]["chunk-location"][:2]
+        piece_mask = np.ascontiguousarray(rest[0], np.uint8) if rest else None
+        return _kmeans_labels(block, piece_mask, xs[j], ys[i], labelling, threads)
+
+    args = [a] + ([used.astype(np.uint8).rechunk(a.chunks[:2])[:, :, None]] if mask is not None else [])
+    labels = da.map_blocks(chunk, *args, drop_axis=2, dtype=np.int32,
+                           meta=np.empty((0, 0), np.int32))
+    return _kmeans.KMeansResult(labels=labels, **d)
 
 
 def _pixelwise(cube, function, dtype, outputs=None):

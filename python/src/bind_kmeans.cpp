@@ -178,6 +178,61 @@ void bind_kmeans(py::module_& m) {
         const KmeansResult r = fit(c, std::move(progress), in.view, lv.view, o);
         return cluster_dict(c.context(), r, shape_of(in.view), o, "apply");
     });
+    // KmeansPieces(width, height, like, keywords, init_centroids, default_k, threads): k-means
+    // over pieces computed by the caller (cubekit.dask.kmeans); next() -> bytes | None, feed([bytes]),
+    // result() -> dict, labelling() -> bytes. It owns its CPU context (its driver runs in a thread).
+    struct Pieces {
+        Context ctx;
+        KmeansOptions options;
+        KmeansPieces run;
+        Pieces(int w, int h, int b, DType t, KmeansOptions o, int threads)
+            : ctx(ContextOptions{.backend = Backend::Cpu, .threads = threads}), options(std::move(o)),
+              run(ctx, w, h, b, t, options) {}
+    };
+    py::class_<Pieces>(m, "KmeansPieces")
+        .def(py::init([](int w, int h, py::handle like, const py::dict& keywords, py::handle init_centroids,
+                         int default_k, int threads) {
+            // `like`: a (1, 1, bands) array of the chunks' type, read as the pieces will be.
+            const ArrayView probe = array_view(like, "kmeans", "image");
+            KmeansOptions base;
+            base.k = default_k;
+            KmeansOptions o = options_from<KmeansOptions>(keywords, "kmeans", base);
+            o.init_centroids = doubles(init_centroids);
+            o.paint = false;
+            return std::make_unique<Pieces>(w, h, probe.view.bands(), probe.view.dtype(), std::move(o), threads);
+        }))
+        .def("next", [](Pieces& p) -> py::object {
+            std::optional<std::string> r;
+            {
+                py::gil_scoped_release release;
+                r = p.run.next();
+            }
+            if (!r) return py::none();
+            return py::bytes(*r);
+        })
+        .def("feed", [](Pieces& p, const std::vector<std::string>& parts) { p.run.feed(parts); })
+        .def("result", [](Pieces& p) {
+            const KmeansResult r = p.run.result();
+            return cluster_dict(p.ctx, r, CubeShape{r.width, r.height, r.bands, r.dtype, Layout::BIP}, p.options, "fit");
+        })
+        .def("labelling", [](const Pieces& p) { return py::bytes(p.run.labelling()); });
+    // kmeans_piece(ctx, piece (h, w[, b]) NumPy, x0, y0, mask (h, w) uint8 or None, request) -> bytes
+    m.def("kmeans_piece", [](PyContext& c, py::handle piece, int x0, int y0, py::handle mask, const std::string& request) {
+        const ArrayView in = array_view(piece, "kmeans_piece", "piece");
+        const std::vector<std::uint8_t> cut = mask_vector(mask);
+        return py::bytes(c.run(py::none(), [&](const Context& ctx) { return kmeans_piece(ctx, in.view, x0, y0, cut, request); }));
+    });
+    // kmeans_piece_labels(ctx, piece, x0, y0, mask, labelling) -> (h, w) int32 NumPy
+    m.def("kmeans_piece_labels", [](PyContext& c, py::handle piece, int x0, int y0, py::handle mask,
+                                    const std::string& labelling) {
+        const ArrayView in = array_view(piece, "kmeans_piece_labels", "piece");
+        const std::vector<std::uint8_t> cut = mask_vector(mask);
+        Cube labels(in.view.width(), in.view.height(), 1, DType::I32);
+        c.run(py::none(), [&](const Context& ctx) {
+            kmeans_piece_labels(ctx, in.view, x0, y0, cut, labelling, labels.mutable_view());
+        });
+        return to_numpy(std::move(labels));
+    });
     // kmeans_tiled(ctx, image or path, keywords, mask, init_centroids, default_k, tiles, progress)
     // -> (labels (H, W) int32 NumPy, dict with "tiled"): k-means in tiles (NumPy or a file read by windows).
     m.def("kmeans_tiled", [](PyContext& c, py::handle image, const py::dict& keywords, py::handle mask,

@@ -179,6 +179,51 @@ def test_pca_on_a_distributed_local_cluster():
     assert np.array_equal(r.components, whole.components) and np.array_equal(got, whole.scores)
 
 
+@pytest.mark.parametrize("dtype, keywords", [(np.uint8, {"k": 5, "seed": 2, "init_sample": 500}),
+                                             (np.float32, {"k": 4, "init": "random", "n_init": 2, "max_iter": 15}),
+                                             (np.int16, {"k": 6, "init": "box-diagonal", "empty": "keep", "tol": 0})])
+@pytest.mark.parametrize("chunks", [(17, 13, -1), (7, 9, 1), (-1, -1, -1)])
+def test_kmeans_chunks_equal_whole(dtype, keywords, chunks):
+    x = (np.random.default_rng(4).integers(0, 11, (47, 39, 3)) * 20).astype(dtype)
+    if dtype == np.float32:
+        x[5, 6, 1] = np.nan  # excluded, as in the whole call
+    mask = np.ones((47, 39), bool)
+    mask[::6, ::4] = False
+    whole = cubekit.kmeans(x, mask=mask, **keywords)
+    r = cubekit.dask.kmeans(da.from_array(x, chunks=chunks), mask=da.from_array(mask, chunks=(11, 8)), **keywords)
+    assert np.array_equal(r.labels.compute(), whole.labels)
+    assert np.array_equal(r.centroids.view(np.uint32), whole.centroids.view(np.uint32))
+    assert np.array_equal(r.counts, whole.counts) and r.iterations == whole.iterations
+    assert r.k_effective == whole.k_effective and r.winner == whole.winner
+    assert r.inertia == pytest.approx(whole.inertia, rel=1e-12)
+
+
+def test_kmeans_2d_explicit_and_refusals():
+    x = _random((30, 26), seed=5)
+    c = np.array([[100.0], [500.0], [900.0]])
+    whole = cubekit.kmeans(x, init_centroids=c, max_iter=6)
+    r = cubekit.dask.kmeans(da.from_array(x, chunks=(8, 8)), init_centroids=c, max_iter=6)
+    assert np.array_equal(r.labels.compute(), whole.labels) and np.array_equal(r.centroids, whole.centroids)
+    for bad in ({"backend": "cuda"}, {"memory_limit": "1M"}, {"device": 0}):
+        with pytest.raises(ValueError, match="not taken here"):
+            cubekit.dask.kmeans(da.from_array(x, chunks=(8, 8)), k=3, **bad)
+    with pytest.raises(ValueError, match="mask has shape"):
+        cubekit.dask.kmeans(da.from_array(x, chunks=(8, 8)), k=3, mask=np.ones((3, 3)))
+    with pytest.raises(ValueError, match="k = 900"):
+        cubekit.dask.kmeans(da.from_array(x, chunks=(8, 8)), k=900)
+
+
+def test_kmeans_on_a_distributed_local_cluster():
+    distributed = pytest.importorskip("distributed", reason="python3-distributed not installed")
+    x = (np.random.default_rng(9).integers(0, 30, (80, 64, 4)) * 7).astype(np.uint16)
+    whole = cubekit.kmeans(x, k=6, seed=1, max_iter=20)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        r = cubekit.dask.kmeans(da.from_array(x, chunks=(32, 32, 4)), k=6, seed=1, max_iter=20)
+        got = r.labels.compute()
+    assert np.array_equal(got, whole.labels) and np.array_equal(r.centroids, whole.centroids)
+
+
 def _label_image(shape, seed, values=2):
     rng = np.random.default_rng(seed)
     m = (rng.random(shape) < 0.5) * rng.integers(1, values + 1, shape)
