@@ -190,12 +190,7 @@ def _kmeans(image, keywords):
 
 
 def _kmeans_tiled(image, keywords, tiles):
-    """kmeans in tiles on the CPU backend (a NumPy array or a file read by windows): the same bits."""
-    if keywords.get("backend") not in (None, "auto", "cpu") or tiles.get("devices") is not None \
-            or tiles.get("device_memory_limit") is not None:
-        raise ValueError("kmeans: k-means in tiles runs on the CPU backend for now (memory_limit, tile_size or a "
-                         "file path); leave backend, devices and device_memory_limit out")
-    keywords["backend"] = "cpu"
+    """kmeans in tiles (a NumPy array or a file read by windows), on the CPU or the GPUs: the same bits."""
     mask = keywords.pop("mask", None)
     init_centroids = keywords.pop("init_centroids", None)
     if keywords.get("init") is not None and not isinstance(keywords["init"], str) and init_centroids is None:
@@ -319,10 +314,14 @@ image : array (H, W) or (H, W, B), or a file path
     A path (ENVI, .npy, GeoTIFF: read by windows; other formats whole) is computed in tiles.
 memory_limit : int or str, optional
     Host working-memory budget in bytes ("512M", "2G"): every pass of k-means runs over tiles that
-    fit it, on the CPU, merged exactly: labels, centroids, counts and iterations equal the whole
-    call's bit for bit, the inertia within 1e-12 (NumPy or path input; ``.tiled`` reports the tiles
-    and passes). k-means in tiles does not run on a GPU yet: devices and device_memory_limit are
-    refused.
+    fit it, merged exactly: labels, centroids, counts and iterations equal the whole
+    call's bit for bit, the inertia within 1e-12 (1e-9 on a GPU; NumPy or path input; ``.tiled``
+    reports the tiles and passes). Each iteration reads the scene again: tiles are for scenes that
+    do not fit.
+device_memory_limit : int or str, optional
+    Per-GPU budget: forces tiles on the GPU (backend='cuda').
+devices : list of int, optional
+    CUDA devices to deal the tiles to (implies backend='cuda').
 tile_size : (int, int), optional
     Force tiles of (width, height) pixels (testing).
 

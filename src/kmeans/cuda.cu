@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -53,8 +54,59 @@ public:
         finish(c, prev);
     }
 
-private:
     using Final = RestartStats;
+
+    // ---- tile mode (kmeans_tile_cuda): the passes below over a tile, with the scene's plan ----
+    // Takes the plan and finds the valid pixels instead of the first pass. Tiles run the plain
+    // passes: no colour path, no bounds (a tile's pass does not follow its previous one).
+    void adopt(const KmeansPlan& plan) {
+        tile_ = true;
+        plan_ = plan;
+        valid_ = valid_set_cuda(ctx_, image_, o_.mask);
+        px_ = Pixels<T>{x_, valid_.index.empty() ? nullptr : typed<const std::int64_t>(valid_.index), m_};
+        allocate();
+    }
+    const DeviceValidSet& valid_set() const { return valid_; }
+
+    TileSums tile_assign(const std::vector<D>& c) {
+        cent_.upload(ctx_, c.data(), km_elems() * sizeof(D));
+        sums_.fill_bytes(ctx_, 0);
+        counts_.fill_bytes(ctx_, 0);
+        status_.fill_bytes(ctx_, 0);
+        launch_assign();
+        TileSums s;
+        s.sums.resize(km_elems());
+        s.counts.resize(std::size_t(k_));
+        sums_.download(ctx_, s.sums.data(), s.sums.size() * 8);
+        counts_.download(ctx_, s.counts.data(), s.counts.size() * 8);
+        std::vector<double> partials(static_cast<std::size_t>(grid_));
+        partials_.download(ctx_, partials.data(), partials.size() * sizeof(double));
+        for (const double p : partials) s.inertia += p;
+        return s;
+    }
+
+    // The `wanted` valid pixels farthest from their nearest centroid (index: the valid index), and
+    // their values (m each).
+    std::pair<std::vector<FarPixel>, std::vector<double>> tile_farthest(const std::vector<D>& c, std::size_t wanted) {
+        cent_.upload(ctx_, c.data(), km_elems() * sizeof(D));
+        if (n() == 0) return {};
+        DeviceBuffer d_near(ctx_, std::size_t(n()) * sizeof(D));
+        const auto blocks = unsigned(div_up(n(), kBlock));
+        nearest_distance<T, D><<<blocks, kBlock, 0, stream()>>>(px_, n(), k_, typed<const D>(cent_), typed<D>(d_near));
+        CUBEKIT_CHECK_LAUNCH(ctx_, "kmeans nearest_distance", dim3(blocks), dim3(kBlock));
+        const std::vector<FarPixel> far =
+            farthest_cuda(ctx_, d_near.data(), sizeof(D) == 8 ? DType::F64 : DType::F32, n(), wanted);
+        std::vector<std::int64_t> positions;
+        for (const FarPixel& f : far) positions.push_back(f.index);
+        return {far, gather_pixels_cuda(ctx_, image_, px_.idx, positions)};
+    }
+
+    // Labels renumbered (excluded pixels −1) and, when quantized was given, the tile painted.
+    void tile_relabel_paint(const std::vector<int>& new_label, const std::vector<double>& palette) {
+        relabel_paint_device(new_label, palette);
+    }
+
+private:
 
     // What one call allocates at most (the valid set, the init sample and k-means++ scratch, the
     // colour path's histogram or the bounded passes' per-pixel arrays), kept in the device pool
@@ -182,7 +234,7 @@ private:
     // pixels sit in registers and whose passes are issue-bound, got slower (k = 16: 1.25 → 1.59 ms,
     // a quarter of the pixels still scanned after 9 iterations; k = 256: 9.8 → 14.1 ms), so 3-band
     // images keep the full pass.
-    bool bounded() const { return !o_.legacy && o_.max_iter > 0 && m_ > 3; }
+    bool bounded() const { return !tile_ && !o_.legacy && o_.max_iter > 0 && m_ > 3; }
 
     BoundSlack slack() const {
         const double unit = sizeof(D) == 4 ? 0x1p-24 : 0x1p-53;
@@ -344,7 +396,13 @@ private:
     }
 
     // ---- final pass and result ----
+public:
+    // Labels from prev when assign_prev (the seed's legacy arithmetic: the last assignment), else from c.
     Final final_pass(const std::vector<D>& c, const std::vector<D>& prev, bool want_labels, bool want_exact) {
+        return final_pass(c, prev, want_labels, want_exact, o_.legacy);
+    }
+    Final final_pass(const std::vector<D>& c, const std::vector<D>& prev, bool want_labels, bool want_exact,
+                     bool assign_prev) {
         Final f;
         cent_.upload(ctx_, c.data(), km_elems() * sizeof(D));
         prev_.upload(ctx_, prev.data(), km_elems() * sizeof(D));
@@ -358,7 +416,7 @@ private:
             d_qpaint = DeviceBuffer(ctx_, q.size() * 8);
             d_qpaint.upload(ctx_, q.data(), q.size() * 8);
         }
-        const D* assign = o_.legacy ? typed<const D>(prev_) : typed<const D>(cent_);
+        const D* assign = assign_prev ? typed<const D>(prev_) : typed<const D>(cent_);
         const bool shared_counts = std::size_t(k_) * sizeof(unsigned) <= 32 * 1024;
         const std::size_t dyn = shared_counts ? std::size_t(k_) * sizeof(unsigned) : 0;
         if (colours_) {
@@ -384,11 +442,15 @@ private:
         return f;
     }
 
+private:
     void finish(const std::vector<D>& c, const std::vector<D>& prev) {
         const Final f = final_pass(c, prev, /*labels=*/true, false);
-        const std::vector<int> new_label = finish_result(r_, c, f.counts, f.inertia, image_.dtype(), o_.legacy);
-        std::vector<T> pal(r_.palette.size());
-        for (std::size_t i = 0; i < pal.size(); ++i) pal[i] = T(r_.palette[i]);
+        relabel_paint_device(finish_result(r_, c, f.counts, f.inertia, image_.dtype(), o_.legacy), r_.palette);
+    }
+
+    void relabel_paint_device(const std::vector<int>& new_label, const std::vector<double>& palette) {
+        std::vector<T> pal(std::max<std::size_t>(palette.size(), 1));
+        for (std::size_t i = 0; i < palette.size(); ++i) pal[i] = T(palette[i]);
         DeviceBuffer d_map(ctx_, new_label.size() * sizeof(int)), d_pal(ctx_, pal.size() * sizeof(T));
         d_map.upload(ctx_, new_label.data(), new_label.size() * sizeof(int));
         d_pal.upload(ctx_, pal.data(), pal.size() * sizeof(T));
@@ -433,10 +495,97 @@ private:
     int grid_ = 1;
     DeviceBuffer cent_, prev_, sums_, counts_, partials_, status_, history_, shift_, exact_;
     DeviceBuffer assigned_, bound_, drift_;  // bounded passes: label and stored bound per valid pixel, Δ
+    bool tile_ = false;                      // tile mode: the scene's plan, plain passes
     bool colours_ = false;                   // the colour path: passes over the distinct colours
     DeviceBuffer bins_;                      // pixel count per colour bin, at the end bin → label
     DeviceBuffer cbins_, cpacked_, cweights_, clabels_;  // per colour: bin, samples, pixel count, final label
     std::int64_t ncolours_ = 0;
+};
+
+// A tile of a scene run in tiles (tiled.cpp) on the device: the engine above in tile mode over the
+// tile's core (dense BIP on the context's device), with the scene's plan. Each pass makes its own
+// engine (its valid set found again: a pass over the tile's flags, small beside the pass itself).
+template <typename T, typename D>
+class CudaTile final : public KmeansTile {
+public:
+    CudaTile(const Context& ctx, const CubeView& window, int x0, int y0, int scene_width, const KmeansOptions& options,
+             const KmeansPlan& plan)
+        : ctx_(ctx), bip_(ctx, window, Layout::BIP, Memory::Device), view_(bip_.view()), x0_(x0), y0_(y0),
+          scene_width_(scene_width), o_(options), plan_(plan) {}
+
+    std::vector<std::int64_t> row_valid() const override {
+        return row_valid_cuda(ctx_, engine().valid_set(), width(), view_.height());
+    }
+    KmeansStats range() const override { return band_range_cuda(ctx_, view_, engine().valid_set()); }
+    BandMoments moments() const override {
+        return band_moments_cuda(ctx_, view_, engine().valid_set(), plan_.scale);
+    }
+
+    TilePixels sample(std::uint64_t seed, double rate, bool all, const std::vector<std::int64_t>& first_rank) const override {
+        const auto e = engine();
+        // The valid index of each row's first valid pixel.
+        const std::vector<std::int64_t> rows = row_valid_cuda(ctx_, e.valid_set(), width(), view_.height());
+        std::vector<std::int64_t> row_start(rows.size());
+        std::int64_t at = 0;
+        for (std::size_t r = 0; r < rows.size(); ++r) row_start[r] = at, at += rows[r];
+        return sample_cuda(ctx_, view_, e.valid_set(), seed, rate, all, first_rank, row_start);
+    }
+
+    TileSums assign(const std::vector<double>& c) const override { return engine().tile_assign(centroids(c)); }
+
+    TilePixels farthest(const std::vector<double>& c, std::size_t wanted) const override {
+        auto e = engine();
+        const auto [far, values] = e.tile_farthest(centroids(c), wanted);
+        TilePixels out;
+        out.values = values;
+        const DeviceValidSet& valid = e.valid_set();
+        for (const FarPixel& f : far) {
+            std::int64_t p = f.index;  // valid index → the tile's raster index
+            if (!valid.index.empty())
+                CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&p, typed<const std::int64_t>(valid.index) + f.index, sizeof p,
+                                                   cudaMemcpyDeviceToHost, stream_of(ctx_)));
+            ctx_.synchronize();
+            const std::int64_t x = x0_ + p % width(), y = y0_ + p / width();
+            out.keys.push_back(FarPixel{y * scene_width_ + x, f.distance});
+        }
+        return out;
+    }
+
+    RestartStats final_pass(const std::vector<double>& assign, const std::vector<double>& paint,
+                            const MutableCubeView& labels) const override {
+        auto e = engine(labels);
+        return e.final_pass(centroids(paint), centroids(assign), !labels.empty(), labels.empty(), assign != paint);
+    }
+
+    void relabel_paint(const MutableCubeView& labels, const std::vector<int>& new_label, const std::vector<double>& palette,
+                       const MutableCubeView& quantized) const override {
+        // The labels of the paint pass are the caller's, on the host: a device copy is relabelled.
+        std::optional<DeviceCube> copy;
+        if (!labels.on_device()) {
+            copy.emplace(ctx_, CubeShape{labels.width(), labels.height(), 1, DType::I32, Layout::BSQ});
+            copy_cube(ctx_, labels, copy->mutable_view());
+        }
+        auto e = engine(copy ? copy->mutable_view() : labels, quantized);
+        e.tile_relabel_paint(new_label, palette);
+        ctx_.synchronize();
+    }
+
+private:
+    int width() const { return view_.width(); }
+    static std::vector<D> centroids(const std::vector<double>& c) { return std::vector<D>(c.begin(), c.end()); }
+    CudaKmeans<T, D> engine(const MutableCubeView& labels = {}, const MutableCubeView& quantized = {}) const {
+        CudaKmeans<T, D> e(ctx_, view_, labels, quantized, o_, unused_);
+        e.adopt(plan_);
+        return e;
+    }
+
+    const Context& ctx_;
+    CubeInLayout bip_;
+    CubeView view_;  // the engines keep a reference to it
+    int x0_, y0_, scene_width_;
+    KmeansOptions o_;  // the scene's, with the mask cut to the tile
+    KmeansPlan plan_;
+    mutable KmeansResult unused_;  // the engine's result, which tile passes do not fill
 };
 
 }  // namespace
@@ -451,6 +600,15 @@ void kmeans_cuda(const Context& ctx, const CubeView& image, const MutableCubeVie
 bool kmeans_cuda_fits_shared(int k, int m, DType dtype) {
     const std::size_t d = dtype == DType::F64 ? 8 : 4;
     return shared_centroid_offset(k, m) + std::size_t(k) * std::size_t(m) * d + 16 <= kSharedLimit;
+}
+
+std::unique_ptr<KmeansTile> kmeans_tile_cuda(const Context& ctx, const CubeView& window, int x0, int y0, int scene_width,
+                                             const KmeansOptions& options, const KmeansPlan& plan) {
+    std::unique_ptr<KmeansTile> tile;
+    visit_kmeans_types(window.dtype(), [&](auto t, auto d) {
+        tile = std::make_unique<CudaTile<decltype(t), decltype(d)>>(ctx, window, x0, y0, scene_width, options, plan);
+    });
+    return tile;
 }
 
 }  // namespace cubekit::detail

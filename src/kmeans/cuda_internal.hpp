@@ -22,6 +22,21 @@ struct DeviceSample {
 DeviceSample init_sample_cuda(const Context& ctx, const DeviceValidSet& valid, const KmeansOptions& options,
                               std::uint64_t seed);
 
+// ---- a tile of a scene run in tiles (the CUDA KmeansTile of cuda.cu) ----
+/// The valid set of a dense BIP image on the device: `mask` (W×H, or empty) and no NaN band.
+DeviceValidSet valid_set_cuda(const Context& ctx, const CubeView& image, const std::vector<std::uint8_t>& mask);
+/// Per-band min and max of the valid pixels (as band_range on the host).
+KmeansStats band_range_cuda(const Context& ctx, const CubeView& image, const DeviceValidSet& valid);
+/// The exact per-band Σq and Σq² of the valid pixels (as band_moments on the host).
+BandMoments band_moments_cuda(const Context& ctx, const CubeView& image, const DeviceValidSet& valid, double scale);
+/// Valid pixels per row of a width × height image.
+std::vector<std::int64_t> row_valid_cuda(const Context& ctx, const DeviceValidSet& valid, int width, int height);
+/// The tile's pixels of the scene's init sample (every valid pixel when `all`), keyed by scene rank:
+/// row r's first valid pixel is valid index row_start[r] and has rank first_rank[r].
+TilePixels sample_cuda(const Context& ctx, const CubeView& image, const DeviceValidSet& valid, std::uint64_t seed,
+                       double rate, bool all, const std::vector<std::int64_t>& first_rank,
+                       const std::vector<std::int64_t>& row_start);
+
 /// The values (count × m, as doubles: exact for every element type) of the pixels at these
 /// positions of a sample whose raster indices are `d_raster` (nullptr: position = raster index)
 /// in `image` (dense BIP on the context's device). Positions on the device or on the host.

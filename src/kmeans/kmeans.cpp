@@ -301,6 +301,10 @@ KmeansPlan prepare_kmeans_cuda(const Context&, const CubeView&, const KmeansOpti
     throw DeviceError("kmeans: this cubekit was built without CUDA");
 }
 bool kmeans_cuda_fits_shared(int, int, DType) { return false; }
+std::unique_ptr<KmeansTile> kmeans_tile_cuda(const Context&, const CubeView&, int, int, int, const KmeansOptions&,
+                                             const KmeansPlan&) {
+    throw DeviceError("kmeans: this cubekit was built without CUDA");
+}
 #endif
 
 }  // namespace detail

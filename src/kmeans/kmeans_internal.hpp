@@ -249,6 +249,9 @@ public:
 /// `scene_width` wide, `options` the scene's with the mask cut to the tile.
 std::unique_ptr<KmeansTile> kmeans_tile_cpu(const Context& ctx, const CubeView& window, int x0, int y0, int scene_width,
                                             const KmeansOptions& options, const KmeansPlan& plan);
+/// The CUDA tile: `window` is the tile's core on the context's device (any layout: reordered to BIP).
+std::unique_ptr<KmeansTile> kmeans_tile_cuda(const Context& ctx, const CubeView& window, int x0, int y0, int scene_width,
+                                             const KmeansOptions& options, const KmeansPlan& plan);
 /// The initial centroids (k × m, +∞ for those k-means++ leaves unset) that the CPU engine draws from
 /// the scene's init sample, gathered into `sample` (n × 1 × m, in rank order) with the scene's plan.
 std::vector<double> kmeans_sample_init_cpu(const Context& ctx, const CubeView& sample, const KmeansOptions& options,

@@ -233,26 +233,25 @@ KmeansStats band_extremes(const Context& ctx, const T* x, std::int64_t pixels, i
 }
 
 template <typename T>
-void band_tolerance(const Context& ctx, const T* x, std::int64_t pixels, int m, const DeviceValidSet& valid,
-                    double tol, KmeansPlan& plan) {
+BandMoments exact_moments(const Context& ctx, const T* x, std::int64_t pixels, int m, const DeviceValidSet& valid,
+                          double scale) {
     const std::size_t M = std::size_t(m);
     DeviceBuffer sums(ctx, 3 * M * 8);  // Σq, then Σq² as (low, high) word pairs
     sums.fill_bytes(ctx, 0);
     const dim3 grid = walk_grid(ctx, m);
     const std::size_t shared = m <= kSharedBands ? 3 * M * 8 : 0;
     band_moments<T><<<grid, kBlock, shared, stream_of(ctx)>>>(
-        x, pixels, m, valid.flags.empty() ? nullptr : typed<const std::uint8_t>(valid.flags), plan.scale,
+        x, pixels, m, valid.flags.empty() ? nullptr : typed<const std::uint8_t>(valid.flags), scale,
         typed<u64>(sums), typed<u64>(sums) + M);
     CUBEKIT_CHECK_LAUNCH(ctx, "kmeans band_moments", grid, dim3(kBlock));
     std::vector<u64> h(3 * M);
     sums.download(ctx, h.data(), h.size() * 8);
-    std::vector<std::int64_t> sum_q(M);
-    std::vector<km::i128> sum_q2(M);
+    BandMoments out;
     for (std::size_t b = 0; b < M; ++b) {
-        sum_q[b] = std::int64_t(h[b]);
-        sum_q2[b] = read_i128(&h[M + 2 * b]);
+        out.sum_q.push_back(std::int64_t(h[b]));
+        out.sum_q2.push_back(read_i128(&h[M + 2 * b]));
     }
-    set_tolerance(plan, tol, sum_q, sum_q2);
+    return out;
 }
 
 // ---- init sample and gathers ---------------------------------------------------------------
@@ -261,6 +260,17 @@ void band_tolerance(const Context& ctx, const T* x, std::int64_t pixels, int m, 
 __global__ void draw_sample(std::int64_t n, std::uint64_t seed, double rate, std::uint8_t* flags) {
     const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n) flags[i] = km::in_sample(seed, i, rate);
+}
+
+// A tile's valid pixel i (raster index[i], or i) is in the sample when its scene rank is: rank =
+// first_rank[row] + (i − row_start[row]), the row's first valid rank and first valid index.
+__global__ void draw_tile_sample(std::int64_t n, const std::int64_t* index, int width, const std::int64_t* first_rank,
+                                 const std::int64_t* row_start, std::uint64_t seed, double rate, bool all,
+                                 std::uint8_t* flags) {
+    const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const std::int64_t row = (index ? index[i] : i) / width;
+    flags[i] = all || km::in_sample(seed, first_rank[row] + (i - row_start[row]), rate);
 }
 
 // out[j·m + b] = sample b of the pixel at sample position positions[j]: one thread per value.
@@ -286,9 +296,77 @@ KmeansPlan prepare_kmeans_cuda(const Context& ctx, const CubeView& image, const 
         find_valid(ctx, x, pixels, m, options, valid);
         KmeansPlan plan = make_plan(options, m, pixels, std::is_floating_point_v<T>,
                                     band_extremes(ctx, x, pixels, m, valid));
-        band_tolerance(ctx, x, pixels, m, valid, options.tol, plan);
+        const BandMoments moments = exact_moments(ctx, x, pixels, m, valid, plan.scale);
+        set_tolerance(plan, options.tol, moments.sum_q, moments.sum_q2);
         return plan;
     });
+}
+
+DeviceValidSet valid_set_cuda(const Context& ctx, const CubeView& image, const std::vector<std::uint8_t>& mask) {
+    KmeansOptions o;
+    o.mask = mask;
+    DeviceValidSet valid;
+    visit_dtype(image.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        find_valid(ctx, reinterpret_cast<const T*>(image.data()), std::int64_t(image.num_pixels()), image.bands(), o, valid);
+    });
+    return valid;
+}
+
+KmeansStats band_range_cuda(const Context& ctx, const CubeView& image, const DeviceValidSet& valid) {
+    return visit_dtype(image.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        return band_extremes(ctx, reinterpret_cast<const T*>(image.data()), std::int64_t(image.num_pixels()),
+                             image.bands(), valid);
+    });
+}
+
+BandMoments band_moments_cuda(const Context& ctx, const CubeView& image, const DeviceValidSet& valid, double scale) {
+    return visit_dtype(image.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        return exact_moments(ctx, reinterpret_cast<const T*>(image.data()), std::int64_t(image.num_pixels()),
+                             image.bands(), valid, scale);
+    });
+}
+
+std::vector<std::int64_t> row_valid_cuda(const Context& ctx, const DeviceValidSet& valid, int width, int height) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(height), width);
+    if (valid.flags.empty()) return rows;  // every pixel valid
+    std::vector<std::uint8_t> flags(std::size_t(width) * std::size_t(height));
+    valid.flags.download(ctx, flags.data(), flags.size());
+    for (int y = 0; y < height; ++y)
+        rows[std::size_t(y)] = std::count(flags.begin() + std::ptrdiff_t(y) * width,
+                                          flags.begin() + std::ptrdiff_t(y + 1) * width, std::uint8_t(1));
+    return rows;
+}
+
+TilePixels sample_cuda(const Context& ctx, const CubeView& image, const DeviceValidSet& valid, std::uint64_t seed,
+                       double rate, bool all, const std::vector<std::int64_t>& first_rank,
+                       const std::vector<std::int64_t>& row_start) {
+    const std::int64_t n = valid.valid;
+    TilePixels out;
+    if (n == 0) return out;
+    const auto width = image.width();
+    DeviceBuffer d_first(ctx, first_rank.size() * 8), d_start(ctx, row_start.size() * 8), flags(ctx, std::size_t(n));
+    d_first.upload(ctx, first_rank.data(), first_rank.size() * 8);
+    d_start.upload(ctx, row_start.data(), row_start.size() * 8);
+    const auto blocks = unsigned(div_up(n, kBlock));
+    draw_tile_sample<<<blocks, kBlock, 0, stream_of(ctx)>>>(
+        n, valid.index.empty() ? nullptr : typed<const std::int64_t>(valid.index), width, typed<const std::int64_t>(d_first),
+        typed<const std::int64_t>(d_start), seed, rate, all, typed<std::uint8_t>(flags));
+    CUBEKIT_CHECK_LAUNCH(ctx, "kmeans draw_tile_sample", dim3(blocks), dim3(kBlock));
+    DeviceBuffer positions;
+    const std::int64_t count = compact(ctx, typed<const std::uint8_t>(flags), n, nullptr, positions, false);
+    if (count == 0) return out;
+    const std::int64_t* raster = valid.index.empty() ? nullptr : typed<const std::int64_t>(valid.index);
+    out.values = gather_pixels_cuda(ctx, image, raster, typed<const std::int64_t>(positions), count);
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(count));
+    positions.download(ctx, pos.data(), pos.size() * 8);
+    for (const std::int64_t i : pos) {  // valid index i → its row (the last row starting at or before it) → rank
+        const auto r = std::size_t(std::upper_bound(row_start.begin(), row_start.end(), i) - row_start.begin() - 1);
+        out.keys.push_back(FarPixel{first_rank[r] + (i - row_start[r]), 0});
+    }
+    return out;
 }
 
 DeviceSample init_sample_cuda(const Context& ctx, const DeviceValidSet& valid, const KmeansOptions& options,

@@ -279,6 +279,9 @@ constexpr const char* kWhere = "kmeans_tiled";
 // Host scratch per pixel of a tile: its valid indices (8), the relocation's candidates (16), the
 // label tile (4), the flags and the mask cut (2).
 constexpr std::size_t kHostBytesPerPixel = 30;
+// Device scratch per pixel of a tile, beyond its BIP copy: flags and valid index (9), the labels (4),
+// the relocation's distances (8), the sample's flags and positions (9).
+constexpr std::size_t kDeviceBytesPerPixel = 30;
 
 detail::Corner corner(const Tile& t) { return {t.y0, t.x0}; }
 
@@ -307,9 +310,6 @@ KmeansTiled kmeans_source(const Context& ctx, const detail::TileSource& src, con
     check_kmeans_arguments(CubeShape{src.width, src.height, src.bands, src.dtype, src.layout}, options);
     check_host_output(labels, "labels", src, 1, DType::I32);
     if (!quantized.empty()) check_host_output(quantized, "quantized", src, src.bands, src.dtype);
-    if (ctx.is_cuda())
-        throw InvalidInput(std::string(kWhere) + ": k-means in tiles runs on the CPU backend only for now; "
-                           "use a CPU context (the CLI: --backend cpu)");
     ctx.log(std::string(kWhere) + ": " + std::string(ctx.backend_name()) + ", k = " + std::to_string(options.k) + ", " +
             std::to_string(src.width) + "x" + std::to_string(src.height) + "x" + std::to_string(src.bands));
     // Every pass reads the same tiles (the sample ranks and the inertia's order are per tile).
@@ -317,14 +317,16 @@ KmeansTiled kmeans_source(const Context& ctx, const detail::TileSource& src, con
     k.out_dtype = src.dtype;
     k.out_bands = src.bands;
     k.host_work_bytes_per_pixel = kHostBytesPerPixel;
+    k.device_work_bytes_per_pixel = std::size_t(src.bands) * dtype_size(src.dtype) + kDeviceBytesPerPixel;
     TileOptions fixed = tiles;
     std::tie(fixed.tile_width, fixed.tile_height) = detail::local_tile_size(ctx, src, k, tiles, kWhere);
 
     KmeansTiled out;
     detail::KmeansPlan plan;  // the scene's, as the current pass asks (incomplete in the first)
     const auto tile_of = [&](const Context& c, const Tile& t, const CubeView& in) {
-        return detail::kmeans_tile_cpu(c, in, t.x0, t.y0, src.width,
-                                       detail::piece_options(options.k, mask_of(options.mask, src.width, t)), plan);
+        const KmeansOptions o = detail::piece_options(options.k, mask_of(options.mask, src.width, t));
+        return c.is_cuda() ? detail::kmeans_tile_cuda(c, in, t.x0, t.y0, src.width, o, plan)
+                           : detail::kmeans_tile_cpu(c, in, t.x0, t.y0, src.width, o, plan);
     };
     // A pass: run_local_tiles over the tiles, `body(tile, t, out)` on each, the merges under one lock.
     const auto run_tiles = [&](detail::LocalTileKernel kernel, const MutableCubeView& output, auto&& body) {

@@ -205,16 +205,12 @@ OutputList write_cluster_outputs(const KmeansResult& r, const CubeShape& shape, 
     return outputs;
 }
 
-// k-means in tiles runs on the CPU backend (kmeans_tiled): the tile flags choose it, and refuse the GPU.
+// The tile flags choose k-means in tiles (kmeans_tiled); --devices implies the GPU. Without them the
+// scene runs whole: k-means reads the scene at every iteration, so a scene that fits is uploaded once.
 std::optional<TileOptions> kmeans_tile_options(const TileFlags& flags, CommonOptions& common) {
     if (!flags.given()) return std::nullopt;
-    TileOptions tiles = tile_options(flags);  // a bad flag fails before the read
-    const char* cpu_only = ": k-means in tiles runs on the CPU backend for now (a GPU runs a scene that fits its memory)";
-    if (!flags.devices.empty()) throw InvalidInput(std::string("--devices") + cpu_only);
-    if (!flags.device_memory_limit.empty()) throw InvalidInput(std::string("--device-memory-limit") + cpu_only);
-    if (common.context.backend == Backend::Cuda) throw InvalidInput(std::string("--backend cuda with tiles") + cpu_only);
-    common.context.backend = Backend::Cpu;
-    return tiles;
+    if (!flags.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
+    return tile_options(flags);  // a bad flag fails before the read
 }
 
 void cluster_command(const ClusterArgs& a) {
@@ -251,14 +247,16 @@ void cluster_command(const ClusterArgs& a) {
     const Cube& cube = in.cube;
     const CubeShape shape = file ? file->shape() : cube.shape();
     const Metadata& metadata = file ? file->metadata() : cube.metadata();
+    std::optional<TileOptions> tile_run = tiles;
+    if (tile_run) check_tile_devices(a.tiles, *tile_run, ctx);
     const std::vector<int> band_indices = common.bands.empty() ? std::vector<int>{} : in.bands;
     const TransferTotals copies = ctx.transfer_totals();
     nlohmann::json tiled_report;
     const KmeansRunner run = [&](const KmeansOptions& o) {
         if (!tiles) return kmeans(ctx, cube, o);
         Cube l(shape.width, shape.height, 1, DType::I32);
-        KmeansTiled t = file ? kmeans_tiled(ctx, *file, l.mutable_view(), o, *tiles)
-                             : kmeans_tiled(ctx, cube, l.mutable_view(), o, *tiles);
+        KmeansTiled t = file ? kmeans_tiled(ctx, *file, l.mutable_view(), o, *tile_run)
+                             : kmeans_tiled(ctx, cube, l.mutable_view(), o, *tile_run);
         t.result.labels.assign(l.data<std::int32_t>(), l.data<std::int32_t>() + l.num_elements());
         tiled_report = tiled_json(t.run);
         tiled_report["passes"] = t.passes;
@@ -322,8 +320,10 @@ Action add_cluster(CLI::App& root) {
         "  cubekit cluster scene.mat classes.hdr --var data -k 6 --n-init 3 --mask valid.png --json\n"
         "  cubekit cluster scene2.hdr c2.npy --centroids-in classes.centroids.json     # classify with given spectra\n"
         "  cubekit cluster flight.hdr classes.npy --memory-limit 2G                  # in tiles, read by windows\n"
-        "Tiles: --memory-limit or --tile-size run k-means in tiles on the CPU (every pass over the tiles, merged\n"
-        "exactly: the same labels and centroids as the whole-scene run); ENVI, .npy and GeoTIFF are read by windows.");
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run k-means in tiles (every pass\n"
+        "over the tiles, merged exactly: the same labels and centroids as the whole-scene run), on the CPU or the\n"
+        "GPUs; ENVI, .npy and GeoTIFF are read by windows. Each iteration reads the scene again: use tiles for a\n"
+        "scene that does not fit.");
     input_file(app->add_option("IN", args->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->output, "label image: .npy or ENVI (.hdr/.img)")->required();
     args->kmeans.options.k = kClusterDefaultK;  // the spec's default for classification
