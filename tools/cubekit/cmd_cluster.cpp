@@ -230,7 +230,8 @@ void cluster_command(const ClusterArgs& a) {
                    "OUT " + out);
     Timings timings;
     // A tiled run reads a raw file (ENVI, .npy, GeoTIFF) by windows: the scene never has to fit in memory.
-    std::optional<CubeFile> file = open_windowed(a.input, common, tiles.has_value(), timings);
+    // (Only with tiles: k-means reads the scene at every iteration, so a scene that fits is read whole.)
+    std::optional<CubeFile> file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
     const auto estimate = [&](const CubeShape& s) { return estimate_kmeans(s, options.k); };
     std::optional<Prepared<Input>> prepared;
     if (file) {
