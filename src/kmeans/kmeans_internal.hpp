@@ -147,6 +147,33 @@ std::pair<std::vector<D>, std::vector<D>> run_restarts(const Context& ctx, const
     return {std::move(best), std::move(best_prev)};
 }
 
+/// Lloyd's iterations (§3.3, 3.5–3.7) as the host-driven engines run them (the CPU reference and the
+/// pieces of tiled_driver.hpp): assign(c, sums, counts) is one pass (nearest centroid, exact sums and
+/// counts; returns the f64 inertia), relocate(c, sums, counts) fills the empty clusters.
+template <typename D, typename Assign, typename Relocate>
+void lloyd_loop(const Context& ctx, const KmeansOptions& o, const KmeansPlan& plan, std::vector<D>& c,
+                std::vector<D>& prev, KmeansRun& run, Assign&& assign, Relocate&& relocate) {
+    const int k = plan.k, m = plan.m;
+    std::vector<std::int64_t> sums(std::size_t(k) * std::size_t(m)), counts(static_cast<std::size_t>(k));
+    const bool zero_empty = o.legacy || o.empty == EmptyPolicy::LegacyZero;
+    for (int it = 1; it <= o.max_iter; ++it) {
+        ctx.check_cancelled("kmeans");
+        const double inertia = assign(c, sums, counts);
+        if (o.history) run.history.push_back(inertia);
+        if (!o.legacy && o.empty == EmptyPolicy::Relocate) relocate(c, sums, counts);
+        prev = c;
+        double shift = 0;
+        for (int j = 0; j < k; ++j)
+            shift += km::update_cluster(sums.data() + std::size_t(j) * m, counts[std::size_t(j)],
+                                        c.data() + std::size_t(j) * m, m, plan.e, zero_empty, o.legacy);
+        run.iterations = it;
+        if (!o.legacy && shift <= plan.tol_abs) {
+            run.converged = true;
+            break;
+        }
+    }
+}
+
 /// The winner's numbers from the final labelling pass (its counts of the unsorted clusters, its
 /// f64 inertia) and the sort (§3.8): fills inertia, iterations, converged, history, the sorted
 /// centroids, counts, palette and k_effective; returns old → new label map.

@@ -172,24 +172,13 @@ private:
 
     // ---- Lloyd iterations (§3.3, 3.5–3.7), as the engine runs them ----
     void lloyd(std::vector<D>& c, std::vector<D>& prev, KmeansRun& run) {
-        std::vector<std::int64_t> sums(c.size()), counts(static_cast<std::size_t>(k_));
-        const bool zero_empty = o_.legacy || o_.empty == EmptyPolicy::LegacyZero;
-        for (int it = 1; it <= o_.max_iter; ++it) {
-            ctx_.check_cancelled("kmeans");
-            const double inertia = assign_accumulate(c, sums, counts);
-            if (o_.history) run.history.push_back(inertia);
-            if (!o_.legacy && o_.empty == EmptyPolicy::Relocate) relocate(c, sums, counts);
-            prev = c;
-            double shift = 0;
-            for (int j = 0; j < k_; ++j)
-                shift += km::update_cluster(sums.data() + std::size_t(j) * m_, counts[std::size_t(j)],
-                                            c.data() + std::size_t(j) * m_, m_, plan_.e, zero_empty, o_.legacy);
-            run.iterations = it;
-            if (!o_.legacy && shift <= plan_.tol_abs) {
-                run.converged = true;
-                break;
-            }
-        }
+        lloyd_loop(ctx_, o_, plan_, c, prev, run,
+                   [&](const std::vector<D>& cent, std::vector<std::int64_t>& sums, std::vector<std::int64_t>& counts) {
+                       return assign_accumulate(cent, sums, counts);
+                   },
+                   [&](const std::vector<D>& cent, std::vector<std::int64_t>& sums, std::vector<std::int64_t>& counts) {
+                       relocate(cent, sums, counts);
+                   });
     }
 
     double assign_accumulate(const std::vector<D>& c, std::vector<std::int64_t>& sums, std::vector<std::int64_t>& counts) {
