@@ -91,6 +91,36 @@ TEST(KmeansGpu, TiledEqualsCpuWhole) {
     }
 }
 
+// A small tiled run for the sanitizers (scripts/gpu-check): sampling, relocation of emptied
+// clusters, a mask, NaN, 3 and 9 bands, tiles of a few pixels.
+TEST(KmeansGpu, TiledSmallForSanitizers) {
+    REQUIRE_GPU();
+    KmeansOptions e{.k = 5, .init = KmeansInit::Explicit, .max_iter = 6};
+    for (int j = 0; j < 5; ++j)
+        for (int b = 0; b < 3; ++b) e.init_centroids.push_back(j < 3 ? 3.0 : 2.0 * j + b);
+    const std::vector<std::pair<Cube, KmeansOptions>> cases = [&] {
+        std::vector<std::pair<Cube, KmeansOptions>> c;
+        c.emplace_back(testing::random_levels_cube(23, 17, 3, DType::U8, 3, 9, Layout::BIL), e);
+        Cube f = testing::random_cube(19, 13, 9, DType::F32, 4, -5, 5, Layout::BSQ);
+        f.set_value(2, 3, 4, std::numeric_limits<double>::quiet_NaN());
+        KmeansOptions o{.k = 4, .seed = 2, .init_sample = 60, .max_iter = 8};
+        o.mask.assign(19 * 13, 1);
+        o.mask[7] = o.mask[40] = 0;
+        c.emplace_back(std::move(f), o);
+        return c;
+    }();
+    for (const auto& c : cases) {
+        const Cube& image = c.first;
+        const KmeansOptions& o = c.second;
+        const KmeansResult whole = kmeans(cpu_context(), image, o);
+        Cube labels(image.width(), image.height(), 1, DType::I32),
+            quantized(image.width(), image.height(), image.bands(), image.dtype(), Layout::BIP);
+        const KmeansTiled t = kmeans_tiled(gpu, image, labels.mutable_view(), o, {.tile_width = 7, .tile_height = 4},
+                                           quantized.mutable_view());
+        expect_tiled_equals(whole, t, labels, quantized);
+    }
+}
+
 TEST(KmeansGpu, TiledRealSceneFromAFileUnderADeviceBudget) {
     REQUIRE_GPU();
     const auto path = testing::source_path("data/samson/samson_1.img");

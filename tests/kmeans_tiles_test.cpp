@@ -200,8 +200,10 @@ TEST(KmeansTiles, PiecesMergeToTheWholeResult) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     const int W = 23, H = 17, m = 3;
     const Cube image = testing::random_levels_cube(W, H, m, DType::I16, seed, 7, Layout::BIL);
-    for (const auto& [name, o] : option_sets(W, H, m, seed)) {
-        SCOPED_TRACE(name);
+    // Not structured bindings: clang 16 cannot capture those in a lambda with OpenMP on.
+    for (const auto& set : option_sets(W, H, m, seed)) {
+        const KmeansOptions& o = set.second;
+        SCOPED_TRACE(set.first);
         struct Piece {
             int x0, y0, w, h;
         };
