@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -425,8 +426,14 @@ private:
     // Appends a pixel (the engine's valid index i) under `key` with its m values.
     void add(TilePixels& out, std::int64_t key, double distance, std::int64_t i) const {
         out.keys.push_back(FarPixel{key, distance});
+        out.dtype = window_.dtype();
         const km::Spectrum<T> x = engine_.valid_pixel(i);
-        for (int b = 0; b < window_.bands(); ++b) out.values.push_back(double(x[b]));
+        const std::size_t at = out.values.size();
+        out.values.resize(at + std::size_t(window_.bands()) * sizeof(T));
+        for (int b = 0; b < window_.bands(); ++b) {
+            const T v = x[b];
+            std::memcpy(out.values.data() + at + std::size_t(b) * sizeof(T), &v, sizeof(T));
+        }
     }
 
     const Context& ctx_;

@@ -537,7 +537,7 @@ public:
         auto e = engine();
         const auto [far, values] = e.tile_farthest(centroids(c), wanted);
         TilePixels out;
-        out.values = values;
+        out.set_doubles(values, view_.dtype());
         const DeviceValidSet& valid = e.valid_set();
         for (const FarPixel& f : far) {
             std::int64_t p = f.index;  // valid index → the tile's raster index

@@ -305,6 +305,9 @@ std::unique_ptr<KmeansTile> kmeans_tile_cuda(const Context&, const CubeView&, in
                                              const KmeansPlan&) {
     throw DeviceError("kmeans: this cubekit was built without CUDA");
 }
+std::vector<double> kmeanspp_sample_init_cuda(const Context&, const CubeView&, const KmeansPlan&, std::uint64_t) {
+    throw DeviceError("kmeans: this cubekit was built without CUDA");
+}
 #endif
 
 }  // namespace detail

@@ -339,6 +339,17 @@ std::vector<double> kmeanspp_cuda(const Context& ctx, const CubeView& image, con
     });
 }
 
+std::vector<double> kmeanspp_sample_init_cuda(const Context& ctx, const CubeView& sample, const KmeansPlan& plan,
+                                              std::uint64_t seed) {
+    const CubeInLayout on_device(ctx, sample, Layout::BIP, Memory::Device);
+    DeviceSample every;  // the sample is already drawn: every pixel of it, in order
+    every.size = std::int64_t(sample.num_pixels());
+    const std::vector<double> chosen = kmeanspp_cuda(ctx, on_device.view(), every, plan, seed);
+    std::vector<double> c(std::size_t(plan.k) * std::size_t(plan.m), INFINITY);  // unset centres stay +∞
+    std::copy(chosen.begin(), chosen.end(), c.begin());
+    return c;
+}
+
 std::vector<FarPixel> farthest_cuda(const Context& ctx, const void* d_distance, DType type, std::int64_t n,
                                     std::size_t wanted) {
     if (n == 0 || wanted == 0) return {};

@@ -3,6 +3,7 @@
 // waits for the pieces' parts through feed(). Requests and parts cross as opaque CBOR bytes, so that
 // Dask can ship them to its workers and back. The pieces run the CPU tile of cpu.cpp.
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -72,12 +73,17 @@ detail::KmeansRequest request_from(const json& j) {
 json pixels_json(const detail::TilePixels& p) {
     json keys = json::array();
     for (const detail::FarPixel& f : p.keys) keys.push_back({f.index, f.distance});
-    return {{"keys", keys}, {"values", p.values}};
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(p.values.data());
+    return {{"keys", keys}, {"dtype", dtype_name(p.dtype)},
+            {"values", json::binary(std::vector<std::uint8_t>(bytes, bytes + p.values.size()))}};
 }
 detail::TilePixels pixels_from(const json& j) {
     detail::TilePixels p;
     for (const json& k : j.at("keys")) p.keys.push_back({k.at(0).get<std::int64_t>(), k.at(1).get<double>()});
-    p.values = j.at("values").get<std::vector<double>>();
+    p.dtype = parse_dtype(j.at("dtype").get<std::string>());
+    const auto& bytes = j.at("values").get_binary();
+    p.values.resize(bytes.size());
+    std::memcpy(p.values.data(), bytes.data(), bytes.size());
     return p;
 }
 

@@ -274,13 +274,13 @@ __global__ void draw_tile_sample(std::int64_t n, const std::int64_t* index, int 
 }
 
 // out[j·m + b] = sample b of the pixel at sample position positions[j]: one thread per value.
-template <typename T>
+template <typename T, typename O>
 __global__ void gather_pixels(const T* x, int m, const std::int64_t* raster, const std::int64_t* positions,
-                              std::int64_t count, double* out) {
+                              std::int64_t count, O* out) {
     const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= count * m) return;
     const std::int64_t s = positions[t / m];
-    out[t] = double(x[(raster ? raster[s] : s) * m + t % m]);
+    out[t] = O(x[(raster ? raster[s] : s) * m + t % m]);
 }
 
 }  // namespace
@@ -359,7 +359,19 @@ TilePixels sample_cuda(const Context& ctx, const CubeView& image, const DeviceVa
     const std::int64_t count = compact(ctx, typed<const std::uint8_t>(flags), n, nullptr, positions, false);
     if (count == 0) return out;
     const std::int64_t* raster = valid.index.empty() ? nullptr : typed<const std::int64_t>(valid.index);
-    out.values = gather_pixels_cuda(ctx, image, raster, typed<const std::int64_t>(positions), count);
+    // The values in the image's type (an init sample can be the whole tile).
+    const int m = image.bands();
+    out.dtype = image.dtype();
+    out.values.resize(std::size_t(count) * std::size_t(m) * dtype_size(image.dtype()));
+    DeviceBuffer values(ctx, out.values.size());
+    visit_dtype(image.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const auto blocks = unsigned(div_up(count * m, kBlock));
+        gather_pixels<T, T><<<blocks, kBlock, 0, stream_of(ctx)>>>(reinterpret_cast<const T*>(image.data()), m, raster,
+                                                                   typed<const std::int64_t>(positions), count, typed<T>(values));
+        CUBEKIT_CHECK_LAUNCH(ctx, "kmeans gather_pixels", dim3(blocks), dim3(kBlock));
+    });
+    values.download(ctx, out.values.data(), out.values.size());
     std::vector<std::int64_t> pos(static_cast<std::size_t>(count));
     positions.download(ctx, pos.data(), pos.size() * 8);
     for (const std::int64_t i : pos) {  // valid index i → its row (the last row starting at or before it) → rank
@@ -397,8 +409,8 @@ std::vector<double> gather_pixels_cuda(const Context& ctx, const CubeView& image
     const auto blocks = unsigned(div_up(count * m, kBlock));
     visit_dtype(image.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        gather_pixels<T><<<blocks, kBlock, 0, stream_of(ctx)>>>(reinterpret_cast<const T*>(image.data()), m, d_raster,
-                                                                d_positions, count, typed<double>(out));
+        gather_pixels<T, double><<<blocks, kBlock, 0, stream_of(ctx)>>>(reinterpret_cast<const T*>(image.data()), m,
+                                                                        d_raster, d_positions, count, typed<double>(out));
     });
     CUBEKIT_CHECK_LAUNCH(ctx, "kmeans gather_pixels", dim3(blocks), dim3(kBlock));
     std::vector<double> values(std::size_t(count) * std::size_t(m));

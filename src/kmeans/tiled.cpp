@@ -9,6 +9,8 @@
 //   - a final pass counts, the sort renumbers, and a last pass writes each tile's labels and paints.
 // Only the f64 inertia (and history) is summed in another order: per piece, then the pieces in order.
 #include <algorithm>
+#include <cstring>
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <map>
@@ -23,6 +25,38 @@
 
 namespace cubekit {
 namespace detail {
+
+std::vector<double> TilePixels::doubles() const {
+    return visit_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        std::vector<double> out(values.size() / sizeof(T));
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            T v;
+            std::memcpy(&v, values.data() + i * sizeof(T), sizeof(T));
+            out[i] = double(v);
+        }
+        return out;
+    });
+}
+
+void TilePixels::set_doubles(const std::vector<double>& v, DType type) {
+    dtype = type;
+    visit_dtype(type, [&](auto tag) {
+        using T = decltype(tag);
+        values.resize(v.size() * sizeof(T));
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const T x = T(v[i]);
+            std::memcpy(values.data() + i * sizeof(T), &x, sizeof(T));
+        }
+    });
+}
+
+void TilePixels::append(const TilePixels& other) {
+    if (other.keys.empty()) return;
+    dtype = other.dtype;
+    keys.insert(keys.end(), other.keys.begin(), other.keys.end());
+    values.insert(values.end(), other.values.begin(), other.values.end());
+}
 
 KmeansOptions piece_options(int k, std::vector<std::uint8_t> mask) {
     KmeansOptions o;
@@ -56,9 +90,9 @@ template <typename D>
 class PieceKmeans {
 public:
     PieceKmeans(const Context& ctx, int width, int height, int bands, DType dtype, const KmeansOptions& options,
-                const PassRunner& run_pass, KmeansResult& result)
+                const PassRunner& run_pass, KmeansResult& result, const SampleSeeding& kmeanspp)
         : ctx_(ctx), width_(width), height_(height), m_(bands), k_(options.k), dtype_(dtype), o_(options),
-          run_pass_(run_pass), r_(result) {}
+          run_pass_(run_pass), r_(result), kmeanspp_(kmeanspp) {}
 
     std::vector<int> run(KmeansRequest& labelling) {
         prepare();
@@ -141,7 +175,8 @@ private:
             const bool sampled = sampling_active(o_, plan_.valid);
             Cube sample = gather(seed, !sampled);
             if (sampled && sample.width() < o_.k) sample = gather(seed, true);
-            c = kmeans_sample_init_cpu(ctx_, sample.view(), o_, plan_, seed);
+            c = o_.init == KmeansInit::KmeansPlusPlus && kmeanspp_ ? kmeanspp_(sample.view(), plan_, seed)
+                                                                   : kmeans_sample_init_cpu(ctx_, sample.view(), o_, plan_, seed);
         }
         return std::vector<D>(c.begin(), c.end());
     }
@@ -150,23 +185,29 @@ private:
     Cube gather(std::uint64_t seed, bool all) {
         KmeansRequest r = request(KmeansPass::Sample);
         r.seed = seed, r.rate = sample_rate(o_, plan_.valid), r.all = all, r.first_rank = first_rank_;
-        TilePixels pixels;
+        // The parts are kept as they come; each pixel is then copied once, to its rank's place.
+        std::vector<TilePixels> parts;
+        std::size_t count = 0;
         pass(r, [&](KmeansPart& part) {
-            pixels.keys.insert(pixels.keys.end(), part.pixels.keys.begin(), part.pixels.keys.end());
-            pixels.values.insert(pixels.values.end(), part.pixels.values.begin(), part.pixels.values.end());
+            count += part.pixels.keys.size();
+            if (!part.pixels.keys.empty()) parts.push_back(std::move(part.pixels));
         });
-        if (pixels.keys.empty()) return Cube();
-        std::vector<std::size_t> order(pixels.keys.size());
-        std::iota(order.begin(), order.end(), std::size_t(0));
-        std::sort(order.begin(), order.end(),
-                  [&](std::size_t a, std::size_t b) { return pixels.keys[a].index < pixels.keys[b].index; });
-        Cube sample(int(order.size()), 1, m_, dtype_, Layout::BIP);
-        visit_dtype(dtype_, [&](auto tag) {
-            using T = decltype(tag);
-            const StridedView<T> to = sample.mutable_view().typed<T>();
-            for (std::size_t i = 0; i < order.size(); ++i)
-                for (int b = 0; b < m_; ++b) to(int(i), 0, b) = T(pixels.values[order[i] * m_ + b]);
-        });
+        if (count == 0) return Cube();
+        struct Source {
+            std::int64_t rank;
+            const std::byte* values;
+        };
+        const std::size_t pixel_bytes = std::size_t(m_) * dtype_size(dtype_);
+        std::vector<Source> order;
+        order.reserve(count);
+        for (const TilePixels& p : parts)
+            for (std::size_t i = 0; i < p.keys.size(); ++i) order.push_back({p.keys[i].index, p.values.data() + i * pixel_bytes});
+        std::sort(order.begin(), order.end(), [](const Source& a, const Source& b) { return a.rank < b.rank; });
+        Cube sample(int(count), 1, m_, dtype_, Layout::BIP);
+        std::byte* to = sample.mutable_view().data();
+#pragma omp parallel for num_threads(ctx_.threads()) schedule(static)
+        for (std::int64_t i = 0; i < std::int64_t(count); ++i)
+            std::memcpy(to + std::size_t(i) * pixel_bytes, order[std::size_t(i)].values, pixel_bytes);
         return sample;
     }
 
@@ -211,12 +252,10 @@ private:
         KmeansRequest r = request(KmeansPass::Farthest);
         r.a = doubles(c), r.wanted = empty.size();
         TilePixels cand;
-        pass(r, [&](KmeansPart& part) {
-            cand.keys.insert(cand.keys.end(), part.pixels.keys.begin(), part.pixels.keys.end());
-            cand.values.insert(cand.values.end(), part.pixels.values.begin(), part.pixels.values.end());
-        });
+        pass(r, [&](KmeansPart& part) { cand.append(part.pixels); });
+        const std::vector<double> cand_values = cand.doubles();
         std::map<std::int64_t, const double*> values;  // raster index → its samples
-        for (std::size_t i = 0; i < cand.keys.size(); ++i) values[cand.keys[i].index] = cand.values.data() + i * m_;
+        for (std::size_t i = 0; i < cand.keys.size(); ++i) values[cand.keys[i].index] = cand_values.data() + i * m_;
         const std::vector<FarPixel> far = farthest(cand.keys, empty.size());
         for (std::size_t e = 0; e < far.size(); ++e)
             relocate_pixel(values.at(far[e].index), c, k_, m_, empty[e], plan_.scale, sums, counts);
@@ -244,6 +283,7 @@ private:
     const KmeansOptions& o_;
     const PassRunner& run_pass_;
     KmeansResult& r_;
+    const SampleSeeding& kmeanspp_;
     KmeansPlan plan_;
     std::map<Corner, std::vector<std::int64_t>> first_rank_;
 };
@@ -252,12 +292,12 @@ private:
 
 std::vector<int> run_kmeans_pieces(const Context& ctx, int width, int height, int bands, DType dtype,
                                    const KmeansOptions& options, const PassRunner& run_pass, KmeansResult& result,
-                                   KmeansRequest& final_request) {
+                                   KmeansRequest& final_request, const SampleSeeding& kmeanspp) {
     result.k = options.k, result.bands = bands, result.width = width, result.height = height, result.dtype = dtype;
     result.centroid_type = dtype == DType::F64 ? DType::F64 : DType::F32;
     if (dtype == DType::F64)
-        return PieceKmeans<double>(ctx, width, height, bands, dtype, options, run_pass, result).run(final_request);
-    return PieceKmeans<float>(ctx, width, height, bands, dtype, options, run_pass, result).run(final_request);
+        return PieceKmeans<double>(ctx, width, height, bands, dtype, options, run_pass, result, kmeanspp).run(final_request);
+    return PieceKmeans<float>(ctx, width, height, bands, dtype, options, run_pass, result, kmeanspp).run(final_request);
 }
 
 }  // namespace detail
@@ -273,6 +313,18 @@ constexpr std::size_t kHostBytesPerPixel = 30;
 constexpr std::size_t kDeviceBytesPerPixel = 30;
 
 detail::Corner corner(const Tile& t) { return {t.y0, t.x0}; }
+
+// k-means++ on the context's device when the sample (values and the 16-byte exact weights) fits the
+// device budget; the CPU engine otherwise (the same centroids either way).
+detail::SampleSeeding device_seeding(const Context& ctx, const KmeansOptions& options, const TileOptions& tiles) {
+    if (!ctx.is_cuda()) return {};
+    return [&ctx, &options, limit = tiles.device_memory_limit](const CubeView& sample, const detail::KmeansPlan& plan,
+                                                                std::uint64_t seed) {
+        const std::size_t bytes = sample.num_pixels() * (std::size_t(sample.bands()) * dtype_size(sample.dtype()) + 24);
+        if (limit != 0 && bytes > limit) return detail::kmeans_sample_init_cpu(ctx, sample, options, plan, seed);
+        return detail::kmeanspp_sample_init_cuda(ctx, sample, plan, seed);
+    };
+}
 
 std::vector<std::uint8_t> mask_of(const std::vector<std::uint8_t>& mask, int width, const Tile& t) {
     if (mask.empty()) return {};
@@ -330,6 +382,8 @@ KmeansTiled kmeans_source(const Context& ctx, const detail::TileSource& src, con
     };
     const detail::PassRunner run_pass = [&](const detail::KmeansRequest& r,
                                             const std::function<void(detail::KmeansPart&&)>& merge) {
+        static constexpr const char* kPassNames[] = {"range", "moments", "sample", "assign", "farthest", "final", "labels"};
+        const auto t0 = std::chrono::steady_clock::now();
         plan = r.plan;
         detail::LocalTileKernel statistics = k;
         statistics.out_bands = 0;
@@ -339,10 +393,13 @@ KmeansTiled kmeans_source(const Context& ctx, const detail::TileSource& src, con
             const std::lock_guard lock(mutex);
             merge(std::move(part));
         });
+        const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - t0;
+        ctx.log(std::string(kWhere) + ": pass " + std::to_string(out.passes) + " (" + kPassNames[int(r.pass)] +
+                "): " + std::to_string(took.count()) + " ms");
     };
     detail::KmeansRequest labelling;
-    const std::vector<int> new_label =
-        detail::run_kmeans_pieces(ctx, src.width, src.height, src.bands, src.dtype, options, run_pass, out.result, labelling);
+    const std::vector<int> new_label = detail::run_kmeans_pieces(ctx, src.width, src.height, src.bands, src.dtype, options,
+                                                                 run_pass, out.result, labelling, device_seeding(ctx, options, tiles));
     // The labels, sorted, tile by tile; then the painting, which reads the labels back.
     plan = labelling.plan;
     detail::LocalTileKernel label_kernel = k;

@@ -51,11 +51,16 @@ KmeansOptions piece_options(int k, std::vector<std::uint8_t> mask);
 /// Runs one pass: hands `request` to every piece and every answer to `merge` (one at a time).
 using PassRunner = std::function<void(const KmeansRequest& request, const std::function<void(KmeansPart&&)>& merge)>;
 
+/// k-means++ over a gathered init sample (n × 1 × m, rank order) with the scene's plan: the k × m
+/// centroids, +∞ for unset ones, as kmeans_sample_init_cpu returns them (kmeanspp_sample_init_cuda).
+using SampleSeeding = std::function<std::vector<double>(const CubeView& sample, const KmeansPlan& plan, std::uint64_t seed)>;
+
 /// The engine's steps over pieces: the first pass, the restarts (init, Lloyd, restart statistics),
 /// the final counts and the sort. Fills `result` (labels excepted) and returns the old → new label
 /// map; `final_request` is the Labels request that labels a piece (the CPU tile's label pass).
+/// `kmeanspp`, when set, seeds k-means++ instead of the CPU engine (the same centroids).
 std::vector<int> run_kmeans_pieces(const Context& ctx, int width, int height, int bands, DType dtype,
                                    const KmeansOptions& options, const PassRunner& run_pass, KmeansResult& result,
-                                   KmeansRequest& final_request);
+                                   KmeansRequest& final_request, const SampleSeeding& kmeanspp = {});
 
 }  // namespace cubekit::detail
