@@ -256,9 +256,10 @@ KmeansTiled kmeans_tiled(const Context& ctx, const CubeFile& file, const Mutable
 /// the pixels, hands out a request (opaque bytes) and waits for every piece's part (kmeans_piece's
 /// answer, in any order). The pieces must form a grid (pieces that start on one row have one height)
 /// and cover the scene once. Every merge is exact: the result equals kmeans()'s bit for bit but for the
-/// f64 inertia and history (per piece, then the pieces in order; within 1e-12 relative). The pieces
-/// run on the CPU backend. `ctx` (a CPU context) must outlive this object; destroying it before the
-/// run is done abandons the run.
+/// f64 inertia and history (per piece, then the pieces in order; within 1e-12 relative, 1e-9 with
+/// pieces on a GPU). The pieces run on any backend (kmeans_piece's context); the driver runs on
+/// `ctx`, a CPU context, which must outlive this object; destroying it before the run is done
+/// abandons the run.
 ///
 ///     cubekit::KmeansPieces run(cpu, W, H, B, cubekit::DType::U16, {.k = 8});
 ///     while (auto request = run.next()) {
@@ -288,10 +289,12 @@ private:
 };
 
 /// A piece's part of a KmeansPieces pass: `piece` is the scene's window at (x0, y0) (host memory, any
-/// strides), `mask` its W×H cut of the scene's mask (empty: every pixel).
+/// strides; or device memory with a CUDA context, e.g. a CuPy chunk), `mask` its W×H cut of the
+/// scene's mask (empty: every pixel). A CUDA context computes the part on its device: the same part.
 std::string kmeans_piece(const Context& ctx, const CubeView& piece, int x0, int y0, const std::vector<std::uint8_t>& mask,
                          const std::string& request);
-/// A piece's labels (W×H×1 i32, host memory, any strides; −1 excluded), sorted as the result's.
+/// A piece's labels (W×H×1 i32, any strides; −1 excluded), sorted as the result's: host memory, or
+/// either memory with a CUDA context.
 void kmeans_piece_labels(const Context& ctx, const CubeView& piece, int x0, int y0, const std::vector<std::uint8_t>& mask,
                          const std::string& labelling, const MutableCubeView& labels);
 

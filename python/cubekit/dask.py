@@ -194,16 +194,17 @@ def pca(cube, components=3, **common):
 # ---- k-means ------------------------------------------------------------------------------------
 
 def _kmeans_piece(block, mask, x0, y0, request, threads):
-    block = _runtime.to_host(block)
-    ctx, _kind = _runtime.context(block, "cpu", None, threads)
-    mask = None if mask is None else np.ascontiguousarray(mask, np.uint8)
+    """A chunk's part of a k-means pass, on the chunk's own device (CuPy) or the CPU (NumPy)."""
+    ctx, _kind = _runtime.context(block, None, None, threads)
+    mask = None if mask is None else np.ascontiguousarray(_runtime.to_host(mask), np.uint8)
     return _cubekit.kmeans_piece(ctx, block, int(x0), int(y0), mask, request)
 
 
 def _kmeans_labels(block, mask, x0, y0, labelling, threads):
-    host = _runtime.to_host(block)
-    ctx, _kind = _runtime.context(host, "cpu", None, threads)
-    return _on_chunk_kind(_cubekit.kmeans_piece_labels(ctx, host, int(x0), int(y0), mask, labelling), block)
+    """A chunk's sorted labels, as the chunk's kind of array."""
+    ctx, _kind = _runtime.context(block, None, None, threads)
+    mask = None if mask is None else np.ascontiguousarray(_runtime.to_host(mask), np.uint8)
+    return _on_chunk_kind(_cubekit.kmeans_piece_labels(ctx, block, int(x0), int(y0), mask, labelling), block)
 
 
 def kmeans(cube, mask=None, threads=0, **keywords):
@@ -211,11 +212,12 @@ def kmeans(cube, mask=None, threads=0, **keywords):
     sample, each Lloyd iteration, the final counts) is a round of per-chunk tasks whose small answers
     (exact integer sums, ranges, sampled pixels) are merged exactly on the client, so the labels,
     centroids, counts and iterations equal ``cubekit.kmeans(cube.compute(), ...)``'s bit for bit (the
-    inertia within 1e-12: f64 sums in another order). Returns a KMeansResult whose ``labels`` is a lazy
-    (H, W) int32 array; the fit is computed when this is called (one round of tasks per pass: about
-    max_iter + 4 rounds). Keywords: the k-means options of cubekit.kmeans (k, init, init_centroids,
-    seed, max_iter, tol, n_init, init_sample, empty, legacy), ``mask`` (an (H, W) array, dask or not),
-    ``threads``. The chunks run on the CPU (NumPy chunks; CuPy chunks are copied to the host).
+    inertia within 1e-12, 1e-9 with CuPy chunks: f64 sums in another order). Returns a KMeansResult whose
+    ``labels`` is a lazy (H, W) int32 array (CuPy chunks give CuPy labels); the fit is computed when this
+    is called (one round of tasks per pass: about max_iter + 4 rounds). Keywords: the k-means options of
+    cubekit.kmeans (k, init, init_centroids, seed, max_iter, tol, n_init, init_sample, empty, legacy),
+    ``mask`` (an (H, W) array, dask or not), ``threads``. Each chunk runs where it lives: NumPy chunks
+    on the CPU, CuPy chunks on their GPU; the merges and the seeding run on the client's CPU.
 
     >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
     >>> x = np.random.default_rng(1).integers(0, 50, (120, 90, 4)).astype(np.uint16)
@@ -227,7 +229,7 @@ def kmeans(cube, mask=None, threads=0, **keywords):
     import dask
     for name in ("backend", "device", "out", *_runtime.TILE_KEYWORDS):
         if keywords.get(name) is not None:
-            raise ValueError(f"cubekit.dask.kmeans: {name!r} is not taken here (the chunks run on the CPU)")
+            raise ValueError(f"cubekit.dask.kmeans: {name!r} is not taken here (each chunk runs where it lives)")
     a = da.asarray(cube)
     if a.ndim == 2:
         a = a[:, :, None]

@@ -264,3 +264,40 @@ def test_kmeans_tiles_explicit_centroids_and_refusals(tmp_path):
     assert np.array_equal(got.labels, whole.labels) and np.array_equal(got.centroids, whole.centroids)
     with pytest.raises(ValueError, match="mask has shape"):
         cubekit.kmeans(x, k=3, memory_limit="1M", mask=np.ones((3, 3), bool))
+
+
+def test_kmeans_tiles_on_every_device_and_chunk_functions_on_cupy():
+    """The GPU machine has no Dask: the per-chunk functions of cubekit.dask.kmeans on CuPy chunks (each
+    part computed on the GPU), driven and merged as cubekit.dask.kmeans drives them, give the whole
+    CPU result bit for bit (the inertia within 1e-9); the tiled path on every device too."""
+    cp = pytest.importorskip("cupy")
+    import cubekit.dask as d
+    from cubekit import _cubekit, _kmeans
+    x = np.random.default_rng(9).integers(0, 40, (53, 47, 6)).astype(np.int16) * 7
+    mask = np.ones((53, 47), bool)
+    mask[::4, ::5] = False
+    keywords = {"k": 6, "seed": 2, "init_sample": 900, "max_iter": 15}
+    whole = cubekit.kmeans(x, mask=mask, **keywords)
+    devices = list(range(cp.cuda.runtime.getDeviceCount()))
+    tiled = cubekit.kmeans(x, mask=mask, devices=devices, tile_size=(20, 9), **keywords)
+    assert np.array_equal(tiled.labels, whole.labels) and tiled.iterations == whole.iterations
+    assert np.array_equal(tiled.centroids.view(np.uint32), whole.centroids.view(np.uint32))
+
+    cells = [(r, c) for r in range(0, 53, 20) for c in range(0, 47, 17)]
+    chunks = [cp.asarray(x[r:r + 20, c:c + 17]) for r, c in cells]
+    masks = [mask[r:r + 20, c:c + 17].astype(np.uint8) for r, c in cells]
+    run = _cubekit.KmeansPieces(47, 53, np.zeros((1, 1, 6), x.dtype), dict(keywords),
+                                _kmeans._explicit_centroids(dict(keywords), None, 6), _kmeans._CLUSTER_K, 0)
+    while (request := run.next()) is not None:
+        run.feed([d._kmeans_piece(p, m, c, r, request, 0) for p, m, (r, c) in zip(chunks, masks, cells)])
+    result = run.result()
+    assert np.array_equal(np.asarray(result["centroids"]).view(np.uint32), whole.centroids.view(np.uint32))
+    assert np.array_equal(result["counts"], whole.counts) and result["iterations"] == whole.iterations
+    assert result["inertia"] == pytest.approx(whole.inertia, rel=1e-9)
+    labelling = run.labelling()
+    got = np.zeros((53, 47), np.int32)
+    for p, m, (r, c) in zip(chunks, masks, cells):
+        piece = d._kmeans_labels(p, m, c, r, labelling, 0)
+        assert isinstance(piece, cp.ndarray)
+        got[r:r + 20, c:c + 17] = piece.get()
+    assert np.array_equal(got, whole.labels)

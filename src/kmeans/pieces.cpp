@@ -122,19 +122,22 @@ detail::KmeansPart part_from(const json& j) {
     return p;
 }
 
-// A piece as the CPU tile sees it, with the request's plan.
+// A piece as the context's tile sees it (CPU: read in place; CUDA: a device copy in BIP, from host or
+// device memory), with the request's plan.
 std::unique_ptr<detail::KmeansTile> piece_tile(const Context& ctx, const CubeView& piece, int x0, int y0,
                                                const std::vector<std::uint8_t>& mask, const detail::KmeansRequest& r,
                                                int width, const char* who) {
-    if (ctx.is_cuda()) throw InvalidInput(std::string(who) + ": k-means pieces run on the CPU backend only for now");
-    if (piece.on_device()) throw InvalidInput(std::string(who) + ": the piece is in device memory; expected host memory");
+    if (piece.on_device() && !ctx.is_cuda())
+        throw InvalidInput(std::string(who) + ": the piece is in device memory but the context runs on the CPU");
     if (piece.bands() != r.plan.m && r.pass != detail::KmeansPass::Range)
         throw InvalidInput(std::string(who) + ": the piece has " + std::to_string(piece.bands()) + " bands; the scene " +
                            std::to_string(r.plan.m));
     if (!mask.empty() && mask.size() != piece.num_pixels())
         throw InvalidInput(std::string(who) + ": the mask has " + std::to_string(mask.size()) + " values; the piece " +
                            std::to_string(piece.num_pixels()) + " pixels");
-    return detail::kmeans_tile_cpu(ctx, piece, x0, y0, width, detail::piece_options(r.plan.k, mask), r.plan);
+    const KmeansOptions o = detail::piece_options(r.plan.k, mask);
+    return ctx.is_cuda() ? detail::kmeans_tile_cuda(ctx, piece, x0, y0, width, o, r.plan)
+                         : detail::kmeans_tile_cpu(ctx, piece, x0, y0, width, o, r.plan);
 }
 
 }  // namespace
@@ -239,13 +242,21 @@ void kmeans_piece_labels(const Context& ctx, const CubeView& piece, int x0, int 
     const json j = json_of(labelling, "the labelling");
     const detail::KmeansRequest r = request_from(j);
     if (r.pass != detail::KmeansPass::Labels) throw InvalidInput("kmeans_piece_labels: expected KmeansPieces::labelling()");
-    if (labels.on_device() || labels.width() != piece.width() || labels.height() != piece.height() ||
+    if ((labels.on_device() && !ctx.is_cuda()) || labels.width() != piece.width() || labels.height() != piece.height() ||
         labels.bands() != 1 || labels.dtype() != DType::I32)
         throw InvalidInput("kmeans_piece_labels: labels is " + labels.describe() + "; expected " +
-                           std::to_string(piece.width()) + "x" + std::to_string(piece.height()) + "x1 i32 in host memory");
+                           std::to_string(piece.width()) + "x" + std::to_string(piece.height()) + "x1 i32 in " +
+                           (ctx.is_cuda() ? "host or device memory" : "host memory"));
     const auto tile = piece_tile(ctx, piece, x0, y0, mask, r, j.at("width"), "kmeans_piece_labels");
-    tile->final_pass(r.a, r.p, labels);
-    tile->relabel_paint(labels, r.new_label, {}, MutableCubeView{});
+    // The CUDA tile writes device labels: host labels get them through a device copy.
+    std::optional<DeviceCube> on_device;
+    if (ctx.is_cuda() && !labels.on_device())
+        on_device.emplace(ctx, CubeShape{labels.width(), labels.height(), 1, DType::I32, Layout::BSQ});
+    const MutableCubeView target = on_device ? on_device->mutable_view() : labels;
+    tile->final_pass(r.a, r.p, target);
+    tile->relabel_paint(target, r.new_label, {}, MutableCubeView{});
+    if (on_device) copy_cube(ctx, on_device->view(), labels);
+    ctx.synchronize();
 }
 
 }  // namespace cubekit
