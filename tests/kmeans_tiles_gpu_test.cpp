@@ -133,5 +133,67 @@ TEST(KmeansGpu, TiledRealSceneFromAFileUnderADeviceBudget) {
     expect_tiled_equals(whole, t, labels, Cube());
 }
 
+// KmeansPieces with every piece's part computed on the device (cubekit.dask.kmeans with CuPy chunks):
+// device pieces in BSQ and host pieces on a CUDA context, labels into device and host views; the CPU
+// whole-scene result bit for bit (the inertia within 1e-9).
+TEST(KmeansGpu, PiecesOnTheDeviceEqualCpuWhole) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const int W = 41, H = 29, m = 5;
+    const Cube image = testing::random_levels_cube(W, H, m, DType::U16, seed, 9, Layout::BIP);
+    KmeansOptions o{.k = 6, .seed = seed, .init_sample = 700, .max_iter = 20};
+    o.mask.assign(std::size_t(W) * H, 1);
+    for (std::size_t i = 0; i < o.mask.size(); i += 7) o.mask[i] = 0;
+    struct Piece {
+        int x0, y0, w, h;
+        bool on_device;
+    };
+    std::vector<Piece> pieces;
+    for (const std::pair<int, int> rows : {std::pair{0, 13}, std::pair{13, 16}})
+        for (const std::pair<int, int> cols : {std::pair{0, 17}, std::pair{17, 24}})
+            pieces.push_back({cols.first, rows.first, cols.second, rows.second, pieces.size() % 2 == 0});
+    std::vector<DeviceCube> on_device;
+    for (const Piece& p : pieces)
+        on_device.push_back(DeviceCube::upload(gpu, Cube::from_view(image.view().window(p.x0, p.y0, p.w, p.h), Layout::BSQ)));
+    const auto mask_of = [&](const Piece& p) {
+        std::vector<std::uint8_t> cut;
+        for (int y = p.y0; y < p.y0 + p.h; ++y)
+            for (int x = p.x0; x < p.x0 + p.w; ++x) cut.push_back(o.mask[std::size_t(y) * W + x]);
+        return cut;
+    };
+    const auto piece_view = [&](std::size_t i) {
+        const Piece& p = pieces[i];
+        return p.on_device ? on_device[i].view() : image.view().window(p.x0, p.y0, p.w, p.h);
+    };
+    KmeansPieces run(cpu_context(), W, H, m, DType::U16, o);
+    while (auto request = run.next()) {
+        std::vector<std::string> parts;
+        for (std::size_t i = 0; i < pieces.size(); ++i)
+            parts.push_back(kmeans_piece(gpu, piece_view(i), pieces[i].x0, pieces[i].y0, mask_of(pieces[i]), *request));
+        run.feed(std::move(parts));
+    }
+    KmeansResult r = run.result();
+    Cube labels(W, H, 1, DType::I32);
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+        const Piece& p = pieces[i];
+        const MutableCubeView target = labels.mutable_view().window(p.x0, p.y0, p.w, p.h);
+        if (p.on_device) {
+            DeviceCube d(gpu, CubeShape{p.w, p.h, 1, DType::I32, Layout::BSQ});
+            kmeans_piece_labels(gpu, piece_view(i), p.x0, p.y0, mask_of(p), run.labelling(), d.mutable_view());
+            copy_cube(gpu, d.view(), target);
+            gpu.synchronize();
+        } else {
+            kmeans_piece_labels(gpu, piece_view(i), p.x0, p.y0, mask_of(p), run.labelling(), target);
+        }
+    }
+    KmeansOptions no_paint = o;
+    no_paint.paint = false;
+    const KmeansResult whole = kmeans(cpu_context(), image, no_paint);
+    KmeansTiled t;
+    t.result = std::move(r);
+    expect_tiled_equals(whole, t, labels, Cube());
+}
+
 }  // namespace
 }  // namespace cubekit
