@@ -27,10 +27,10 @@ import numpy as np
 
 import dataclasses
 
-from . import _cubekit, _detect, _edges, _gradient, _kmeans, _labels, _pca, _runtime
+from . import _cubekit, _detect, _edges, _gradient, _kmeans, _labels, _pca, _runtime, _zernike
 
 __all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "pca", "kmeans", "rbfn_scores", "rx", "matched_filter", "ace",
-           "cem", "label", "label_components", "remove_small_objects"]
+           "cem", "label", "label_components", "remove_small_objects", "zernike_moments"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -446,3 +446,49 @@ def remove_small_objects(mask, min_size=64, connectivity=8, **common):
 
     out = _relabelled(a, kept, offsets, connectivity, common, clean, np.uint8)
     return out.astype(bool) if boolean else out
+
+
+# ---- Zernike moments ------------------------------------------------------------------------------
+
+def _zernike_chunk(block, max_order, keywords):
+    """The moments (images, count) complex128 of a chunk's images (its bands), where the chunk lives."""
+    if block.ndim == 2:
+        block = block[:, :, None]
+    return _zernike.zernike_moments(block, max_order, **keywords).values
+
+
+def zernike_moments(images, max_order=None, **keywords):
+    """cubekit.zernike_moments over the chunks of a dask array of images (H, W) or (H, W, B): every
+    image (band) is a whole disk, so each image is gathered into one chunk (spatial chunks are merged)
+    and the chunks split the batch of images; each chunk is computed where it lives (CuPy chunks on
+    their GPU). Returns a ZernikeResult whose ``values`` is a lazy (images, count) complex128 array,
+    equal to the whole-array call's bit for bit on the same backend; the other fields (indices, disk,
+    method) come from the same call on one zero image of that size. Keywords: as cubekit.zernike_moments
+    (max_order, order, moment, moments, and the options), without ``out``.
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> x = np.random.default_rng(2).random((48, 40, 6))
+    >>> z = cubekit.dask.zernike_moments(da.from_array(x, chunks=(16, 40, 2)), max_order=6)
+    >>> bool((z.values.compute() == cubekit.zernike_moments(x, max_order=6).values).all())
+    True
+    """
+    da = _dask_array()
+    if keywords.get("out") is not None:
+        raise ValueError("cubekit.dask.zernike_moments: 'out' cannot be given (each chunk gets its own output)")
+    keywords.pop("out", None)
+    a = da.asarray(images)
+    ndim = a.ndim
+    if ndim == 2:
+        a = a[:, :, None]
+    if ndim not in (2, 3):
+        raise ValueError(f"cubekit.dask.zernike_moments: images has {ndim} dimensions; expected (H, W) or (H, W, B)")
+    a = a.rechunk({0: -1, 1: -1})  # each image whole in one chunk
+    h, w, b = (int(n) for n in a.shape)
+    probe = _zernike.zernike_moments(np.zeros((h, w, 1), np.float32), max_order, **keywords)
+    count = len(probe.indices)
+    meta = da.utils.meta_from_array(a, ndim=2, dtype=np.complex128)
+    values = a.map_blocks(_zernike_chunk, max_order, keywords, drop_axis=[0, 1], new_axis=1,
+                          chunks=(a.chunks[2], (count,)), dtype=np.complex128, meta=meta)
+    info = {key: value for key, value in vars(probe).items() if key not in ("values", "ndim")}
+    info["images"] = b
+    return _zernike.ZernikeResult(values, info, ndim)

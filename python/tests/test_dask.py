@@ -224,6 +224,42 @@ def test_kmeans_on_a_distributed_local_cluster():
     assert np.array_equal(got, whole.labels) and np.array_equal(r.centroids, whole.centroids)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64])
+@pytest.mark.parametrize("chunks", [(13, 11, 2), (-1, -1, 1), (5, 40, 3)])
+def test_zernike_chunks_equal_whole(dtype, chunks):
+    x = _random((37, 41, 5), seed=30, dtype=dtype)
+    for request in ({"max_order": 9}, {"order": 6, "method": "kintner"}, {"moments": [(4, 2), (7, 1)], "mapping": "circumscribed"}):
+        whole = cubekit.zernike_moments(x, **request)
+        got = cubekit.dask.zernike_moments(da.from_array(x, chunks=chunks), **request)
+        assert got.values.shape == whole.values.shape and got.indices == whole.indices
+        assert np.array_equal(got.values.compute(), whole.values), request
+        assert (got.images, got.width, got.height, got.method, got.disk) == \
+            (whole.images, whole.width, whole.height, whole.method, whole.disk)
+
+
+def test_zernike_2d_and_refusals():
+    x = _random((30, 30), seed=31, dtype=np.float64)
+    got = cubekit.dask.zernike_moments(da.from_array(x, chunks=(8, 8)), moment=(5, 3))
+    whole = cubekit.zernike_moments(x, moment=(5, 3))
+    assert got.ndim == 2 and np.array_equal(got.values.compute(), whole.values)
+    with pytest.raises(ValueError, match="'out' cannot be given"):
+        cubekit.dask.zernike_moments(da.from_array(x), max_order=3, out=np.empty((1, 10), np.complex128))
+    with pytest.raises(ValueError, match="expected \\(H, W\\) or \\(H, W, B\\)"):
+        cubekit.dask.zernike_moments(da.zeros((2, 3, 4, 5)), max_order=3)
+    with pytest.raises(ValueError):
+        cubekit.dask.zernike_moments(da.from_array(x), max_order=-2)
+
+
+def test_zernike_on_a_distributed_local_cluster():
+    distributed = pytest.importorskip("distributed", reason="python3-distributed not installed")
+    x = _random((40, 36, 4), seed=32, dtype=np.float32)
+    whole = cubekit.zernike_moments(x, max_order=12)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        got = cubekit.dask.zernike_moments(da.from_array(x, chunks=(20, 36, 1)), max_order=12).values.compute()
+    assert np.array_equal(got, whole.values)
+
+
 def _label_image(shape, seed, values=2):
     rng = np.random.default_rng(seed)
     m = (rng.random(shape) < 0.5) * rng.integers(1, values + 1, shape)
@@ -278,7 +314,7 @@ def test_labels_on_a_distributed_local_cluster():
 
 def test_docstring_examples_run():
     import doctest
-    for f in (cubekit.dask, cubekit.dask.label_components):
+    for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)

@@ -301,3 +301,18 @@ def test_kmeans_tiles_on_every_device_and_chunk_functions_on_cupy():
         assert isinstance(piece, cp.ndarray)
         got[r:r + 20, c:c + 17] = piece.get()
     assert np.array_equal(got, whole.labels)
+
+
+def test_zernike_chunk_function_on_cupy():
+    """The GPU machine has no Dask: the per-chunk function of cubekit.dask.zernike_moments on CuPy chunks
+    of a batch of images gives the whole CuPy call's moments bit for bit (CuPy out)."""
+    cp = pytest.importorskip("cupy")
+    import cubekit.dask as d
+    x = cp.asarray(np.random.default_rng(33).random((64, 56, 7)).astype(np.float32))
+    for request in ({"max_order": 14}, {"order": 9}, {"moments": [(6, 2), (11, 5)]}):
+        whole = cubekit.zernike_moments(x, **request).values
+        max_order = request.get("max_order")
+        rest = {k: v for k, v in request.items() if k != "max_order"}
+        parts = [d._zernike_chunk(x[:, :, b0:b0 + 3], max_order, rest) for b0 in range(0, 7, 3)]
+        assert all(isinstance(p, cp.ndarray) for p in parts)
+        assert cp.array_equal(cp.concatenate(parts), whole), request
