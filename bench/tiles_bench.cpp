@@ -3,7 +3,7 @@
 // kernel. The cube is a real scene mirror-tiled to the size asked for, in its stored type (i16 BSQ),
 // in pageable host memory as a reader leaves it.
 //
-//   tiles_bench [--scene FILE] [--width 3000] [--height 1700] [--envi-out DIR] [--write-only FILE.hdr]
+//   tiles_bench [--scene FILE] [--width 3000] [--height 1700] [--envi-out DIR] [--write-only FILE.hdr] [--kmeans-only]
 //
 // Scaling (issue 20): every tiled figure is taken on 1, 2, 4, ... and all visible GPUs, from pageable
 // memory (staged through pinned buffers) and from page-locked memory (moved in place), beside the host
@@ -34,6 +34,7 @@
 #include "cubekit/linalg.hpp"
 #include "cubekit/gradient.hpp"
 #include "cubekit/io.hpp"
+#include "cubekit/kmeans.hpp"
 #include "cubekit/labels.hpp"
 #include "bench_common.hpp"
 
@@ -214,11 +215,41 @@ RbfnModel bench_model(const Cube& cube) {
 
 }  // namespace
 
+// k-means (k = 8, 10 iterations from k-means++, tol = 0) in tiles: every pass reads the cube (the first
+// pass twice, the init sample, each iteration, the final counts, the labels); i32 labels out. Against
+// the whole-scene kmeans() on one GPU: labels and centroids identical.
+void kmeans_scaling(const Context& gpu, const Cube& cube, double in_gb, const std::vector<int>& counts) {
+    KmeansOptions o;
+    o.k = 8, o.seed = 1, o.max_iter = 10, o.tol = 0;
+    KmeansResult whole;
+    const double whole_ms = median_wall_ms([&] { whole = kmeans(gpu, cube.view(), o); }, 1);
+    std::printf("\nkmeans() whole scene on one GPU (k = 8, 10 iterations; upload, passes, labels download): %.1f ms.\n", whole_ms);
+    Cube labels = Cube::uninitialized(cube.width(), cube.height(), 1, DType::I32);
+    const int passes = kmeans_tiled(gpu, cube.view(), labels.mutable_view(), o, {}).passes;
+    Table t{in_gb * passes, double(labels.num_bytes()) / 1e9};
+    t.header((std::string("kmeans_tiled (k = 8, 10 iterations), ") + std::to_string(passes) + " reads, pageable").c_str());
+    for (int n : counts) {
+        KmeansTiled r;
+        std::memset(labels.bytes(), 0xFF, labels.num_bytes());
+        const double ms = median_wall_ms([&] { r = kmeans_tiled(gpu, cube.view(), labels.mutable_view(), o, {.devices = first_devices(n)}); }, 1);
+        const bool same = std::memcmp(labels.bytes(), whole.labels.data(), labels.num_bytes()) == 0 &&
+                          r.result.centroids == whole.centroids && r.result.iterations == whole.iterations;
+        t.row("kmeans_tiled", n, 3, r.run, ms, same);
+    }
+}
+
 int main(int argc, char** argv) {
     std::string scene_path, envi_out, write_only;
     int width = 3000, height = 1700;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    bool kmeans_only = false;
+    for (int i = 1; i < argc; i += 2) {
         const std::string a = argv[i];
+        if (a == "--kmeans-only") {  // issue 20: the k-means scaling alone
+            kmeans_only = true;
+            --i;
+            continue;
+        }
+        if (i + 1 >= argc) { std::fprintf(stderr, "tiles_bench: %s needs a value\n", a.c_str()); return 2; }
         if (a == "--scene") scene_path = argv[i + 1];
         else if (a == "--width") width = std::stoi(argv[i + 1]);
         else if (a == "--height") height = std::stoi(argv[i + 1]);
@@ -246,6 +277,10 @@ int main(int argc, char** argv) {
                 gpu.device_name().c_str(), ndev, width, height, cube.bands(), std::string(dtype_name(cube.dtype())).c_str(),
                 scene_path.c_str(), in_gb, out_gb, gpu.threads(), kLinkGBs);
     print_topology(ndev);
+    if (kmeans_only) {
+        kmeans_scaling(gpu, cube, in_gb, counts);
+        return 0;
+    }
     print_host_bandwidth(std::min<std::size_t>(cube.num_bytes(), std::size_t(2) << 30));
     Table table{in_gb, out_gb};
 
@@ -343,6 +378,8 @@ int main(int argc, char** argv) {
             t.row("pca_tiled", n, 3, info, ms, std::memcmp(pcs.bytes(), ref.bytes(), ref.num_bytes()) == 0);
         }
     }
+
+    kmeans_scaling(gpu, cube, in_gb, counts);
 
     // Connected components (8-connectivity) of an 8-band mask: the tiles labelled on their own, joined on
     // the host from their edges and renumbered in place; the removal reads the mask twice.
