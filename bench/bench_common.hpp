@@ -1,7 +1,10 @@
 #pragma once
 // Helpers the benchmarks share.
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "cubekit/cube.hpp"
@@ -11,6 +14,19 @@
 #endif
 
 namespace cubekit::bench {
+
+// The arguments of a benchmark that takes only `--out FILE.md`: false (usage printed) on anything else.
+inline bool parse_out_flag(int argc, char** argv, const char* name, std::string& out_path) {
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
+            out_path = argv[++i];
+        } else {
+            std::fprintf(stderr, "usage: %s [--out FILE.md]\n", name);
+            return false;
+        }
+    }
+    return true;
+}
 
 // Mirror-tiles `scene` (its first `bands` bands) to width × height: the seams are reflected so the
 // tiled cube has no artificial steps.

@@ -28,6 +28,7 @@
 
 #include "cubekit/detect_classical.hpp"
 #include "cubekit/io.hpp"
+#include "bench_common.hpp"
 
 #ifdef CUBEKIT_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -72,13 +73,7 @@ void emit(const std::string& s) {
 
 int main(int argc, char** argv) {
     std::string out_path;
-    for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
-        else {
-            std::fprintf(stderr, "usage: classical_bench [--out FILE.md]\n");
-            return 2;
-        }
-    }
+    if (!bench::parse_out_flag(argc, argv, "classical_bench", out_path)) return 2;
 #ifndef CUBEKIT_HAVE_CUDA
     std::fprintf(stderr, "classical_bench: built without CUDA\n");
     return 0;

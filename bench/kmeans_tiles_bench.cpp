@@ -51,13 +51,7 @@ double timed(F&& f) {
 
 int main(int argc, char** argv) {
     std::string out_path;
-    for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
-        else {
-            std::fprintf(stderr, "usage: kmeans_tiles_bench [--out FILE.md]\n");
-            return 2;
-        }
-    }
+    if (!bench::parse_out_flag(argc, argv, "kmeans_tiles_bench", out_path)) return 2;
     std::vector<std::string> lines;
     auto emit = [&](const std::string& line) {
         std::printf("%s\n", line.c_str());
