@@ -83,7 +83,7 @@ detail::TilePixels pixels_from(const json& j) {
     p.dtype = parse_dtype(j.at("dtype").get<std::string>());
     const auto& bytes = j.at("values").get_binary();
     p.values.resize(bytes.size());
-    std::memcpy(p.values.data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(p.values.data(), bytes.data(), bytes.size());  // (no null pointer to memcpy)
     return p;
 }
 
