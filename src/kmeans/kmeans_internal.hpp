@@ -292,8 +292,8 @@ std::unique_ptr<KmeansTile> kmeans_tile_cuda(const Context& ctx, const CubeView&
 std::vector<double> kmeans_sample_init_cpu(const Context& ctx, const CubeView& sample, const KmeansOptions& options,
                                            const KmeansPlan& plan, std::uint64_t seed);
 /// As kmeans_sample_init_cpu, k-means++ on the context's device (the sample is uploaded): the same
-/// centroids, bit for bit. (In tiles, the CPU engine's k-means++ over a 2^20-pixel sample of 156
-/// bands took 3.5 s of a 4 s GPU run; the device's takes milliseconds.)
+/// centroids, bit for bit. (In tiles on the H100, the CPU engine's k-means++ over a 902,500-pixel
+/// sample of 156 bands took about 1.6 s of a 4.2 s GPU run: bench/results, 2026-11-27.)
 std::vector<double> kmeanspp_sample_init_cuda(const Context& ctx, const CubeView& sample, const KmeansPlan& plan,
                                               std::uint64_t seed);
 

@@ -1,7 +1,8 @@
 // k-means over pieces a caller computes (kmeans.hpp, KmeansPieces; cubekit.dask.kmeans): the driver of
 // tiled_driver.hpp runs in its own thread and, at each pass, hands its request out through next() and
 // waits for the pieces' parts through feed(). Requests and parts cross as opaque CBOR bytes, so that
-// Dask can ship them to its workers and back. The pieces run the CPU tile of cpu.cpp.
+// Dask can ship them to its workers and back. The pieces run the context's tile: the CPU tile of
+// cpu.cpp, or the CUDA tile of cuda.cu (host or device pieces, e.g. CuPy chunks).
 #include <condition_variable>
 #include <cstring>
 #include <exception>

@@ -8,6 +8,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <type_traits>
 #include <cstring>
 
 #include "kmeans/cuda_internal.hpp"
@@ -283,6 +284,22 @@ __global__ void gather_pixels(const T* x, int m, const std::int64_t* raster, con
     out[t] = O(x[(raster ? raster[s] : s) * m + t % m]);
 }
 
+// Queues gather_pixels of `image` (dense BIP on the device) into `out`: count × m values of O, or of
+// the image's own type when O is void.
+template <typename O>
+void queue_gather(const Context& ctx, const CubeView& image, const std::int64_t* d_raster, const std::int64_t* d_positions,
+                  std::int64_t count, void* out) {
+    const int m = image.bands();
+    const auto blocks = unsigned(div_up(count * m, kBlock));
+    visit_dtype(image.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        using To = std::conditional_t<std::is_void_v<O>, T, O>;
+        gather_pixels<T, To><<<blocks, kBlock, 0, stream_of(ctx)>>>(reinterpret_cast<const T*>(image.data()), m, d_raster,
+                                                                    d_positions, count, static_cast<To*>(out));
+    });
+    CUBEKIT_CHECK_LAUNCH(ctx, "kmeans gather_pixels", dim3(blocks), dim3(kBlock));
+}
+
 }  // namespace
 
 KmeansPlan prepare_kmeans_cuda(const Context& ctx, const CubeView& image, const KmeansOptions& options,
@@ -360,17 +377,10 @@ TilePixels sample_cuda(const Context& ctx, const CubeView& image, const DeviceVa
     if (count == 0) return out;
     const std::int64_t* raster = valid.index.empty() ? nullptr : typed<const std::int64_t>(valid.index);
     // The values in the image's type (an init sample can be the whole tile).
-    const int m = image.bands();
     out.dtype = image.dtype();
-    out.values.resize(std::size_t(count) * std::size_t(m) * dtype_size(image.dtype()));
+    out.values.resize(std::size_t(count) * std::size_t(image.bands()) * dtype_size(image.dtype()));
     DeviceBuffer values(ctx, out.values.size());
-    visit_dtype(image.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        const auto blocks = unsigned(div_up(count * m, kBlock));
-        gather_pixels<T, T><<<blocks, kBlock, 0, stream_of(ctx)>>>(reinterpret_cast<const T*>(image.data()), m, raster,
-                                                                   typed<const std::int64_t>(positions), count, typed<T>(values));
-        CUBEKIT_CHECK_LAUNCH(ctx, "kmeans gather_pixels", dim3(blocks), dim3(kBlock));
-    });
+    queue_gather<void>(ctx, image, raster, typed<const std::int64_t>(positions), count, values.data());
     values.download(ctx, out.values.data(), out.values.size());
     std::vector<std::int64_t> pos(static_cast<std::size_t>(count));
     positions.download(ctx, pos.data(), pos.size() * 8);
@@ -406,13 +416,7 @@ std::vector<double> gather_pixels_cuda(const Context& ctx, const CubeView& image
     const int m = image.bands();
     if (count == 0) return {};
     DeviceBuffer out(ctx, std::size_t(count) * std::size_t(m) * sizeof(double));
-    const auto blocks = unsigned(div_up(count * m, kBlock));
-    visit_dtype(image.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        gather_pixels<T, double><<<blocks, kBlock, 0, stream_of(ctx)>>>(reinterpret_cast<const T*>(image.data()), m,
-                                                                        d_raster, d_positions, count, typed<double>(out));
-    });
-    CUBEKIT_CHECK_LAUNCH(ctx, "kmeans gather_pixels", dim3(blocks), dim3(kBlock));
+    queue_gather<double>(ctx, image, d_raster, d_positions, count, out.data());
     std::vector<double> values(std::size_t(count) * std::size_t(m));
     out.download(ctx, values.data(), values.size() * sizeof(double));
     return values;
