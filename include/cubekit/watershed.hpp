@@ -56,7 +56,9 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/gradient.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -129,6 +131,35 @@ WatershedResult watershed(const Context& ctx, const CubeView& height, const Wate
 /// the CPU). The labels are queued on the context's stream when the call returns.
 std::int64_t watershed_into(const Context& ctx, const CubeView& height, const MutableCubeView& labels,
                             const WatershedOptions& options = {}, const WatershedInputs& inputs = {});
+
+// ---- Tiles (issue 17): a relief larger than a memory budget, or dealt to several GPUs -------------
+
+/// What a tiled watershed did.
+struct WatershedTiled {
+    std::int64_t regions = 0;
+    /// Passes over the tiles: a plateau that crosses tile borders may need its tiles run again until
+    /// the plateau distances they report agree (1 when every plateau stays inside its tile's window).
+    int rounds = 0;
+    TiledRun run;  ///< tiles, sizes, peaks of one pass (tiles.hpp)
+};
+
+/// The watershed of a 2-D relief (W×H×1) in tiles into `labels` (host W×H×1 i32, any strides):
+/// exactly watershed()'s labels and R, for any tile size (tiles.hpp's options; 1-pixel halo). Each
+/// tile runs the automaton on its window; the plateau distances are exchanged across tile borders
+/// until they agree, then the tiles' labels are joined scene-wide and renumbered in place (memory for
+/// the tiles' borders and one entry per region part). Options: connectivity and a mask (host u8);
+/// levels, h_min, min_area, markers and volumes need the whole relief and are refused (InvalidInput).
+///
+///     cubekit::Cube labels(W, H, 1, cubekit::DType::I32);
+///     auto w = cubekit::watershed_tiled(gpu, gradient, labels.mutable_view(), {}, {},
+///                                       {.device_memory_limit = 256 << 20, .devices = {0, 1}});
+WatershedTiled watershed_tiled(const Context& ctx, const CubeView& height, const MutableCubeView& labels,
+                               const WatershedOptions& options = {}, const WatershedInputs& inputs = {},
+                               const TileOptions& tiles = {});
+/// The same reading the relief by windows from a file (a scene that is not in memory).
+WatershedTiled watershed_tiled(const Context& ctx, const CubeFile& height, const MutableCubeView& labels,
+                               const WatershedOptions& options = {}, const WatershedInputs& inputs = {},
+                               const TileOptions& tiles = {});
 
 /// Display aid (spec B2): u8, 1 where a forward neighbour (right or lower; with 8-connectivity any
 /// of (0,+1), (+1,−1), (+1,0), (+1,+1); volumes: any forward neighbour) has a different label.

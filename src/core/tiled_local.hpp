@@ -42,6 +42,9 @@ struct LocalTileKernel {
     /// As run, for a kernel that needs to know which tile it computes (the labelling of pieces joined
     /// across tile borders); when set, it is called instead of run.
     std::function<void(const Context& ctx, const Tile& tile, const CubeView& in, const MutableCubeView& out)> run_tile;
+    /// When set, only the tiles it accepts are read and computed (a family that runs its tiles again
+    /// until they agree: the watershed's plateau distances); the others keep their earlier output.
+    std::function<bool(const Tile& tile)> wanted;
     void operator()(const Context& ctx, const Tile& tile, const CubeView& in, const MutableCubeView& out) const {
         if (run_tile) run_tile(ctx, tile, in, out);
         else run(ctx, in, out);

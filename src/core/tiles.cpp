@@ -199,6 +199,7 @@ TiledRun run_cpu(const Context& ctx, const TileSource& in, const MutableCubeView
     for (std::size_t i = 0; i < tiles.size(); ++i) {
         ctx.check_cancelled(where);
         const Tile& t = tiles[i];
+        if (k.wanted && !k.wanted(t)) continue;
         const MutableCubeView tile_out = k.out_bands == 0 ? MutableCubeView{}
                                                           : dense_host(buffer.data(), t.read_width, t.read_height,
                                                                        k.out_bands, k.out_dtype, Layout::BSQ);
@@ -342,6 +343,7 @@ void cuda_worker(Shared& s, int device) {
             if (s.stop.load() || s.ctx.cancel_requested()) break;
             const std::size_t i = s.next.fetch_add(1);
             if (i >= s.tiles.size()) break;
+            if (s.k.wanted && !s.k.wanted(s.tiles[i])) continue;
             lane.run(s, s.tiles[i]);
             const std::size_t done = s.done.fetch_add(1) + 1;
             if (s.tiles.size() > 1) s.ctx.progress(done, s.tiles.size());

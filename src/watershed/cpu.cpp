@@ -36,8 +36,11 @@ void for_neighbours(const Grid& g, const std::vector<Step>& steps, std::int64_t 
 }
 
 // Phase 1: d(p) = 0 on lower borders, the geodesic distance to one inside a flat zone, ∞ on minima.
+// `seeds` (value, cell): known upper bounds of d at some cells (a tile's ring, from its neighbours):
+// the search then runs in Dijkstra order, merging the seeds into the breadth-first queue by value.
 template <class T>
-std::vector<std::uint32_t> plateau_distance(const Grid& g, const T* h, const std::vector<Step>& steps) {
+std::vector<std::uint32_t> plateau_distance(const Grid& g, const T* h, const std::vector<Step>& steps,
+                                            std::vector<std::pair<std::uint32_t, std::int64_t>> seeds = {}) {
     const std::int64_t n = g.size();
     std::vector<std::uint32_t> d(std::size_t(n), infinite);
     std::vector<std::int64_t> queue;
@@ -50,11 +53,26 @@ std::vector<std::uint32_t> plateau_distance(const Grid& g, const T* h, const std
             queue.push_back(p);
         }
     }
-    for (std::size_t head = 0; head < queue.size(); ++head) {  // BFS: unit steps inside flat zones
-        const std::int64_t p = queue[head];
+    std::erase_if(seeds, [&](const auto& s) { return !g.in(s.second) || s.first >= d[std::size_t(s.second)]; });
+    for (const auto& s : seeds) d[std::size_t(s.second)] = std::min(d[std::size_t(s.second)], s.first);
+    std::sort(seeds.begin(), seeds.end());
+    std::size_t head = 0, next_seed = 0;
+    while (true) {  // unit steps inside flat zones, cells taken in increasing d
+        std::int64_t p;
+        if (head < queue.size() &&
+            (next_seed == seeds.size() || d[std::size_t(queue[head])] <= seeds[next_seed].first)) {
+            p = queue[head++];
+        } else if (next_seed < seeds.size()) {
+            const auto [value, cell] = seeds[next_seed++];
+            if (d[std::size_t(cell)] != value) continue;  // lowered since, or a duplicate: taken already
+            p = cell;
+        } else {
+            break;
+        }
+        const std::uint32_t next = d[std::size_t(p)] + 1;
         for_neighbours(g, steps, p, [&](std::int64_t q) {
-            if (h[q] == h[p] && d[std::size_t(q)] == infinite) {
-                d[std::size_t(q)] = d[std::size_t(p)] + 1;
+            if (h[q] == h[p] && d[std::size_t(q)] > next) {
+                d[std::size_t(q)] = next;
                 queue.push_back(q);
             }
         });
@@ -169,6 +187,72 @@ std::int64_t watershed_cpu(const Context& ctx, const Grid& g, const T* h, const 
     return minimum_labels ? 0 : regions;
 }
 
+TileFrame TileFrame::of(int scene_width, int x0, int y0, int width, int height, int read_x0, int read_y0,
+                        int read_width, int read_height) {
+    TileFrame f{scene_width, read_x0, read_y0, read_width, read_height, x0 - read_x0, y0 - read_y0, width, height, {}};
+    for (int y = 0; y < read_height; ++y)
+        for (int x = 0; x < read_width; ++x) {
+            const int cx = x - f.core_x0, cy = y - f.core_y0;
+            const bool interior = cx > 0 && cy > 0 && cx < width - 1 && cy < height - 1;
+            if (!interior) f.ring.push_back(y * read_width + x);
+        }
+    return f;
+}
+
+// One tile (watershed_internal.hpp): the automaton on the window, with the ring's distances seeded;
+// descents stop at halo cells (their arrows would need cells outside the window), minima are joined
+// over the whole window, and every inside cell is labelled with the class where its descent ends.
+template <class T>
+WatershedPiece watershed_piece_cpu(const TileFrame& f, const std::vector<std::uint32_t>& seeds, const T* h,
+                                   const std::uint8_t* inside, int connectivity, std::int32_t* labels) {
+    const Grid g{f.width, f.height, 1, inside};
+    const std::vector<Step> steps = watershed_steps(connectivity);
+    const std::int64_t n = g.size();
+    if constexpr (std::is_floating_point_v<T>)
+        for (std::int64_t p = 0; p < n; ++p)
+            if (std::isnan(h[p]) && g.in(p) && f.in_core(p)) throw_nan_in_tile(f, p);
+    std::vector<std::pair<std::uint32_t, std::int64_t>> seed_list;
+    for (std::size_t i = 0; i < f.ring.size(); ++i)
+        if (seeds[i] != infinite) seed_list.emplace_back(seeds[i], f.ring[i]);
+    const std::vector<std::uint32_t> d = plateau_distance(g, h, steps, std::move(seed_list));
+    std::vector<std::int64_t> parent = arrows(g, h, steps, d);
+    for (std::int64_t p = 0; p < n; ++p)
+        if (g.in(p) && !f.in_core(p)) parent[std::size_t(p)] = p;
+    const std::vector<std::int64_t> root = minimum_roots(g, steps, d);
+    // The cell each descent ends at: a halo cell that is no minimum, else its minimum's root.
+    const auto end_of = [&](std::int64_t t) { return d[std::size_t(t)] == infinite ? root[std::size_t(t)] : t; };
+    WatershedPiece piece;
+    std::vector<std::int32_t> number(std::size_t(n), -1);
+    for (std::int64_t p = 0; p < n; ++p) {
+        if (!g.in(p) || (f.in_core(p) && !(d[std::size_t(p)] == infinite && root[std::size_t(p)] == p))) continue;
+        number[std::size_t(p)] = std::int32_t(piece.class_cells.size());
+        piece.class_cells.push_back(f.scene_index(p));
+    }
+    for (std::int64_t cell : piece.class_cells) {
+        const std::int64_t p = (cell / f.scene_width - f.y0) * f.width + cell % f.scene_width - f.x0;
+        piece.class_joined.push_back(number[std::size_t(end_of(p))]);
+    }
+    std::vector<std::int64_t> ends(std::size_t(n), -1), path;  // memoised descents
+    for (std::int64_t p = 0; p < n; ++p) {
+        if (!g.in(p)) {
+            labels[p] = 0;
+            continue;
+        }
+        path.clear();
+        std::int64_t q = p;
+        while (ends[std::size_t(q)] < 0 && parent[std::size_t(q)] != q) {
+            path.push_back(q);
+            q = parent[std::size_t(q)];
+        }
+        const std::int64_t end = ends[std::size_t(q)] >= 0 ? ends[std::size_t(q)] : end_of(q);
+        ends[std::size_t(q)] = end;
+        for (std::int64_t r : path) ends[std::size_t(r)] = end;
+        labels[p] = number[std::size_t(end)] + 1;
+    }
+    for (std::int32_t cell : f.ring) piece.ring_d.push_back(d[std::size_t(cell)]);
+    return piece;
+}
+
 template <class K>
 void reconstruct_by_erosion_cpu(const Grid& g, const std::vector<Step>& steps, const K* floor, K* marker) {
     // Dijkstra on the minimax path: pixels leave the queue in increasing order of their final
@@ -209,7 +293,9 @@ void relief_range_cpu(const Grid& g, const T* h, double& lo, double& hi) {
                                            const std::int32_t*, std::int32_t*);                             \
     template void relief_range_cpu<T>(const Grid&, const T*, double&, double&);                             \
     template std::vector<std::uint32_t> watershed_distance_cpu<T>(const Grid&, const T*, const std::vector<Step>&); \
-    template std::vector<std::int64_t> watershed_arrows_cpu<T>(const Grid&, const T*, const std::vector<Step>&);
+    template std::vector<std::int64_t> watershed_arrows_cpu<T>(const Grid&, const T*, const std::vector<Step>&); \
+    template WatershedPiece watershed_piece_cpu<T>(const TileFrame&, const std::vector<std::uint32_t>&, const T*, \
+                                                   const std::uint8_t*, int, std::int32_t*);
 CUBEKIT_WATERSHED_CPU(std::uint8_t)
 CUBEKIT_WATERSHED_CPU(std::uint16_t)
 CUBEKIT_WATERSHED_CPU(std::int16_t)

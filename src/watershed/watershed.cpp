@@ -224,5 +224,9 @@ std::int64_t watershed_on_device(const Context&, const CubeView&, const MutableC
                                  const WatershedInputs&) {
     throw DeviceError("watershed: this cubekit was built without CUDA");
 }
+WatershedPiece watershed_piece_cuda(const Context&, const TileFrame&, const std::vector<std::uint32_t>&, const void*, DType,
+                                    const std::uint8_t*, int, std::int32_t*) {
+    throw DeviceError("watershed_tiled: this cubekit was built without CUDA");
+}
 }  // namespace cubekit::detail
 #endif

@@ -132,6 +132,58 @@ std::vector<std::uint32_t> quantize_levels_host(const Grid& g, const T* h, std::
 std::int64_t merge_small_regions(const Context& ctx, const CubeView& height, const MutableCubeView& labels,
                                  const WatershedOptions& options, const CubeView* mask);
 
+// ---- Tiles (tiled.cpp drives; the pieces below compute one tile) ------------------------------
+
+/// A tile of a 2-D relief: its window (core + 1-pixel halo, clipped) in the scene and its core in
+/// the window. `ring` lists the window cells outside the core's interior (the halo and the core's
+/// own border), in window raster order: the cells whose plateau distances tiles exchange.
+struct TileFrame {
+    int scene_width = 0;
+    int x0 = 0, y0 = 0, width = 0, height = 0;                      // the window, scene coordinates
+    int core_x0 = 0, core_y0 = 0, core_width = 0, core_height = 0;  // the core, window coordinates
+    std::vector<std::int32_t> ring;
+
+    static TileFrame of(int scene_width, int x0, int y0, int width, int height, int read_x0, int read_y0,
+                        int read_width, int read_height);
+    bool in_core(std::int64_t cell) const {
+        const int x = int(cell % width) - core_x0, y = int(cell / width) - core_y0;
+        return x >= 0 && y >= 0 && x < core_width && y < core_height;
+    }
+    std::int64_t scene_index(std::int64_t cell) const {
+        return (std::int64_t(y0) + cell / width) * scene_width + x0 + cell % width;
+    }
+};
+
+/// InvalidInput naming the window cell's scene pixel: NaN in the relief.
+[[noreturn]] inline void throw_nan_in_tile(const TileFrame& f, std::int64_t cell) {
+    const std::int64_t p = f.scene_index(cell);
+    throw InvalidInput("watershed: the relief holds NaN (at x " + std::to_string(p % f.scene_width) + ", y " +
+                       std::to_string(p / f.scene_width) + "); heights must be comparable");
+}
+
+/// What one tile's computation returns beside its labels. The labels (window-sized, dense) are the
+/// tile's class numbers 1..C, 0 outside the mask: class c is a cell where descents in this window
+/// end, in window raster order — a halo cell (its label is decided by the tile whose core holds it)
+/// or the root (first cell) of a minimum's part inside the core.
+struct WatershedPiece {
+    std::vector<std::uint32_t> ring_d;      ///< the plateau distance of each ring cell (UINT32_MAX = ∞)
+    std::vector<std::int64_t> class_cells;  ///< each class's cell, as a scene raster index
+    std::vector<std::int32_t> class_joined; ///< the class (0-based) of the root of each class's cell: itself,
+                                            ///< unless the cell is a halo minimum cell joined to another root
+};
+
+/// One tile on the CPU: `h` and `inside` (dense u8 or null) cover the window; `seeds` (aligned with
+/// frame.ring, UINT32_MAX = none) are upper bounds of the ring's plateau distances from the tiles
+/// around; `labels` (window-sized, dense) receives the class numbers.
+template <class T>
+WatershedPiece watershed_piece_cpu(const TileFrame& frame, const std::vector<std::uint32_t>& seeds, const T* h,
+                                   const std::uint8_t* inside, int connectivity, std::int32_t* labels);
+
+/// The same on the context's device (h, inside and labels in its memory); identical results.
+WatershedPiece watershed_piece_cuda(const Context& ctx, const TileFrame& frame, const std::vector<std::uint32_t>& seeds,
+                                    const void* h, DType dtype, const std::uint8_t* inside, int connectivity,
+                                    std::int32_t* labels);
+
 // ---- CUDA (cuda.cu) --------------------------------------------------------------------------
 
 /// Markers as a dense host i32 cube in raster order (InvalidInput for labels beyond 2^31 − 1).
