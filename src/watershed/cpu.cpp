@@ -249,7 +249,14 @@ WatershedPiece watershed_piece_cpu(const TileFrame& f, const std::vector<std::ui
         for (std::int64_t r : path) ends[std::size_t(r)] = end;
         labels[p] = number[std::size_t(end)] + 1;
     }
-    for (std::int32_t cell : f.ring) piece.ring_d.push_back(d[std::size_t(cell)]);
+    for (std::int32_t cell : f.ring) {
+        // A halo cell without a neighbour of its height in the window cannot change the core (distances
+        // spread, arrows to plateau cells point and minima join only between equal heights): reported
+        // as 0, so its owner's value never makes this tile run again (float reliefs: most of the halo).
+        bool seen = f.in_core(cell);
+        for_neighbours(g, steps, cell, [&](std::int64_t q) { seen = seen || h[q] == h[cell]; });
+        piece.ring_d.push_back(seen ? d[std::size_t(cell)] : 0);
+    }
     return piece;
 }
 

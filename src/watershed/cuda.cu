@@ -4,6 +4,7 @@
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -257,6 +258,87 @@ std::int64_t watershed_cuda(const Context& ctx, const DeviceWatershed& w, const 
         }
         return pipeline.run(static_cast<const T*>(h), 0);
     });
+}
+
+// One tile of watershed_tiled (watershed_internal.hpp): the CPU piece's steps on the device. Host
+// reads: the ring's distances with the class count and the NaN check, then the class tables.
+WatershedPiece watershed_piece_cuda(const Context& ctx, const TileFrame& f, const std::vector<std::uint32_t>& seeds,
+                                    const void* h, DType dtype, const std::uint8_t* inside, int connectivity,
+                                    std::int32_t* labels) {
+    const std::int64_t n = std::int64_t(f.width) * f.height;
+    const int ring_n = int(f.ring.size());
+    keep_pool_memory(ctx, std::size_t(n) * 24);
+    cudaStream_t stream = stream_of(ctx);
+    const Geometry g{f.width, f.height, 1, inside, make_steps(connectivity)};
+    const TileCore core{f.core_x0, f.core_y0, f.core_width, f.core_height};
+    const unsigned blocks = blocks_for(n), ring_blocks = blocks_for(ring_n);
+    DeviceBuffer flags(ctx, kFlagSlots * sizeof(int)), d(ctx, std::size_t(n) * 4), parent(ctx, std::size_t(n) * 4),
+        root(ctx, std::size_t(n) * 4), flag(ctx, std::size_t(n) * 4), rank(ctx, std::size_t(n) * 4),
+        ring(ctx, std::size_t(ring_n) * 8), tail(ctx, std::size_t(ring_n + 2) * 4);
+    std::vector<std::uint32_t> up(std::size_t(ring_n) * 2);
+    std::memcpy(up.data(), f.ring.data(), std::size_t(ring_n) * 4);
+    std::memcpy(up.data() + ring_n, seeds.data(), std::size_t(ring_n) * 4);
+    ring.upload(ctx, up.data(), up.size() * 4);
+    auto* ring_d = as<std::uint32_t>(tail);  // ring distances, then the class count and the first NaN
+    int* count = reinterpret_cast<int*>(ring_d + ring_n);
+    CUBEKIT_CUDA_CHECK(cudaMemsetAsync(count, 0x7F, 8, stream));  // no NaN: 0x7F7F7F7F, beyond any cell
+    visit_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        const T* ht = static_cast<const T*>(h);
+        if constexpr (std::is_floating_point_v<T>) {
+            first_nan_in_core<T><<<blocks, kBlock, 0, stream>>>(g, core, ht, count + 1);
+            CUBEKIT_CHECK_LAUNCH(ctx, "watershed first_nan_in_core", dim3(blocks), dim3(kBlock));
+        }
+        init_distance<T><<<blocks, kBlock, 0, stream>>>(g, ht, as<std::uint32_t>(d));
+        CUBEKIT_CHECK_LAUNCH(ctx, "watershed init_distance", dim3(blocks), dim3(kBlock));
+        seed_ring<<<ring_blocks, kBlock, 0, stream>>>(g, as<int>(ring), as<std::uint32_t>(ring) + ring_n, ring_n,
+                                                       as<std::uint32_t>(d));
+        CUBEKIT_CHECK_LAUNCH(ctx, "watershed seed_ring", dim3(ring_blocks), dim3(kBlock));
+        relax<DistanceRule<T>>(ctx, g, ht, as<std::uint32_t>(d), WatershedSchedule::Auto, flags);
+        arrows<T><<<blocks, kBlock, 0, stream>>>(g, ht, as<std::uint32_t>(d), as<int>(parent));
+        CUBEKIT_CHECK_LAUNCH(ctx, "watershed arrows", dim3(blocks), dim3(kBlock));
+        gather_ring<T><<<ring_blocks, kBlock, 0, stream>>>(g, core, ht, as<int>(ring), ring_n, as<std::uint32_t>(d), ring_d);
+        CUBEKIT_CHECK_LAUNCH(ctx, "watershed gather_ring", dim3(ring_blocks), dim3(kBlock));
+    });
+    halo_ends<<<blocks, kBlock, 0, stream>>>(g, core, as<int>(parent));
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed halo_ends", dim3(blocks), dim3(kBlock));
+    join_minima<<<blocks, kBlock, 0, stream>>>(g, as<std::uint32_t>(d), as<int>(parent));
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed join_minima", dim3(blocks), dim3(kBlock));
+    flatten<<<blocks, kBlock, 0, stream>>>(g, as<int>(parent), as<int>(root), as<int>(flag));
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed flatten", dim3(blocks), dim3(kBlock));
+    class_flags<<<blocks, kBlock, 0, stream>>>(g, core, as<int>(root), as<int>(flag));
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed class_flags", dim3(blocks), dim3(kBlock));
+    std::size_t scan_bytes = 0, select_bytes = 0;
+    const thrust::counting_iterator<int> cells(0);
+    int* class_cells = as<int>(d);  // d is not read after the ring's gather
+    CUBEKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, as<int>(flag), as<int>(rank), int(n), stream));
+    CUBEKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, select_bytes, cells, as<int>(flag), class_cells, count, int(n), stream));
+    DeviceBuffer temp(ctx, std::max<std::size_t>({scan_bytes, select_bytes, 1}));
+    CUBEKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), scan_bytes, as<int>(flag), as<int>(rank), int(n), stream));
+    CUBEKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), select_bytes, cells, as<int>(flag), class_cells, count, int(n), stream));
+    tile_labels<<<blocks, kBlock, 0, stream>>>(g, as<int>(root), as<int>(rank), labels);
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed tile_labels", dim3(blocks), dim3(kBlock));
+    int* joined = as<int>(parent);
+    class_table<<<blocks, kBlock, 0, stream>>>(class_cells, count, as<int>(root), as<int>(rank), joined);
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed class_table", dim3(blocks), dim3(kBlock));
+
+    WatershedPiece piece;
+    std::vector<std::uint32_t> head(std::size_t(ring_n) + 2);
+    read_back(ctx, ring_d, head.data(), head.size() * 4);
+    const int classes = int(head[std::size_t(ring_n)]), nan_first = int(head[std::size_t(ring_n) + 1]);
+    if (nan_first != 0x7F7F7F7F) throw_nan_in_tile(f, nan_first);
+    piece.ring_d.assign(head.begin(), head.begin() + ring_n);
+    std::vector<int> local(std::size_t(classes));
+    piece.class_joined.resize(std::size_t(classes));
+    if (classes > 0) {
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(local.data(), class_cells, std::size_t(classes) * 4, cudaMemcpyDeviceToHost, stream));
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(piece.class_joined.data(), joined, std::size_t(classes) * 4, cudaMemcpyDeviceToHost,
+                                           stream));
+        CUBEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    piece.class_cells.reserve(local.size());
+    for (int cell : local) piece.class_cells.push_back(f.scene_index(cell));
+    return piece;
 }
 
 }  // namespace cubekit::detail

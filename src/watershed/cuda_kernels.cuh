@@ -371,5 +371,71 @@ __global__ void impose_keys(Geometry g, const T* h, const std::int32_t* markers,
     relief[p] = seed ? 0 : unreached_key;
 }
 
+// ---- one tile of a tiled run (tiled.cpp): the window is the grid, the core a rectangle in it -------
+
+struct TileCore {
+    int x0, y0, width, height;
+    __device__ bool has(std::int64_t p, int grid_width) const {
+        const int x = int(p % grid_width) - x0, y = int(p / grid_width) - y0;
+        return x >= 0 && y >= 0 && x < width && y < height;
+    }
+};
+
+// The ring's seeds: d = min(d, seed) (the tiles around know a way out of the plateau).
+__global__ void seed_ring(Geometry g, const int* ring, const std::uint32_t* seeds, int count, std::uint32_t* d) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count || !g.in(ring[i])) return;
+    if (seeds[i] < d[ring[i]]) d[ring[i]] = seeds[i];
+}
+
+// The first core cell holding NaN (inside the mask), by atomicMin.
+template <class T>
+__global__ void first_nan_in_core(Geometry g, TileCore core, const T* h, int* first) {
+    const std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+    if (p < g.size() && g.in(p) && h[p] != h[p] && core.has(p, g.width)) atomicMin(first, int(p));
+}
+
+// Halo cells end descents (their own arrows would need cells outside the window).
+__global__ void halo_ends(Geometry g, TileCore core, int* parent) {
+    const std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+    if (p < g.size() && g.in(p) && !core.has(p, g.width)) parent[p] = int(p);
+}
+
+// The ring's distances; a halo cell without a neighbour of its height in the window reports 0 (as the
+// CPU piece: it cannot change the core).
+template <class T>
+__global__ void gather_ring(Geometry g, TileCore core, const T* h, const int* ring, int count, const std::uint32_t* d,
+                            std::uint32_t* out) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const int p = ring[i];
+    bool seen = core.has(p, g.width);
+    int x, y, z;
+    coordinates(g, p, x, y, z);
+    for (int k = 0; k < g.steps.n && !seen; ++k) {
+        const std::int64_t q = g.neighbour(x, y, z, k);
+        seen = q >= 0 && h[q] == h[p];
+    }
+    out[i] = seen ? d[p] : 0;
+}
+
+// Classes: every inside halo cell, and the root of each minimum's part in the core.
+__global__ void class_flags(Geometry g, TileCore core, const int* root, int* flag) {
+    const std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+    if (p >= g.size()) return;
+    flag[p] = g.in(p) && (!core.has(p, g.width) || root[p] == int(p));
+}
+
+__global__ void tile_labels(Geometry g, const int* root, const int* rank, std::int32_t* labels) {
+    const std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+    if (p < g.size()) labels[p] = g.in(p) ? rank[root[p]] + 1 : 0;
+}
+
+// Each class's joined class: the class of its cell's root.
+__global__ void class_table(const int* cells, const int* count, const int* root, const int* rank, int* joined) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < *count) joined[c] = rank[root[cells[c]]];
+}
+
 }  // namespace watershed_gpu
 }  // namespace cubekit::detail

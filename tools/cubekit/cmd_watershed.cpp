@@ -17,6 +17,7 @@
 #include "cubekit/watershed.hpp"
 #include "option_flags.hpp"
 #include "outputs.hpp"
+#include "tile_flags.hpp"
 
 namespace cubekit::cli {
 namespace {
@@ -66,6 +67,7 @@ struct Args {
     CommonOptions common;
     ChainFlags flags;
     BoundFlags bound;
+    TileFlags tiles;  // watershed only
     std::string input, output, markers, mask, png, boundary_out, gradient_out, regions_out;
 };
 
@@ -334,9 +336,9 @@ void report(const CommonOptions& common, nlohmann::json& j, const Timings& timin
 
 /// The summary's common part.
 nlohmann::json run_json(const std::string& command, const Context& ctx, const nlohmann::json& choice, const Args& a,
-                        const Cube& in, std::int64_t regions, const Cube& labels, const OutputList& written) {
+                        const CubeShape& in, std::int64_t regions, const Cube& labels, const OutputList& written) {
     nlohmann::json j = summary(command, ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(in.shape())}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(in)}};
     j["markers"] = a.markers.empty() ? nlohmann::json() : nlohmann::json(a.markers);
     j["mask"] = a.mask.empty() ? nlohmann::json() : nlohmann::json(a.mask);
     j["regions"] = regions;
@@ -346,26 +348,77 @@ nlohmann::json run_json(const std::string& command, const Context& ctx, const nl
     return j;
 }
 
-void run_watershed(const Args& a) {
-    const CommonOptions& common = a.common;
-    const WatershedOptions o = resolved(a);
-    check_output_names(a);
-    Timings timings;
-    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+/// Why these options cannot run in tiles (they need the whole relief), or "" when they can.
+std::string untileable(const Args& a, const WatershedOptions& o) {
+    if (o.volume) return "--volume";
+    if (o.levels > 0) return "--levels";
+    if (o.h_min > 0) return "--h-min";
+    if (o.min_area > 1) return "--min-area";
+    if (!a.markers.empty()) return "--markers";
+    return "";
+}
+
+/// The relief: read whole, or opened to be read by windows when the run takes tiles (the flags, or a
+/// large raw file on a GPU) and its options allow them.
+struct Relief {
+    std::optional<CubeFile> file;
+    Cube cube;
+    Context ctx;
+    nlohmann::json choice;
+    CubeShape shape() const { return file ? file->shape() : cube.shape(); }
+    const Metadata& metadata() const { return file ? file->metadata() : cube.metadata(); }
+};
+
+Relief open_relief(const Args& a, const CommonOptions& common, const WatershedOptions& o, bool tiles_asked,
+                   Timings& timings) {
+    std::optional<CubeFile> file;
+    if (untileable(a, o).empty()) file = open_windowed(a.input, common, tiles_asked, timings);
+    if (file) {
+        // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+        auto work = context_for_work(common, "watershed", timings, estimate_watershed(file->shape()));
+        return {std::move(file), Cube(), std::move(work.first), std::move(work.second)};
+    }
     auto prepared = context_while_reading(
         common, "watershed", timings, a.input, [&] { return read_relief(a.input, common, o.volume); }, estimate_watershed);
-    Context& ctx = prepared.ctx;
-    auto& relief = prepared.input;
-    nlohmann::json& choice = prepared.backend_choice;
-    if (!o.volume && relief.bands() != 1)
-        throw InvalidInput("IN = " + a.input + ": " + std::to_string(relief.bands()) +
+    return {std::nullopt, std::move(prepared.input), std::move(prepared.ctx), std::move(prepared.backend_choice)};
+}
+
+void run_watershed(const Args& a) {
+    CommonOptions common = a.common;
+    const WatershedOptions o = resolved(a);
+    std::optional<TileOptions> tiles;
+    if (a.tiles.given()) {  // bad tile flags, or options that need the whole relief, fail before the read
+        tiles = tile_options(a.tiles);
+        if (const std::string flag = untileable(a, o); !flag.empty())
+            throw InvalidInput(flag + " needs the whole relief; it cannot run in tiles (leave out --memory-limit, "
+                               "--device-memory-limit, --devices and --tile-size)");
+        if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
+    }
+    check_output_names(a);
+    Timings timings;
+    Relief relief = open_relief(a, common, o, tiles.has_value(), timings);
+    const Context& ctx = relief.ctx;
+    const CubeShape shape = relief.shape();
+    if (!o.volume && shape.bands != 1)
+        throw InvalidInput("IN = " + a.input + ": " + std::to_string(shape.bands) +
                            " bands; the relief is one band (pick one with --bands B, or --volume: the bands are z-slices)");
-    check_pictures_of(a, relief);
-    const std::unique_ptr<Secondary> secondary = read_secondaries(a, relief.shape(), o.volume, timings);
+    if (!relief.file) check_pictures_of(a, relief.cube);
+    if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
+    const std::unique_ptr<Secondary> secondary = read_secondaries(a, shape, o.volume, timings);
     const TransferTotals copies = ctx.transfer_totals();
+    const bool tiled = relief.file || (untileable(a, o).empty() && use_tiles(tiles, ctx, shape.num_bytes()));
     WatershedResult r;
+    std::optional<WatershedTiled> t;
     try {
-        r = timings.time("watershed", [&] { return watershed(ctx, relief, o, secondary->inputs()); });
+        r = timings.time("watershed", [&] {
+            if (!tiled) return watershed(ctx, relief.cube, o, secondary->inputs());
+            WatershedResult out{Cube::uninitialized(shape.width, shape.height, 1, DType::I32), 0};
+            const TileOptions options = tiles.value_or(TileOptions{});
+            t = relief.file ? watershed_tiled(ctx, *relief.file, out.labels.mutable_view(), o, secondary->inputs(), options)
+                            : watershed_tiled(ctx, relief.cube, out.labels.mutable_view(), o, secondary->inputs(), options);
+            out.regions = t->regions;
+            return out;
+        });
     } catch (const InvalidInput& e) {
         if (std::string(e.what()).find("NaN") == std::string::npos) throw;
         throw InvalidInput("IN = " + a.input + ": " + e.what());
@@ -374,11 +427,17 @@ void run_watershed(const Args& a) {
 
     const OutputList written = write_timed(
         timings, [&](OutputList& w) { return write_label_outputs(ctx, a, r.labels, o, relief.metadata(), w); });
-    nlohmann::json j = run_json("watershed", ctx, choice, a, relief, r.regions, r.labels, written);
+    nlohmann::json j = run_json("watershed", ctx, relief.choice, a, shape, r.regions, r.labels, written);
     j["parameters"] = parameters_json(o);
+    if (t) {
+        j["tiled"] = tiled_json(t->run);
+        j["tiled"]["rounds"] = t->rounds;
+        j["input"]["windowed"] = relief.file.has_value();
+    }
     report(common, j, timings,
-           "watershed: " + a.input + " (" + relief.shape().describe() + ") on " + ctx.device_name() + ", " +
-               std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions");
+           "watershed: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", " +
+               std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions" +
+               (t ? ", in " + std::to_string(t->run.tiles) + " tiles (" + std::to_string(t->rounds) + " round(s))" : ""));
 }
 
 /// --regions-out: the table as JSON or CSV (by its extension).
@@ -438,7 +497,7 @@ void run_segment(const Args& a) {
         if (!a.regions_out.empty()) write_regions(a, in, stats, w);
         return paint_ms;
     });
-    nlohmann::json j = run_json("segment", ctx, choice, a, cube, r.regions, r.labels, written);
+    nlohmann::json j = run_json("segment", ctx, choice, a, cube.shape(), r.regions, r.labels, written);
     j["parameters"] = {{"rcmg", parameters_json(rcmg_options)}, {"watershed", parameters_json(o)}};
     j["implementation"] = {{"rcmg", std::string(rcmg_implementation(ctx, rcmg_options))}};
     report(common, j, timings,
@@ -481,10 +540,16 @@ Action add_watershed(CLI::App& root) {
         "  cubekit watershed g.npy regions.npy --levels 64 --connectivity 4 --json\n"
         "  cubekit watershed g.npy regions.npy --markers seeds.png --mask valid.png\n"
         "  cubekit watershed scene.mat labels.hdr --var gradient --markers scene.mat:seeds\n"
-        "  cubekit watershed ct.npy ct_labels.npy --volume --connectivity 6");
+        "  cubekit watershed ct.npy ct_labels.npy --volume --connectivity 6\n"
+        "  cubekit watershed big_gradient.hdr regions.npy --memory-limit 1G --json   # in tiles, the same labels\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the relief in tiles with a 1-pixel\n"
+        "halo; the tiles exchange plateau distances until they agree, then their labels are joined: the labels equal\n"
+        "the whole run's. A raw file (ENVI, .npy, GeoTIFF) is then read by windows; on a GPU an input of 64 MiB or more\n"
+        "is always tiled. --levels, --h-min, --min-area, --markers and --volume need the whole relief (no tiles).");
     input_file(app->add_option("IN", a->input, "the relief: one band (any format cubekit reads), or a volume with --volume"))->required();
     app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
     add_flags(*app, *a);
+    add_tile_flags(*app, a->tiles);
     return [a] { run_watershed(*a); };
 }
 

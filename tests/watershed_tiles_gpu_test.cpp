@@ -1,0 +1,101 @@
+// The watershed streamed in tiles on CUDA (issue 17): each tile's automaton on the device, the
+// plateau distances exchanged and the classes joined on the host, give the CPU whole-scene labels and
+// R exactly, over six reliefs, both connectivities, tile sizes, lane counts and device lists, with a
+// mask, and on a real scene's RCMG under a device budget and from a file. Skips without a device.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <vector>
+
+#include "cubekit/error.hpp"
+#include "cubekit/io.hpp"
+#include "watershed_tiles_testing.hpp"
+
+namespace cubekit {
+namespace {
+
+using testing::cpu_context;
+using testing::cubes_identical;
+using testing::poisoned_watershed_labels;
+
+struct TileRun {
+    int tw, th, lanes;
+    bool all_devices;
+};
+const std::vector<TileRun> kRuns = {{131, 9, 2, false}, {40, 17, 1, false}, {3, 2, 3, false}, {131, 4, 2, true}, {1, 1, 2, false}};
+
+TEST(WatershedTilesGpu, StreamedEqualsCpuWhole) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const Cube mask = testing::watershed_test_mask(131, 47, seed);
+    const CubeView mask_view = mask.view();
+    int several_rounds = 0;
+    for (const auto& [name, relief] : testing::watershed_test_reliefs(131, 47, seed))
+        for (int connectivity : {4, 8})
+            for (bool masked : {false, true}) {
+                WatershedOptions o;
+                o.connectivity = connectivity;
+                const WatershedInputs inputs{.mask = masked ? &mask_view : nullptr};
+                const WatershedResult whole = watershed(cpu_context(), relief, o, inputs);
+                for (const TileRun& r : kRuns) {
+                    SCOPED_TRACE(::testing::Message() << name << " conn " << connectivity << " mask " << masked << " tiles "
+                                                      << r.tw << "x" << r.th << " lanes " << r.lanes << " all " << r.all_devices);
+                    Cube out = poisoned_watershed_labels(131, 47);
+                    const WatershedTiled t = watershed_tiled(
+                        gpu, relief, out.mutable_view(), o, inputs,
+                        {.devices = r.all_devices ? testing::devices_twice_or_all() : std::vector<int>{}, .lanes = r.lanes,
+                         .tile_width = r.tw, .tile_height = r.th});
+                    EXPECT_GT(t.run.tiles, 1u);
+                    ASSERT_TRUE(cubes_identical(whole.labels, out));
+                    ASSERT_EQ(whole.regions, t.regions);
+                    several_rounds += t.rounds > 1;
+                }
+            }
+    EXPECT_GT(several_rounds, 10);
+}
+
+// Small, for the sanitizer runs (scripts/gpu-check): a few tiles, several rounds.
+TEST(WatershedTilesGpu, SmallForSanitizers) {
+    REQUIRE_GPU();
+    for (const auto& [name, relief] : testing::watershed_test_reliefs(23, 17, 11)) {
+        SCOPED_TRACE(name);
+        const WatershedResult whole = watershed(cpu_context(), relief);
+        Cube out = poisoned_watershed_labels(23, 17);
+        const WatershedTiled t = watershed_tiled(gpu, relief, out.mutable_view(), {}, {}, {.lanes = 2, .tile_width = 6, .tile_height = 5});
+        ASSERT_TRUE(cubes_identical(whole.labels, out));
+        ASSERT_EQ(whole.regions, t.regions);
+    }
+}
+
+TEST(WatershedTilesGpu, RealGradientUnderADeviceBudgetAndFromAFile) {
+    REQUIRE_GPU();
+    const Cube gradient = testing::samson_gradient(cpu_context());
+    const std::filesystem::path dir = testing::temp_dir("watershed_tiles_gpu");
+    write_cube(gradient, dir / "gradient.hdr");
+    for (int connectivity : {4, 8}) {
+        WatershedOptions o;
+        o.connectivity = connectivity;
+        const WatershedResult whole = watershed(cpu_context(), gradient, o);
+        Cube out = poisoned_watershed_labels(gradient.width(), gradient.height());
+        const WatershedTiled t = watershed_tiled(gpu, gradient, out.mutable_view(), o, {}, {.device_memory_limit = 256 << 10});
+        EXPECT_GT(t.run.tiles, 1u);
+        ASSERT_TRUE(cubes_identical(whole.labels, out));
+        EXPECT_EQ(whole.regions, t.regions);
+        Cube from_file = poisoned_watershed_labels(gradient.width(), gradient.height());
+        watershed_tiled(gpu, CubeFile(dir / "gradient.hdr"), from_file.mutable_view(), o, {}, {.tile_width = 40, .tile_height = 30});
+        ASSERT_TRUE(cubes_identical(whole.labels, from_file));
+    }
+    Cube nan = testing::random_cube(50, 40, 1, DType::F32, 3, 0.0, 1.0);
+    nan.set_value(33, 21, 0, std::numeric_limits<double>::quiet_NaN());
+    Cube out(50, 40, 1, DType::I32);
+    try {
+        watershed_tiled(gpu, nan, out.mutable_view(), {}, {}, {.tile_width = 16, .tile_height = 16});
+        ADD_FAILURE() << "NaN accepted";
+    } catch (const InvalidInput& e) {
+        EXPECT_NE(std::string(e.what()).find("x 33, y 21"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace cubekit
