@@ -143,6 +143,10 @@ def watershed(image, markers=None, connectivity=None, mask=None, **keywords):
     if not isinstance(return_regions, (bool, np.bool_)):
         raise ValueError(f"watershed: return_regions = {return_regions!r}; expected True or False")
     _skimage_keywords(keywords, "watershed")
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(image):
+        labels, regions = _watershed_tiled(image, markers, connectivity, mask, keywords, tiles)
+        return (labels, regions) if return_regions else labels
     ctx, kind, out, progress = _runtime.begin(image, keywords, "watershed")
     volume = bool(keywords.get("volume", False))
     keywords["connectivity"] = _check_connectivity(connectivity, volume, "watershed")
@@ -166,6 +170,26 @@ def watershed(image, markers=None, connectivity=None, mask=None, **keywords):
     elif volume:
         labels = _xyz_to_zyx(labels, kind)  # (H, W, D) of BSQ memory: a C-contiguous (D, H, W) array
     return (labels, int(regions)) if return_regions else labels
+
+
+def _watershed_tiled(image, markers, connectivity, mask, keywords, tiles):
+    """The tiled path: a NumPy (H, W) relief or a file path (ENVI/.npy/GeoTIFF read by windows); NumPy out."""
+    if markers is not None:
+        raise ValueError("watershed: markers need the whole relief; they cannot run in tiles (leave out memory_limit, "
+                         "device_memory_limit, devices and tile_size, and pass an array)")
+    if keywords.get("volume"):
+        raise ValueError("watershed: volume=True cannot run in tiles (tiles cut 2-D reliefs)")
+    keywords["connectivity"] = _check_connectivity(connectivity, False, "watershed")
+    if not _runtime.is_path(image):
+        image = np.asarray(image)
+        _check_image(image, False, "watershed")
+    if mask is not None:
+        mask = np.ascontiguousarray(_as_mask(np.asarray(mask), "numpy")).view("uint8")
+        if not _runtime.is_path(image) and mask.shape[:2] != image.shape[:2]:
+            raise ValueError(f"watershed: mask has shape {mask.shape}; expected the image's {image.shape}")
+    ctx, progress = _runtime.begin_tiled(image, keywords, tiles, "watershed")
+    labels, regions, _run = _cubekit.watershed_tiled(ctx, _runtime.fspath_or(image), mask, keywords, tiles, progress)
+    return labels, int(regions)
 
 
 def watershed_boundary(labels, connectivity=None, volume=False):
@@ -322,6 +346,11 @@ return_regions : bool
     Also return R, the number of regions (with markers: of the marker labels reached).
 offset, compactness, watershed_line
     scikit-image's; accepted at their defaults (None, 0, False) only.
+memory_limit, device_memory_limit, devices, tile_size : optional
+    Run in tiles with a 1-pixel halo (bytes or "64M"; a device list; (width, height)): the tiles
+    exchange plateau distances until they agree, then their labels are joined, so the labels are
+    exactly the whole run's. ``image`` may then also be a file path (ENVI, .npy, GeoTIFF: read by
+    windows); NumPy in, NumPy out; a 2-D relief, with a mask but no markers, levels, h_min or min_area.
 
 Returns
 -------
@@ -337,9 +366,12 @@ Example
 (2, [[1, 1, 1, 2, 2], [1, 1, 1, 2, 2]])
 >>> cubekit.watershed(relief, markers=np.array([[0, 0, 0, 0, 7], [0, 0, 0, 0, 0]])).tolist()
 [[7, 7, 7, 7, 7], [7, 7, 7, 7, 7]]
+>>> cubekit.watershed(relief, connectivity=4, tile_size=(2, 1)).tolist()   # in 6 tiles: the same labels
+[[1, 1, 1, 2, 2], [1, 1, 1, 2, 2]]
 """
 watershed.__doc__ += "\nOptions\n-------\n" + _runtime.option_docs(_WATERSHED_OPTIONS) + \
     "\n\nCommon\n------\n" + _runtime.COMMON_DOC + "\n"
+_runtime.with_tile_keywords(watershed)
 
 _signature(segment, [("cube", inspect.Parameter.empty)], [],
            [("markers", None), ("mask", None), ("connectivity", 8), ("rcmg_connectivity", None),

@@ -168,6 +168,25 @@ void bind_watershed(py::module_& m) {
     m.def("watershed_declarations", &declarations<WatershedOptions>);
     m.def("watershed", &watershed_binding);
     m.def("watershed_boundary", &boundary_binding);
+    // Tiles (issue 17): image = a NumPy array or a file path (read by windows); mask a NumPy array or
+    // None; tiles as rcmg_tiled's. Returns (labels, regions, tiled dict with "rounds").
+    m.def("watershed_tiled", [](PyContext& c, py::handle image, py::object mask, const py::dict& keywords,
+                                const py::dict& tiles, py::object progress) {
+        const WatershedOptions o = options_from<WatershedOptions>(keywords, "watershed");
+        const TileOptions t = tile_options_from(tiles);
+        const TiledInput in = tiled_input(image, "watershed");
+        const Seeds seeds(py::none(), mask, "watershed");
+        auto [labels, r] = c.run(std::move(progress), [&](const Context& ctx) {
+            Cube l = Cube::uninitialized(in.width(), in.height(), 1, DType::I32);
+            WatershedTiled w = in.file ? watershed_tiled(ctx, *in.file, l.mutable_view(), o, seeds.inputs(), t)
+                                       : watershed_tiled(ctx, in.array->view, l.mutable_view(), o, seeds.inputs(), t);
+            return std::make_pair(std::move(l), w);
+        });
+        py::dict run = tiled_dict(r.run);
+        run["rounds"] = r.rounds;
+        return py::make_tuple(to_numpy(std::move(labels), true), r.regions, run);
+    });
+
     m.def("segment", &segment_binding);
     m.def("region_statistics", &region_statistics_binding);
 }

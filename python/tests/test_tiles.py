@@ -316,3 +316,49 @@ def test_zernike_chunk_function_on_cupy():
         parts = [d._zernike_chunk(x[:, :, b0:b0 + 3], max_order, rest) for b0 in range(0, 7, 3)]
         assert all(isinstance(p, cp.ndarray) for p in parts)
         assert cp.array_equal(cp.concatenate(parts), whole), request
+
+
+def _reliefs(shape=(41, 53), seed=30):
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:shape[0], 0:shape[1]]
+    return {"u8 ties": rng.integers(0, 8, shape).astype(np.uint8),
+            "f32": rng.random(shape).astype(np.float32),
+            "staircase": (x // 9).astype(np.uint16),
+            "rcmg": cubekit.rcmg(rng.integers(0, 50, shape + (4,)).astype(np.int16))}
+
+
+@pytest.mark.parametrize("tiles", [{"memory_limit": "6K"}, {"tile_size": (5, 3)}, {"tile_size": (1, 1)}])
+def test_watershed_tiles_equal_whole(tmp_path, tiles):
+    mask = np.random.default_rng(31).random((41, 53)) > 0.1
+    for name, relief in _reliefs().items():
+        for connectivity in (4, 8):
+            whole, n = cubekit.watershed(relief, connectivity=connectivity, return_regions=True)
+            got, m = cubekit.watershed(relief, connectivity=connectivity, return_regions=True, **tiles)
+            assert np.array_equal(got, whole) and m == n, (name, connectivity)
+            assert np.array_equal(cubekit.watershed(relief, connectivity=connectivity, mask=mask, **tiles),
+                                  cubekit.watershed(relief, connectivity=connectivity, mask=mask)), name
+    relief = _reliefs()["rcmg"]
+    cubekit.write(tmp_path / "g.npy", relief)
+    assert np.array_equal(cubekit.watershed(tmp_path / "g.npy", memory_limit="8K"), cubekit.watershed(relief))
+
+
+def test_watershed_tiles_refusals():
+    relief = _reliefs()["u8 ties"]
+    with pytest.raises(ValueError, match="markers"):
+        cubekit.watershed(relief, markers=np.ones(relief.shape, np.int32), tile_size=(8, 8))
+    with pytest.raises(ValueError, match="levels"):
+        cubekit.watershed(relief, levels=8, tile_size=(8, 8))
+    with pytest.raises(ValueError, match="'out'"):
+        cubekit.watershed(relief, out=np.zeros(relief.shape, np.int32), tile_size=(8, 8))
+    with pytest.raises(ValueError, match="volume"):
+        cubekit.watershed(np.stack([relief] * 2), volume=True, tile_size=(8, 8))
+
+
+@gpu
+def test_watershed_tiles_on_every_device():
+    cp = pytest.importorskip("cupy")
+    devices = list(range(cp.cuda.runtime.getDeviceCount()))
+    for name, relief in _reliefs((97, 83), seed=32).items():
+        whole = cubekit.watershed(relief, backend="cpu")
+        assert np.array_equal(cubekit.watershed(relief, devices=devices, tile_size=(40, 9)), whole), name
+        assert np.array_equal(cubekit.watershed(relief, backend="cuda", device_memory_limit="1M"), whole), name
