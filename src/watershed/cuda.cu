@@ -328,7 +328,7 @@ WatershedPiece watershed_piece_cuda(const Context& ctx, const TileFrame& f, cons
     const int classes = int(head[std::size_t(ring_n)]), nan_first = int(head[std::size_t(ring_n) + 1]);
     if (nan_first != 0x7F7F7F7F) throw_nan_in_tile(f, nan_first);
     piece.ring_d.assign(head.begin(), head.begin() + ring_n);
-    std::vector<int> local(std::size_t(classes));
+    std::vector<int> local(static_cast<std::size_t>(classes));
     piece.class_joined.resize(std::size_t(classes));
     if (classes > 0) {
         CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(local.data(), class_cells, std::size_t(classes) * 4, cudaMemcpyDeviceToHost, stream));
