@@ -36,6 +36,7 @@
 #include "cubekit/io.hpp"
 #include "cubekit/kmeans.hpp"
 #include "cubekit/labels.hpp"
+#include "cubekit/watershed.hpp"
 #include "bench_common.hpp"
 
 using namespace cubekit;
@@ -414,6 +415,31 @@ int main(int argc, char** argv) {
             });
             r.row("remove_small_components_tiled", n, 3, info, ms, std::memcmp(cleaned.bytes(), clean_ref.bytes(), cleaned.num_bytes()) == 0);
         }
+    }
+
+    // The watershed of the RCMG gradient (issue 17): each tile's automaton on a device, the plateau
+    // distances exchanged until the tiles agree, the classes joined and the labels renumbered on the host.
+    {
+        WatershedResult ref;
+        const double ws_ms = median_wall_ms([&] { ref = watershed(gpu, whole); });
+        std::printf("\nwatershed() whole %dx%d f32 RCMG on one GPU (upload, automaton, download): %.1f ms; %lld regions.\n",
+                    width, height, ws_ms, static_cast<long long>(ref.regions));
+        Cube labels = Cube::uninitialized(width, height, 1, DType::I32);
+        Table t{out_gb, out_gb};
+        std::string rounds;
+        t.header("watershed_tiled (8-connectivity), pageable");
+        for (int n : counts)
+            for (std::size_t budget : {std::size_t(0), std::size_t(64) << 20}) {
+                WatershedTiled w;
+                const double ms = median_wall_ms([&] {
+                    w = watershed_tiled(gpu, whole, labels.mutable_view(), {}, {},
+                                        {.device_memory_limit = budget, .devices = first_devices(n)});
+                });
+                t.row(budget ? "watershed_tiled, 64 MiB device budget" : "watershed_tiled", n, 3, w.run, ms,
+                      w.regions == ref.regions && std::memcmp(labels.bytes(), ref.labels.bytes(), labels.num_bytes()) == 0);
+                rounds += " " + std::to_string(w.rounds);
+            }
+        std::printf("\nRounds of the rows above (passes over the tiles until the plateau distances agreed):%s.\n", rounds.c_str());
     }
 
     std::printf("\n");
