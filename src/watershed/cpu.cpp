@@ -256,6 +256,7 @@ WatershedPiece watershed_piece_cpu(const TileFrame& f, const std::vector<std::ui
         bool seen = f.in_core(cell);
         for_neighbours(g, steps, cell, [&](std::int64_t q) { seen = seen || h[q] == h[cell]; });
         piece.ring_d.push_back(seen ? d[std::size_t(cell)] : 0);
+        piece.ring_labels.push_back(labels[cell]);
     }
     return piece;
 }

@@ -274,13 +274,15 @@ WatershedPiece watershed_piece_cuda(const Context& ctx, const TileFrame& f, cons
     const unsigned blocks = blocks_for(n), ring_blocks = blocks_for(ring_n);
     DeviceBuffer flags(ctx, kFlagSlots * sizeof(int)), d(ctx, std::size_t(n) * 4), parent(ctx, std::size_t(n) * 4),
         root(ctx, std::size_t(n) * 4), flag(ctx, std::size_t(n) * 4), rank(ctx, std::size_t(n) * 4),
-        ring(ctx, std::size_t(ring_n) * 8), tail(ctx, std::size_t(ring_n + 2) * 4);
+        ring(ctx, std::size_t(ring_n) * 8), tail(ctx, std::size_t(2 * ring_n + 2) * 4);
     std::vector<std::uint32_t> up(std::size_t(ring_n) * 2);
     std::memcpy(up.data(), f.ring.data(), std::size_t(ring_n) * 4);
     std::memcpy(up.data() + ring_n, seeds.data(), std::size_t(ring_n) * 4);
     ring.upload(ctx, up.data(), up.size() * 4);
-    auto* ring_d = as<std::uint32_t>(tail);  // ring distances, then the class count and the first NaN
+    // Read back at once: the ring's distances, the class count, the first NaN, the ring's labels.
+    auto* ring_d = as<std::uint32_t>(tail);
     int* count = reinterpret_cast<int*>(ring_d + ring_n);
+    auto* ring_labels = reinterpret_cast<std::int32_t*>(count + 2);
     CUBEKIT_CUDA_CHECK(cudaMemsetAsync(count, 0x7F, 8, stream));  // no NaN: 0x7F7F7F7F, beyond any cell
     visit_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
@@ -318,16 +320,20 @@ WatershedPiece watershed_piece_cuda(const Context& ctx, const TileFrame& f, cons
     CUBEKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), select_bytes, cells, as<int>(flag), class_cells, count, int(n), stream));
     tile_labels<<<blocks, kBlock, 0, stream>>>(g, as<int>(root), as<int>(rank), labels);
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed tile_labels", dim3(blocks), dim3(kBlock));
+    gather_ring_labels<<<ring_blocks, kBlock, 0, stream>>>(as<int>(ring), ring_n, labels, ring_labels);
+    CUBEKIT_CHECK_LAUNCH(ctx, "watershed gather_ring_labels", dim3(ring_blocks), dim3(kBlock));
     int* joined = as<int>(parent);
     class_table<<<blocks, kBlock, 0, stream>>>(class_cells, count, as<int>(root), as<int>(rank), joined);
     CUBEKIT_CHECK_LAUNCH(ctx, "watershed class_table", dim3(blocks), dim3(kBlock));
 
     WatershedPiece piece;
-    std::vector<std::uint32_t> head(std::size_t(ring_n) + 2);
+    std::vector<std::uint32_t> head(2 * std::size_t(ring_n) + 2);
     read_back(ctx, ring_d, head.data(), head.size() * 4);
     const int classes = int(head[std::size_t(ring_n)]), nan_first = int(head[std::size_t(ring_n) + 1]);
     if (nan_first != 0x7F7F7F7F) throw_nan_in_tile(f, nan_first);
     piece.ring_d.assign(head.begin(), head.begin() + ring_n);
+    for (std::size_t r = 0; r < std::size_t(ring_n); ++r)
+        piece.ring_labels.push_back(std::int32_t(head[std::size_t(ring_n) + 2 + r]));
     std::vector<int> local(static_cast<std::size_t>(classes));
     piece.class_joined.resize(std::size_t(classes));
     if (classes > 0) {

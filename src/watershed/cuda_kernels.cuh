@@ -431,6 +431,11 @@ __global__ void tile_labels(Geometry g, const int* root, const int* rank, std::i
     if (p < g.size()) labels[p] = g.in(p) ? rank[root[p]] + 1 : 0;
 }
 
+__global__ void gather_ring_labels(const int* ring, int count, const std::int32_t* labels, std::int32_t* out) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) out[i] = labels[ring[i]];
+}
+
 // Each class's joined class: the class of its cell's root.
 __global__ void class_table(const int* cells, const int* count, const int* root, const int* rank, int* joined) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;

@@ -16,13 +16,11 @@
 //    root in this window is that root's class. Each joined set holds one minimum; its label is the
 //    rank of the minimum's first pixel, the smallest scene index of the set's minimum parts.
 // 3. The local class numbers, already in the caller's labels, are renumbered in place.
+// The exchange and the join (exchange.cpp) are shared with cubekit.dask.watershed.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <mutex>
-#include <numeric>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,69 +32,13 @@
 namespace cubekit {
 namespace {
 
-constexpr std::uint32_t kInfinite = UINT32_MAX;
 // Scratch per window pixel: the CPU piece's distances, arrows, roots, descents and class numbers;
 // the CUDA piece's distances, parents, roots, class flags and ranks (and the scan's temporary).
 constexpr std::size_t kHostBytes = 40, kDeviceBytes = 28;
 
-// The plateau distances of the cells on the cores' borders, scene-wide: the rows and columns where
-// cores meet (a cell on a row slot is stored there, others in their column's slot).
-class Frames {
-public:
-    Frames(int width, int height, int tile_width, int tile_height)
-        : row_slot_(std::size_t(height), -1), col_slot_(std::size_t(width), -1) {
-        rows_.assign(std::size_t(mark(row_slot_, tile_height)), std::vector<std::uint32_t>(std::size_t(width), kInfinite));
-        cols_.assign(std::size_t(mark(col_slot_, tile_width)), std::vector<std::uint32_t>(std::size_t(height), kInfinite));
-    }
-    std::uint32_t& at(std::int64_t cell, int width) {
-        const int x = int(cell % width), y = int(cell / width);
-        const int r = row_slot_[std::size_t(y)];
-        return r >= 0 ? rows_[std::size_t(r)][std::size_t(x)] : cols_[std::size_t(col_slot_[std::size_t(x)])][std::size_t(y)];
-    }
-    std::size_t bytes() const {
-        return (rows_.size() * col_slot_.size() + cols_.size() * row_slot_.size()) * sizeof(std::uint32_t);
-    }
-
-private:
-    // Slots for the first and last line of each tile along one axis.
-    static int mark(std::vector<int>& slot, int step) {
-        int k = 0;
-        const int size = int(slot.size());
-        for (int a = 0; a < size; a += step) {
-            slot[std::size_t(a)] = k++;
-            const int b = std::min(size, a + step) - 1;
-            if (slot[std::size_t(b)] < 0) slot[std::size_t(b)] = k++;
-        }
-        return k;
-    }
-    std::vector<int> row_slot_, col_slot_;
-    std::vector<std::vector<std::uint32_t>> rows_, cols_;
-};
-
-// Union-find over the tiles' classes; a root keeps the smallest minimum-part index of its set.
-struct ClassSets {
-    std::vector<std::int64_t> parent, key;
-    explicit ClassSets(std::size_t n) : parent(n), key(n, INT64_MAX) { std::iota(parent.begin(), parent.end(), 0); }
-    std::int64_t find(std::int64_t a) {
-        while (parent[std::size_t(a)] != a) {
-            parent[std::size_t(a)] = parent[std::size_t(parent[std::size_t(a)])];
-            a = parent[std::size_t(a)];
-        }
-        return a;
-    }
-    void unite(std::int64_t a, std::int64_t b) {
-        a = find(a), b = find(b);
-        if (a == b) return;
-        parent[std::size_t(b)] = a;
-        key[std::size_t(a)] = std::min(key[std::size_t(a)], key[std::size_t(b)]);
-    }
-};
-
+// Tiles of a regular grid (plan_tiles' row-major order) by their corner.
 struct Plan {
-    int width = 0, height = 0, tile_width = 0, tile_height = 0, tiles_x = 0;
-    std::size_t tile_of(std::int64_t cell) const {
-        return std::size_t((cell / width) / tile_height) * std::size_t(tiles_x) + std::size_t((cell % width) / tile_width);
-    }
+    int tile_width = 0, tile_height = 0, tiles_x = 0;
     std::size_t index(const Tile& t) const { return std::size_t(t.y0 / tile_height) * std::size_t(tiles_x) + std::size_t(t.x0 / tile_width); }
 };
 
@@ -147,100 +89,48 @@ WatershedTiled run_tiled(const Context& ctx, const detail::TileSource& s, const 
     k.host_work_bytes_per_pixel = kHostBytes + (inputs.mask ? 1 : 0);
     const auto [tw, th] = detail::local_tile_size(ctx, s, k, tiles, kWhere);
     tiles.tile_width = tw, tiles.tile_height = std::max(1, std::min<int>(th, int(INT_MAX / tw / 2)));
-    const Plan plan{s.width, s.height, tw, tiles.tile_height, (s.width + tw - 1) / tw};
+    const Plan plan{tw, tiles.tile_height, (s.width + tw - 1) / tw};
     const std::vector<Tile> layout = plan_tiles(s.width, s.height, tw, plan.tile_height, 1);
     ctx.log(std::string(kWhere) + ": " + std::string(ctx.backend_name()) + ", " + std::to_string(s.width) + "x" +
             std::to_string(s.height) + ", " + std::to_string(layout.size()) + " tiles of " + std::to_string(tw) + "x" +
             std::to_string(plan.tile_height) + ", connectivity " + std::to_string(options.connectivity));
 
-    std::vector<detail::TileFrame> frames_of;
+    std::vector<detail::TileFrame> frames;
     for (const Tile& t : layout)
-        frames_of.push_back(detail::TileFrame::of(s.width, t.x0, t.y0, t.width, t.height, t.read_x0, t.read_y0,
-                                                  t.read_width, t.read_height));
-    Frames frames(s.width, s.height, tw, plan.tile_height);
-    std::vector<detail::WatershedPiece> pieces(layout.size());
+        frames.push_back(detail::TileFrame::of(s.width, t.x0, t.y0, t.width, t.height, t.read_x0, t.read_y0,
+                                               t.read_width, t.read_height));
+    detail::WatershedExchange exchange(s.width, s.height, std::move(frames));
+    std::vector<std::optional<detail::WatershedPiece>> pieces(layout.size());
     std::vector<std::vector<std::uint32_t>> seeds(layout.size());
     std::vector<char> dirty(layout.size(), 1);
     WatershedTiled result;
-    std::mutex mutex;
     k.run_tile = [&](const Context& c, const Tile& t, const CubeView& in, const MutableCubeView& out) {
-        const std::size_t i = plan.index(t);
-        detail::WatershedPiece piece = compute_piece(c, frames_of[i], seeds[i], in, inputs.mask, options.connectivity, out);
-        const std::lock_guard lock(mutex);
-        pieces[i] = std::move(piece);
+        const std::size_t i = plan.index(t);  // each worker writes its own tiles' slots
+        pieces[i] = compute_piece(c, exchange.frame(i), seeds[i], in, inputs.mask, options.connectivity, out);
     };
     k.wanted = [&](const Tile& t) { return dirty[plan.index(t)] != 0; };
-    while (true) {
-        ++result.rounds;
-        for (std::size_t i = 0; i < layout.size(); ++i) {
-            if (!dirty[i]) continue;
-            seeds[i].clear();
-            for (std::int32_t cell : frames_of[i].ring) seeds[i].push_back(frames.at(frames_of[i].scene_index(cell), s.width));
-        }
+    for (std::vector<std::size_t> run = exchange.dirty(); !run.empty(); run = exchange.dirty()) {
+        if (++result.rounds > 1)
+            ctx.log(std::string(kWhere) + ": plateau distances cross tile borders; round " + std::to_string(result.rounds) +
+                    " runs " + std::to_string(run.size()) + " tile(s) again");
+        std::fill(dirty.begin(), dirty.end(), 0);
+        for (std::size_t i : run) dirty[i] = 1, seeds[i] = exchange.seeds(i);
         detail::merge_peak(result.run, detail::run_local_tiles(ctx, s, labels, k, tiles, kWhere));
-        for (std::size_t i = 0; i < layout.size(); ++i) {  // the cores' borders of the tiles just run
-            if (!dirty[i]) continue;
-            const detail::TileFrame& f = frames_of[i];
-            for (std::size_t r = 0; r < f.ring.size(); ++r)
-                if (f.in_core(f.ring[r])) frames.at(f.scene_index(f.ring[r]), s.width) = pieces[i].ring_d[r];
-        }
-        bool any = false;
-        for (std::size_t i = 0; i < layout.size(); ++i) {  // halos that came out above their owner's value
-            const detail::TileFrame& f = frames_of[i];
-            dirty[i] = 0;
-            for (std::size_t r = 0; r < f.ring.size() && !dirty[i]; ++r)
-                if (!f.in_core(f.ring[r]) && pieces[i].ring_d[r] > frames.at(f.scene_index(f.ring[r]), s.width))
-                    dirty[i] = 1;
-            any = any || dirty[i];
-        }
-        if (!any) break;
-        ctx.log(std::string(kWhere) + ": plateau distances cross tile borders; round " + std::to_string(result.rounds + 1));
+        for (std::size_t i : run) exchange.report(i, std::move(*pieces[i]));
     }
     result.run.tiles = layout.size();
     result.run.tile_width = tw, result.run.tile_height = plan.tile_height;
-    result.run.peak_bytes += frames.bytes();
+    result.run.peak_bytes += exchange.bytes();
 
-    // Join the classes scene-wide.
-    std::vector<std::int64_t> offset(layout.size() + 1, 0);
-    for (std::size_t i = 0; i < layout.size(); ++i) offset[i + 1] = offset[i] + std::int64_t(pieces[i].class_cells.size());
-    ClassSets sets(std::size_t(offset.back()));
+    // The tiles' class numbers, in the caller's labels, renumbered in place.
+    const detail::WatershedExchange::Join join = exchange.join();
+    result.regions = join.regions;
     const auto out = labels.typed<std::int32_t>();
-    for (std::size_t i = 0; i < layout.size(); ++i) {
-        const detail::WatershedPiece& p = pieces[i];
-        for (std::size_t c = 0; c < p.class_cells.size(); ++c) {
-            const std::int64_t cell = p.class_cells[c], node = offset[i] + std::int64_t(c);
-            const int x = int(cell % s.width), y = int(cell / s.width);
-            const Tile& t = layout[i];
-            if (x >= t.x0 && y >= t.y0 && x < t.x0 + t.width && y < t.y0 + t.height) {
-                sets.key[std::size_t(sets.find(node))] = std::min(sets.key[std::size_t(sets.find(node))], cell);
-                continue;
-            }
-            sets.unite(node, offset[i] + p.class_joined[c]);
-            const std::size_t owner = plan.tile_of(cell);
-            const std::int32_t theirs = out(x, y, 0);
-            if (theirs < 1 || std::size_t(theirs) > pieces[owner].class_cells.size())
-                throw std::logic_error(std::string(kWhere) + ": a halo cell's owner gave it no class");
-            sets.unite(node, offset[owner] + theirs - 1);
-        }
-    }
-    // Rank the sets by their minimum's first pixel.
-    std::vector<std::pair<std::int64_t, std::int64_t>> firsts;  // (first pixel, set)
-    for (std::int64_t n = 0; n < offset.back(); ++n)
-        if (sets.find(n) == n) {
-            if (sets.key[std::size_t(n)] == INT64_MAX) throw std::logic_error(std::string(kWhere) + ": a region without a minimum");
-            firsts.emplace_back(sets.key[std::size_t(n)], n);
-        }
-    std::sort(firsts.begin(), firsts.end());
-    result.regions = std::int64_t(firsts.size());
-    if (result.regions > INT_MAX) throw InvalidInput(std::string(kWhere) + ": more than 2^31 - 1 regions");
-    std::vector<std::int32_t> label_of(std::size_t(offset.back()), 0);  // every class's final label
-    for (std::size_t r = 0; r < firsts.size(); ++r) label_of[std::size_t(firsts[r].second)] = std::int32_t(r + 1);
-    for (std::int64_t n = 0; n < offset.back(); ++n) label_of[std::size_t(n)] = label_of[std::size_t(sets.find(n))];
     const std::int64_t n_tiles = std::int64_t(layout.size());
 #pragma omp parallel for schedule(dynamic) num_threads(ctx.threads())
     for (std::int64_t i = 0; i < n_tiles; ++i) {
         const Tile& t = layout[std::size_t(i)];
-        const std::int32_t* table = label_of.data() + offset[std::size_t(i)];
+        const std::vector<std::int32_t>& table = join.tables[std::size_t(i)];
         for (int y = t.y0; y < t.y0 + t.height; ++y)
             for (int x = t.x0; x < t.x0 + t.width; ++x) {
                 std::int32_t& v = out(x, y, 0);

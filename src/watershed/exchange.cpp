@@ -1,0 +1,155 @@
+// The exchange of plateau distances between the tiles of a tiled watershed, and the join of their
+// classes into scene-wide labels (watershed_internal.hpp; the reasoning is at the top of tiled.cpp).
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "watershed/watershed_internal.hpp"
+
+namespace cubekit::detail {
+
+namespace {
+constexpr std::uint32_t kInfinite = UINT32_MAX;
+
+// Union-find over the tiles' classes; a root keeps the smallest scene index of its set's minimum parts.
+struct ClassSets {
+    std::vector<std::int64_t> parent, key;
+    explicit ClassSets(std::size_t n) : parent(n), key(n, INT64_MAX) { std::iota(parent.begin(), parent.end(), 0); }
+    std::int64_t find(std::int64_t a) {
+        while (parent[std::size_t(a)] != a) {
+            parent[std::size_t(a)] = parent[std::size_t(parent[std::size_t(a)])];
+            a = parent[std::size_t(a)];
+        }
+        return a;
+    }
+    void unite(std::int64_t a, std::int64_t b) {
+        a = find(a), b = find(b);
+        if (a == b) return;
+        parent[std::size_t(b)] = a;
+        key[std::size_t(a)] = std::min(key[std::size_t(a)], key[std::size_t(b)]);
+    }
+};
+}  // namespace
+
+// Values on the cells of the cores' borders, scene-wide: whole rows where a core starts or ends, and
+// whole columns likewise (a cell on such a row is kept there, the others in their column).
+template <class V>
+class WatershedExchange::Lines {
+public:
+    Lines(int width, int height, const std::vector<TileFrame>& frames, V fill)
+        : width_(width), row_slot_(std::size_t(height), -1), col_slot_(std::size_t(width), -1) {
+        int rows = 0, cols = 0;
+        const auto mark = [](std::vector<int>& slot, int at, int& count) {
+            if (slot[std::size_t(at)] < 0) slot[std::size_t(at)] = count++;
+        };
+        for (const TileFrame& f : frames) {
+            mark(row_slot_, f.y0 + f.core_y0, rows), mark(row_slot_, f.y0 + f.core_y0 + f.core_height - 1, rows);
+            mark(col_slot_, f.x0 + f.core_x0, cols), mark(col_slot_, f.x0 + f.core_x0 + f.core_width - 1, cols);
+        }
+        rows_.assign(std::size_t(rows) * std::size_t(width), fill);
+        cols_.assign(std::size_t(cols) * std::size_t(height), fill);
+    }
+    V& at(std::int64_t cell) {
+        const std::int64_t x = cell % width_, y = cell / width_;
+        const int r = row_slot_[std::size_t(y)];
+        if (r >= 0) return rows_[std::size_t(r) * std::size_t(width_) + std::size_t(x)];
+        return cols_[std::size_t(col_slot_[std::size_t(x)]) * row_slot_.size() + std::size_t(y)];
+    }
+    std::size_t bytes() const { return (rows_.size() + cols_.size()) * sizeof(V); }
+
+private:
+    int width_;
+    std::vector<int> row_slot_, col_slot_;
+    std::vector<V> rows_, cols_;
+};
+
+WatershedExchange::WatershedExchange(int width, int height, std::vector<TileFrame> frames)
+    : width_(width), height_(height), frames_(std::move(frames)), pieces_(frames_.size()),
+      distances_(std::make_shared<Lines<std::uint32_t>>(width, height, frames_, kInfinite)) {}
+
+std::vector<std::uint32_t> WatershedExchange::seeds(std::size_t tile) const {
+    const TileFrame& f = frames_[tile];
+    std::vector<std::uint32_t> s;
+    s.reserve(f.ring.size());
+    for (std::int32_t cell : f.ring) s.push_back(distances_->at(f.scene_index(cell)));
+    return s;
+}
+
+void WatershedExchange::report(std::size_t tile, WatershedPiece piece) {
+    const TileFrame& f = frames_[tile];
+    if (piece.ring_d.size() != f.ring.size() || piece.ring_labels.size() != f.ring.size() ||
+        piece.class_joined.size() != piece.class_cells.size())
+        throw std::invalid_argument("watershed: tile " + std::to_string(tile) + "'s report does not match its ring");
+    for (std::size_t r = 0; r < f.ring.size(); ++r)
+        if (f.in_core(f.ring[r])) distances_->at(f.scene_index(f.ring[r])) = piece.ring_d[r];
+    pieces_[tile] = std::move(piece);
+}
+
+std::vector<std::size_t> WatershedExchange::dirty() const {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+        const TileFrame& f = frames_[i];
+        bool again = !pieces_[i].has_value();
+        for (std::size_t r = 0; r < f.ring.size() && !again; ++r)
+            again = !f.in_core(f.ring[r]) && pieces_[i]->ring_d[r] > distances_->at(f.scene_index(f.ring[r]));
+        if (again) out.push_back(i);
+    }
+    return out;
+}
+
+WatershedExchange::Join WatershedExchange::join() const {
+    if (!dirty().empty()) throw std::logic_error("watershed: the tiles' plateau distances do not agree yet");
+    std::vector<std::int64_t> offset(frames_.size() + 1, 0);
+    for (std::size_t i = 0; i < frames_.size(); ++i) offset[i + 1] = offset[i] + std::int64_t(pieces_[i]->class_cells.size());
+    // The class each core-border cell got from its tile, as a node of the sets (−1: outside the mask).
+    Lines<std::int64_t> owners(width_, height_, frames_, -1);
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+        const TileFrame& f = frames_[i];
+        for (std::size_t r = 0; r < f.ring.size(); ++r)
+            if (f.in_core(f.ring[r]) && pieces_[i]->ring_labels[r] > 0)
+                owners.at(f.scene_index(f.ring[r])) = offset[i] + pieces_[i]->ring_labels[r] - 1;
+    }
+    ClassSets sets(std::size_t(offset.back()));
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+        const TileFrame& f = frames_[i];
+        const WatershedPiece& p = *pieces_[i];
+        for (std::size_t c = 0; c < p.class_cells.size(); ++c) {
+            const std::int64_t cell = p.class_cells[c], node = offset[i] + std::int64_t(c);
+            const std::int64_t local = (cell / f.scene_width - f.y0) * f.width + cell % f.scene_width - f.x0;
+            if (f.in_core(local)) {  // a minimum's part: its root is the part's first pixel
+                std::int64_t& key = sets.key[std::size_t(sets.find(node))];
+                key = std::min(key, cell);
+                continue;
+            }
+            sets.unite(node, offset[i] + p.class_joined[c]);  // a halo minimum cell joined in this window
+            const std::int64_t theirs = owners.at(cell);      // the class its own tile gave it
+            if (theirs < 0) throw std::logic_error("watershed: a halo cell's owner gave it no class");
+            sets.unite(node, theirs);
+        }
+    }
+    std::vector<std::pair<std::int64_t, std::int64_t>> firsts;  // (first pixel, set): ranked in raster order
+    for (std::int64_t n = 0; n < offset.back(); ++n)
+        if (sets.find(n) == n) {
+            if (sets.key[std::size_t(n)] == INT64_MAX) throw std::logic_error("watershed: a region without a minimum");
+            firsts.emplace_back(sets.key[std::size_t(n)], n);
+        }
+    std::sort(firsts.begin(), firsts.end());
+    if (firsts.size() > std::size_t(INT_MAX)) throw std::length_error("watershed: more than 2^31 - 1 regions");
+    std::vector<std::int32_t> label(std::size_t(offset.back()), 0);
+    for (std::size_t r = 0; r < firsts.size(); ++r) label[std::size_t(firsts[r].second)] = std::int32_t(r + 1);
+    Join out;
+    out.regions = std::int64_t(firsts.size());
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+        std::vector<std::int32_t>& t = out.tables.emplace_back();
+        for (std::int64_t n = offset[i]; n < offset[i + 1]; ++n) t.push_back(label[std::size_t(sets.find(n))]);
+    }
+    return out;
+}
+
+std::size_t WatershedExchange::bytes() const { return distances_->bytes(); }
+
+}  // namespace cubekit::detail
