@@ -50,6 +50,7 @@
 ///     →       1 1 1 1 2 2 2 2 2 2 2      region 2 (3 pixels) joins region 3 across the pass 4; R = 2
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -160,6 +161,64 @@ WatershedTiled watershed_tiled(const Context& ctx, const CubeView& height, const
 WatershedTiled watershed_tiled(const Context& ctx, const CubeFile& height, const MutableCubeView& labels,
                                const WatershedOptions& options = {}, const WatershedInputs& inputs = {},
                                const TileOptions& tiles = {});
+
+// ---- The piece API behind watershed_tiled and cubekit.dask.watershed ------------------------------
+
+namespace detail {
+struct TileFrame;
+}
+
+/// One tile's run (watershed_piece) beside its labels. The tile's window is its core plus a 1-pixel
+/// halo (clipped to the scene); its "ring" is the window's cells outside the core's interior (the halo
+/// and the core's own border), in window raster order. The labels are the tile's class numbers 1..C
+/// (0 outside the mask): the cells where descents inside the window end, in window raster order — a
+/// halo cell (its label is decided by the tile whose core holds it) or the first cell of a minimum's
+/// part inside the core.
+struct WatershedPiece {
+    std::vector<std::uint32_t> ring_d;      ///< the plateau distance of each ring cell (UINT32_MAX = ∞)
+    std::vector<std::int32_t> ring_labels;  ///< the class number (label) of each ring cell
+    std::vector<std::int64_t> class_cells;  ///< each class's cell, as a scene raster index
+    std::vector<std::int32_t> class_joined; ///< the class (0-based) of each class's cell's root in this window:
+                                            ///< itself, unless a halo minimum cell joined to another root
+};
+
+/// Runs one tile: `window` is the relief over tile.read_* (the core ± 1 pixel, clipped; host or
+/// device as the context reads it), `mask_window` the mask over the same window or null, `seeds`
+/// the plateau distances the exchange hands this tile (WatershedExchange::seeds), `labels` a
+/// window-sized i32 view in the context's memory that receives the class numbers.
+WatershedPiece watershed_piece(const Context& ctx, const Tile& tile, int scene_width, const CubeView& window,
+                               const CubeView* mask_window, const std::vector<std::uint32_t>& seeds, int connectivity,
+                               const MutableCubeView& labels);
+
+/// The plateau-distance exchange and the scene-wide join of a tiled watershed over any grid of
+/// tiles (halo 1). Run each tile in dirty() with seeds(tile) and report() it; repeat until dirty() is
+/// empty; then join() gives each tile's table from class number to scene label (label = table[c − 1])
+/// and R. Not thread-safe.
+class WatershedExchange {
+public:
+    WatershedExchange(int width, int height, const std::vector<Tile>& tiles);
+    std::size_t size() const;
+    const Tile& tile(std::size_t i) const;
+    const detail::TileFrame& frame(std::size_t i) const;
+    /// The seeds of a tile's next run (one per ring cell; UINT32_MAX = none known).
+    std::vector<std::uint32_t> seeds(std::size_t i) const;
+    /// A tile's run: its core border's distances become the scene's. Throws InvalidInput when the
+    /// piece does not fit the tile's ring.
+    void report(std::size_t i, WatershedPiece piece);
+    /// The tiles to run (again): never reported, or a halo cell above its owner's value.
+    std::vector<std::size_t> dirty() const;
+    struct Join {
+        std::vector<std::vector<std::int32_t>> tables;  ///< per tile: class c (1-based) → table[c − 1], 1..regions
+        std::int64_t regions = 0;
+    };
+    Join join() const;
+    /// Host memory held for the tiles' borders.
+    std::size_t bytes() const;
+
+private:
+    struct Impl;
+    std::shared_ptr<Impl> impl_;
+};
 
 /// Display aid (spec B2): u8, 1 where a forward neighbour (right or lower; with 8-connectivity any
 /// of (0,+1), (+1,−1), (+1,0), (+1,+1); volumes: any forward neighbour) has a different label.

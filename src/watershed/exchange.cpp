@@ -4,13 +4,16 @@
 #include <climits>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cubekit/error.hpp"
 #include "watershed/watershed_internal.hpp"
 
-namespace cubekit::detail {
+namespace cubekit {
+using detail::TileFrame;
 
 namespace {
 constexpr std::uint32_t kInfinite = UINT32_MAX;
@@ -38,9 +41,9 @@ struct ClassSets {
 // Values on the cells of the cores' borders, scene-wide: whole rows where a core starts or ends, and
 // whole columns likewise (a cell on such a row is kept there, the others in their column).
 template <class V>
-class WatershedExchange::Lines {
+class BorderLines {
 public:
-    Lines(int width, int height, const std::vector<TileFrame>& frames, V fill)
+    BorderLines(int width, int height, const std::vector<TileFrame>& frames, V fill)
         : width_(width), row_slot_(std::size_t(height), -1), col_slot_(std::size_t(width), -1) {
         int rows = 0, cols = 0;
         const auto mark = [](std::vector<int>& slot, int at, int& count) {
@@ -67,46 +70,87 @@ private:
     std::vector<V> rows_, cols_;
 };
 
-WatershedExchange::WatershedExchange(int width, int height, std::vector<TileFrame> frames)
-    : width_(width), height_(height), frames_(std::move(frames)), pieces_(frames_.size()),
-      distances_(std::make_shared<Lines<std::uint32_t>>(width, height, frames_, kInfinite)) {}
+struct WatershedExchange::Impl {
+    int width_, height_;
+    std::vector<Tile> tiles_;
+    std::vector<TileFrame> frames_;
+    std::vector<std::optional<WatershedPiece>> pieces_;
+    std::optional<BorderLines<std::uint32_t>> distances_;
+};
+
+WatershedExchange::WatershedExchange(int width, int height, const std::vector<Tile>& tiles)
+    : impl_(std::make_shared<Impl>()) {
+    Impl& m = *impl_;
+    m.width_ = width, m.height_ = height, m.tiles_ = tiles;
+    for (const Tile& t : tiles) {
+        if (t.width < 1 || t.height < 1 || t.x0 < 0 || t.y0 < 0 || t.x0 + t.width > width || t.y0 + t.height > height ||
+            t.read_x0 != std::max(0, t.x0 - 1) || t.read_y0 != std::max(0, t.y0 - 1) ||
+            t.read_x0 + t.read_width != std::min(width, t.x0 + t.width + 1) ||
+            t.read_y0 + t.read_height != std::min(height, t.y0 + t.height + 1))
+            throw InvalidInput("watershed: a tile (core " + std::to_string(t.x0) + "," + std::to_string(t.y0) + " " +
+                               std::to_string(t.width) + "x" + std::to_string(t.height) +
+                               ") is not inside the scene or its window is not the core with a 1-pixel halo");
+        m.frames_.push_back(TileFrame::of(width, t.x0, t.y0, t.width, t.height, t.read_x0, t.read_y0, t.read_width,
+                                          t.read_height));
+    }
+    m.pieces_.resize(tiles.size());
+    m.distances_.emplace(width, height, m.frames_, kInfinite);
+}
+
+std::size_t WatershedExchange::size() const { return impl_->tiles_.size(); }
+const Tile& WatershedExchange::tile(std::size_t i) const { return impl_->tiles_.at(i); }
+const TileFrame& WatershedExchange::frame(std::size_t i) const { return impl_->frames_.at(i); }
 
 std::vector<std::uint32_t> WatershedExchange::seeds(std::size_t tile) const {
-    const TileFrame& f = frames_[tile];
+    Impl& m = *impl_;
+    const TileFrame& f = m.frames_.at(tile);
     std::vector<std::uint32_t> s;
     s.reserve(f.ring.size());
-    for (std::int32_t cell : f.ring) s.push_back(distances_->at(f.scene_index(cell)));
+    for (std::int32_t cell : f.ring) s.push_back(m.distances_->at(f.scene_index(cell)));
     return s;
 }
 
 void WatershedExchange::report(std::size_t tile, WatershedPiece piece) {
-    const TileFrame& f = frames_[tile];
-    if (piece.ring_d.size() != f.ring.size() || piece.ring_labels.size() != f.ring.size() ||
-        piece.class_joined.size() != piece.class_cells.size())
-        throw std::invalid_argument("watershed: tile " + std::to_string(tile) + "'s report does not match its ring");
+    Impl& m = *impl_;
+    const TileFrame& f = m.frames_.at(tile);
+    bool fits = piece.ring_d.size() == f.ring.size() && piece.ring_labels.size() == f.ring.size() &&
+                piece.class_joined.size() == piece.class_cells.size();
+    for (std::size_t c = 0; fits && c < piece.class_cells.size(); ++c)
+        fits = piece.class_joined[c] >= 0 && std::size_t(piece.class_joined[c]) < piece.class_cells.size() &&
+               piece.class_cells[c] >= 0 && piece.class_cells[c] < std::int64_t(m.width_) * m.height_;
+    for (std::size_t r = 0; fits && r < f.ring.size(); ++r)
+        fits = piece.ring_labels[r] >= 0 && std::size_t(piece.ring_labels[r]) <= piece.class_cells.size();
+    if (!fits) throw InvalidInput("watershed: tile " + std::to_string(tile) + "'s report does not fit its ring and classes");
     for (std::size_t r = 0; r < f.ring.size(); ++r)
-        if (f.in_core(f.ring[r])) distances_->at(f.scene_index(f.ring[r])) = piece.ring_d[r];
-    pieces_[tile] = std::move(piece);
+        if (f.in_core(f.ring[r])) m.distances_->at(f.scene_index(f.ring[r])) = piece.ring_d[r];
+    m.pieces_[tile] = std::move(piece);
 }
 
 std::vector<std::size_t> WatershedExchange::dirty() const {
+    Impl& m = *impl_;
+    const auto& frames_ = m.frames_;
+    const auto& pieces_ = m.pieces_;
     std::vector<std::size_t> out;
     for (std::size_t i = 0; i < frames_.size(); ++i) {
         const TileFrame& f = frames_[i];
         bool again = !pieces_[i].has_value();
         for (std::size_t r = 0; r < f.ring.size() && !again; ++r)
-            again = !f.in_core(f.ring[r]) && pieces_[i]->ring_d[r] > distances_->at(f.scene_index(f.ring[r]));
+            again = !f.in_core(f.ring[r]) && pieces_[i]->ring_d[r] > m.distances_->at(f.scene_index(f.ring[r]));
         if (again) out.push_back(i);
     }
     return out;
 }
 
 WatershedExchange::Join WatershedExchange::join() const {
-    if (!dirty().empty()) throw std::logic_error("watershed: the tiles' plateau distances do not agree yet");
+    if (!dirty().empty()) throw InvalidInput("watershed: join() before the tiles' plateau distances agree (dirty() is not empty)");
+    const Impl& m = *impl_;
+    const auto& frames_ = m.frames_;
+    const auto& pieces_ = m.pieces_;
+    const int width_ = m.width_, height_ = m.height_;
     std::vector<std::int64_t> offset(frames_.size() + 1, 0);
     for (std::size_t i = 0; i < frames_.size(); ++i) offset[i + 1] = offset[i] + std::int64_t(pieces_[i]->class_cells.size());
     // The class each core-border cell got from its tile, as a node of the sets (−1: outside the mask).
-    Lines<std::int64_t> owners(width_, height_, frames_, -1);
+    BorderLines<std::int64_t> owners(width_, height_, frames_, -1);
     for (std::size_t i = 0; i < frames_.size(); ++i) {
         const TileFrame& f = frames_[i];
         for (std::size_t r = 0; r < f.ring.size(); ++r)
@@ -150,6 +194,6 @@ WatershedExchange::Join WatershedExchange::join() const {
     return out;
 }
 
-std::size_t WatershedExchange::bytes() const { return distances_->bytes(); }
+std::size_t WatershedExchange::bytes() const { return impl_->distances_->bytes(); }
 
-}  // namespace cubekit::detail
+}  // namespace cubekit

@@ -61,20 +61,21 @@ void check_request(const detail::TileSource& s, const WatershedOptions& o, const
 }
 
 // One tile on the worker's backend: the dense window (relief and mask), its piece, its labels.
-detail::WatershedPiece compute_piece(const Context& c, const detail::TileFrame& frame, const std::vector<std::uint32_t>& seeds,
-                                     const CubeView& window, const CubeView* mask, int connectivity,
-                                     const MutableCubeView& labels) {
+WatershedPiece compute_piece(const Context& c, const detail::TileFrame& frame, const std::vector<std::uint32_t>& seeds,
+                             const CubeView& window, const CubeView* mask_window, int connectivity,
+                             const MutableCubeView& labels) {
     const Memory memory = c.is_cuda() ? Memory::Device : Memory::Host;
     const CubeInLayout relief(c, window, Layout::BSQ, memory);
     std::optional<CubeInLayout> inside;
-    if (mask) inside.emplace(c, mask->window(frame.x0, frame.y0, frame.width, frame.height), Layout::BSQ, memory);
+    if (mask_window) inside.emplace(c, *mask_window, Layout::BSQ, memory);
     const auto* in = inside ? reinterpret_cast<const std::uint8_t*>(inside->view().data()) : nullptr;
     auto* out = reinterpret_cast<std::int32_t*>(labels.data());
     if (c.is_cuda())
         return detail::watershed_piece_cuda(c, frame, seeds, relief.view().data(), window.dtype(), in, connectivity, out);
     return visit_dtype(window.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        return detail::watershed_piece_cpu<T>(frame, seeds, reinterpret_cast<const T*>(relief.view().data()), in, connectivity, out);
+        return detail::watershed_piece_cpu<T>(frame, seeds, reinterpret_cast<const T*>(relief.view().data()), in,
+                                              connectivity, out);
     });
 }
 
@@ -95,18 +96,17 @@ WatershedTiled run_tiled(const Context& ctx, const detail::TileSource& s, const 
             std::to_string(s.height) + ", " + std::to_string(layout.size()) + " tiles of " + std::to_string(tw) + "x" +
             std::to_string(plan.tile_height) + ", connectivity " + std::to_string(options.connectivity));
 
-    std::vector<detail::TileFrame> frames;
-    for (const Tile& t : layout)
-        frames.push_back(detail::TileFrame::of(s.width, t.x0, t.y0, t.width, t.height, t.read_x0, t.read_y0,
-                                               t.read_width, t.read_height));
-    detail::WatershedExchange exchange(s.width, s.height, std::move(frames));
-    std::vector<std::optional<detail::WatershedPiece>> pieces(layout.size());
+    WatershedExchange exchange(s.width, s.height, layout);
+    std::vector<std::optional<WatershedPiece>> pieces(layout.size());
     std::vector<std::vector<std::uint32_t>> seeds(layout.size());
     std::vector<char> dirty(layout.size(), 1);
     WatershedTiled result;
     k.run_tile = [&](const Context& c, const Tile& t, const CubeView& in, const MutableCubeView& out) {
         const std::size_t i = plan.index(t);  // each worker writes its own tiles' slots
-        pieces[i] = compute_piece(c, exchange.frame(i), seeds[i], in, inputs.mask, options.connectivity, out);
+        const detail::TileFrame& f = exchange.frame(i);
+        std::optional<CubeView> mask;
+        if (inputs.mask) mask = inputs.mask->window(f.x0, f.y0, f.width, f.height);
+        pieces[i] = compute_piece(c, f, seeds[i], in, mask ? &*mask : nullptr, options.connectivity, out);
     };
     k.wanted = [&](const Tile& t) { return dirty[plan.index(t)] != 0; };
     for (std::vector<std::size_t> run = exchange.dirty(); !run.empty(); run = exchange.dirty()) {
@@ -123,7 +123,7 @@ WatershedTiled run_tiled(const Context& ctx, const detail::TileSource& s, const 
     result.run.peak_bytes += exchange.bytes();
 
     // The tiles' class numbers, in the caller's labels, renumbered in place.
-    const detail::WatershedExchange::Join join = exchange.join();
+    const WatershedExchange::Join join = exchange.join();
     result.regions = join.regions;
     const auto out = labels.typed<std::int32_t>();
     const std::int64_t n_tiles = std::int64_t(layout.size());
@@ -141,6 +141,27 @@ WatershedTiled run_tiled(const Context& ctx, const detail::TileSource& s, const 
 }
 
 }  // namespace
+
+WatershedPiece watershed_piece(const Context& ctx, const Tile& tile, int scene_width, const CubeView& window,
+                               const CubeView* mask_window, const std::vector<std::uint32_t>& seeds, int connectivity,
+                               const MutableCubeView& labels) {
+    const auto refuse = [](const std::string& why) { throw InvalidInput("watershed_piece: " + why); };
+    if (connectivity != 4 && connectivity != 8) refuse("connectivity = " + std::to_string(connectivity) + "; expected 4 or 8");
+    if (window.width() != tile.read_width || window.height() != tile.read_height || window.bands() != 1)
+        refuse("the window is " + window.describe() + "; expected " + std::to_string(tile.read_width) + "x" +
+               std::to_string(tile.read_height) + "x1 (the core with a 1-pixel halo)");
+    if (mask_window && (mask_window->width() != window.width() || mask_window->height() != window.height() ||
+                        mask_window->bands() != 1 || mask_window->dtype() != DType::U8))
+        refuse("the mask window is " + mask_window->describe() + "; expected u8 of the window's size");
+    if (labels.width() != window.width() || labels.height() != window.height() || labels.dtype() != DType::I32 ||
+        !labels.is_dense(Layout::BSQ) || labels.on_device() != ctx.is_cuda())
+        refuse("the labels are " + labels.describe() + "; expected dense i32 of the window's size in the context's memory");
+    const detail::TileFrame frame = detail::TileFrame::of(scene_width, tile.x0, tile.y0, tile.width, tile.height, tile.read_x0,
+                                                          tile.read_y0, tile.read_width, tile.read_height);
+    if (seeds.size() != frame.ring.size())
+        refuse(std::to_string(seeds.size()) + " seeds; the tile's ring has " + std::to_string(frame.ring.size()) + " cells");
+    return compute_piece(ctx, frame, seeds, window, mask_window, connectivity, labels);
+}
 
 WatershedTiled watershed_tiled(const Context& ctx, const CubeView& height, const MutableCubeView& labels,
                                const WatershedOptions& options, const WatershedInputs& inputs, const TileOptions& tiles) {

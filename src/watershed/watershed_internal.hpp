@@ -163,50 +163,6 @@ struct TileFrame {
                        std::to_string(p / f.scene_width) + "); heights must be comparable");
 }
 
-/// What one tile's computation returns beside its labels. The labels (window-sized, dense) are the
-/// tile's class numbers 1..C, 0 outside the mask: class c is a cell where descents in this window
-/// end, in window raster order — a halo cell (its label is decided by the tile whose core holds it)
-/// or the root (first cell) of a minimum's part inside the core.
-struct WatershedPiece {
-    std::vector<std::uint32_t> ring_d;      ///< the plateau distance of each ring cell (UINT32_MAX = ∞)
-    std::vector<std::int32_t> ring_labels;  ///< the class number (label) of each ring cell
-    std::vector<std::int64_t> class_cells;  ///< each class's cell, as a scene raster index
-    std::vector<std::int32_t> class_joined; ///< the class (0-based) of the root of each class's cell: itself,
-                                            ///< unless the cell is a halo minimum cell joined to another root
-};
-
-/// The plateau-distance exchange and the scene-wide join of a tiled watershed (exchange.cpp), shared
-/// by watershed_tiled and cubekit.dask.watershed. Tiles are reported after each run; the tiles whose
-/// halo came out above its owner's value are dirty (run again with fresh seeds); once none is, join()
-/// gives each tile's table from class number (1..C) to scene label and R. Not thread-safe.
-class WatershedExchange {
-public:
-    WatershedExchange(int width, int height, std::vector<TileFrame> frames);
-    std::size_t size() const { return frames_.size(); }
-    const TileFrame& frame(std::size_t tile) const { return frames_[tile]; }
-    /// The seeds of a tile's next run (aligned with its ring; UINT32_MAX = none known).
-    std::vector<std::uint32_t> seeds(std::size_t tile) const;
-    /// A tile's run: its core border's distances become the scene's.
-    void report(std::size_t tile, WatershedPiece piece);
-    /// The tiles to run (again): never reported, or a halo cell above its owner's value.
-    std::vector<std::size_t> dirty() const;
-    struct Join {
-        std::vector<std::vector<std::int32_t>> tables;  ///< per tile: class c (0-based) → label 1..regions
-        std::int64_t regions = 0;
-    };
-    Join join() const;
-    /// Host memory held for the tiles' borders.
-    std::size_t bytes() const;
-
-private:
-    template <class V>
-    class Lines;  // values on the rows and columns of the cores' borders
-    int width_, height_;
-    std::vector<TileFrame> frames_;
-    std::vector<std::optional<WatershedPiece>> pieces_;
-    std::shared_ptr<Lines<std::uint32_t>> distances_;
-};
-
 /// One tile on the CPU: `h` and `inside` (dense u8 or null) cover the window; `seeds` (aligned with
 /// frame.ring, UINT32_MAX = none) are upper bounds of the ring's plateau distances from the tiles
 /// around; `labels` (window-sized, dense) receives the class numbers.
