@@ -30,7 +30,7 @@ import dataclasses
 from . import _cubekit, _detect, _edges, _gradient, _kmeans, _labels, _pca, _runtime, _zernike
 
 __all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "pca", "kmeans", "rbfn_scores", "rx", "matched_filter", "ace",
-           "cem", "label", "label_components", "remove_small_objects", "zernike_moments"]
+           "cem", "label", "label_components", "remove_small_objects", "watershed", "zernike_moments"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -449,6 +449,89 @@ def remove_small_objects(mask, min_size=64, connectivity=8, **common):
 
 
 # ---- Zernike moments ------------------------------------------------------------------------------
+
+# ---- Watershed ------------------------------------------------------------------------------------
+
+def _watershed_piece(window, mask, scene, core, seeds, connectivity, common):
+    """A chunk's window (its core and a 1-pixel halo) run on its own kind of array: (labels, ring
+    distances, ring labels, class cells, joined classes), host NumPy arrays."""
+    ctx, _kind, _out, _progress = _runtime.begin(window, dict(common), "watershed")
+    return _cubekit.watershed_piece(ctx, window, mask, scene, core, seeds, connectivity)
+
+
+def watershed(image, connectivity=8, mask=None, return_regions=False, **common):
+    """cubekit.watershed over the chunks of a 2-D dask array: the same labels as the whole call.
+
+    Each chunk runs the automaton on its window (the chunk and a 1-pixel halo). Plateau distances are
+    exchanged on the client until the chunks agree (a second pass over some chunks only where a
+    plateau crosses chunk borders), the chunks' classes are joined (a merge whose size grows with the
+    chunks' borders and the number of regions, not the pixels), and the labels are a lazy int32 array,
+    each chunk run again and renumbered. ``mask`` (optional): a dask or NumPy array of the image's
+    shape, nonzero = inside. Keywords: backend, device, threads (each chunk runs on its own kind of
+    array: CuPy chunks on their GPU). Markers, levels, h_min, min_area and volumes need the whole
+    relief: use cubekit.watershed.
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> h = da.from_array(np.random.default_rng(2).integers(0, 8, (60, 50)).astype(np.uint8), chunks=(16, 16))
+    >>> labels, n = cubekit.dask.watershed(h, return_regions=True)
+    >>> whole, m = cubekit.watershed(h.compute(), return_regions=True)
+    >>> bool((labels.compute() == whole).all()) and n == m
+    True
+    """
+    da = _dask_array()
+    import dask
+    unknown = set(common) - set(_COMMON)
+    if unknown:
+        raise ValueError(f"cubekit.dask.watershed: unknown keyword(s) {sorted(unknown)} (connectivity, mask, "
+                         "return_regions, backend, device, threads)")
+    if connectivity not in (4, 8):
+        raise ValueError(f"cubekit.dask.watershed: connectivity = {connectivity!r}; expected 4 or 8")
+    a = da.asarray(image)
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[:, :, 0]
+    if a.ndim != 2:
+        raise ValueError(f"cubekit.dask.watershed: the relief has shape {a.shape}; expected (H, W)")
+    height, width = (int(n) for n in a.shape)
+    ys, xs = np.cumsum((0,) + a.chunks[0]), np.cumsum((0,) + a.chunks[1])
+    rows, cols = a.numblocks
+    cores = [(int(xs[j]), int(ys[i]), int(a.chunks[1][j]), int(a.chunks[0][i])) for i in range(rows) for j in range(cols)]
+    exchange = _cubekit.WatershedExchange(width, height, cores)
+    depth = {0: 1, 1: 1}
+    grown = da.overlap.overlap(a, depth=depth, boundary="none")
+    windows = grown.to_delayed().reshape(-1)
+    masks, grown_mask = [None] * len(cores), None
+    if mask is not None:
+        m = da.asarray(mask)
+        if m.ndim == 3 and m.shape[2] == 1:
+            m = m[:, :, 0]
+        if tuple(m.shape) != (height, width):
+            raise ValueError(f"cubekit.dask.watershed: mask has shape {tuple(m.shape)}; expected the relief's {(height, width)}")
+        m = m.rechunk(a.chunks)
+        inside = m != 0
+        if np.dtype(m.dtype).kind == "f":
+            inside = inside & (m == m)
+        grown_mask = da.overlap.overlap(inside.astype(np.uint8), depth=depth, boundary="none")
+        masks = list(grown_mask.to_delayed().reshape(-1))
+    scene = (width, height)
+    piece = dask.delayed(lambda w, k, seeds, m: _watershed_piece(w, m, scene, cores[k], seeds, connectivity, common)[1:])
+    for dirty in iter(exchange.dirty, []):
+        reports = dask.compute(*[piece(windows[k], k, exchange.seeds(k), masks[k]) for k in dirty])
+        for k, r in zip(dirty, reports):
+            exchange.report(k, *r)
+    tables, regions = exchange.join()
+    seeds = [exchange.seeds(k) for k in range(len(cores))]
+
+    def chunk(window, *rest, block_info=None):
+        i, j = block_info[0]["chunk-location"][:2]
+        k = i * cols + j
+        local = _watershed_piece(window, rest[0] if rest else None, scene, cores[k], seeds[k], connectivity, common)[0]
+        return _on_chunk_kind(np.concatenate(([0], tables[k])).astype(np.int32)[local], window)
+
+    meta = da.utils.meta_from_array(a, ndim=2, dtype=np.int32)
+    extra = [grown_mask] if grown_mask is not None else []
+    labels = da.overlap.trim_internal(grown.map_blocks(chunk, *extra, dtype=np.int32, meta=meta), depth, boundary="none")
+    return (labels, int(regions)) if return_regions else labels
+
 
 def _zernike_chunk(block, max_order, keywords):
     """The moments (images, count) complex128 of a chunk's images (its bands), where the chunk lives."""

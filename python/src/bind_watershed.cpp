@@ -4,6 +4,7 @@
 // arrays, converts int64 markers, and splits segment()'s keywords between the RCMG and the watershed.
 #include <pybind11/numpy.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -55,6 +56,82 @@ py::dict region_columns(const std::vector<RegionStats>& stats, int bands) {
     d["mean_gradient"] = array_of(gradient, {n});
     d["mean_spectrum"] = array_of(spectrum, {n, py::ssize_t(bands)});
     return d;
+}
+
+// ---- The piece API (cubekit.dask.watershed) -------------------------------------------------------
+
+/// A tile of a width × height scene from its core rectangle, read with a 1-pixel halo.
+Tile tile_of(int width, int height, py::tuple core) {
+    const int x0 = core[0].cast<int>(), y0 = core[1].cast<int>(), w = core[2].cast<int>(), h = core[3].cast<int>();
+    const std::vector<Tile> t = plan_tiles(w, h, w, h, 0);  // checks the sizes
+    (void)t;
+    Tile tile{x0, y0, w, h};
+    tile.read_x0 = std::max(0, x0 - 1), tile.read_y0 = std::max(0, y0 - 1);
+    tile.read_width = std::min(width, x0 + w + 1) - tile.read_x0;
+    tile.read_height = std::min(height, y0 + h + 1) - tile.read_y0;
+    return tile;
+}
+
+template <class T>
+std::vector<T> vector_of(py::handle a, const char* what) {
+    const auto arr = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+    if (!arr || arr.ndim() != 1) throw InvalidInput(std::string("watershed: ") + what + " is not a 1-D array");
+    return std::vector<T>(arr.data(), arr.data() + arr.size());
+}
+
+/// watershed_piece(ctx, window, mask window or None, (width, height), core (x0, y0, w, h), seeds,
+/// connectivity) -> (labels of the window as NumPy int32, ring_d, ring_labels, class_cells, class_joined).
+py::tuple piece_binding(PyContext& c, py::handle window, py::object mask, py::tuple scene, py::tuple core,
+                        py::handle seeds, int connectivity) {
+    const ArrayView in = array_view(window, "watershed_piece", "window");
+    std::optional<ArrayView> m;
+    if (!mask.is_none()) m = array_view(mask, "watershed_piece", "mask");
+    const Tile tile = tile_of(scene[0].cast<int>(), scene[1].cast<int>(), core);
+    const std::vector<std::uint32_t> s = vector_of<std::uint32_t>(seeds, "seeds");
+    auto [labels, p] = c.run(py::none(), [&](const Context& ctx) {
+        const CubeShape shape{in.view.width(), in.view.height(), 1, DType::I32, Layout::BSQ};
+        Cube l(shape.width, shape.height, 1, DType::I32);
+        WatershedPiece p;
+        if (ctx.is_cuda()) {
+            DeviceCube d(ctx, shape);
+            p = watershed_piece(ctx, tile, scene[0].cast<int>(), in.view, m ? &m->view : nullptr, s, connectivity, d.mutable_view());
+            copy_cube(ctx, d.view(), l.mutable_view());
+        } else {
+            p = watershed_piece(ctx, tile, scene[0].cast<int>(), in.view, m ? &m->view : nullptr, s, connectivity, l.mutable_view());
+        }
+        return std::make_pair(std::move(l), std::move(p));
+    });
+    const auto n = [](const auto& v) { return std::vector<py::ssize_t>{py::ssize_t(v.size())}; };
+    return py::make_tuple(to_numpy(std::move(labels), true), array_of(p.ring_d, n(p.ring_d)),
+                          array_of(p.ring_labels, n(p.ring_labels)), array_of(p.class_cells, n(p.class_cells)),
+                          array_of(p.class_joined, n(p.class_joined)));
+}
+
+void bind_exchange(py::module_& m) {
+    py::class_<WatershedExchange>(m, "WatershedExchange")
+        .def(py::init([](int width, int height, const py::list& cores) {
+            std::vector<Tile> tiles;
+            for (py::handle core : cores) tiles.push_back(tile_of(width, height, core.cast<py::tuple>()));
+            return WatershedExchange(width, height, tiles);
+        }))
+        .def("__len__", &WatershedExchange::size)
+        .def("seeds", [](const WatershedExchange& e, std::size_t i) {
+            const std::vector<std::uint32_t> s = e.seeds(i);
+            return array_of(s, {py::ssize_t(s.size())});
+        })
+        .def("report", [](WatershedExchange& e, std::size_t i, py::handle ring_d, py::handle ring_labels,
+                          py::handle class_cells, py::handle class_joined) {
+            e.report(i, WatershedPiece{vector_of<std::uint32_t>(ring_d, "ring_d"), vector_of<std::int32_t>(ring_labels, "ring_labels"),
+                                       vector_of<std::int64_t>(class_cells, "class_cells"),
+                                       vector_of<std::int32_t>(class_joined, "class_joined")});
+        })
+        .def("dirty", &WatershedExchange::dirty)
+        .def("join", [](const WatershedExchange& e) {
+            const WatershedExchange::Join j = e.join();
+            py::list tables;
+            for (const std::vector<std::int32_t>& t : j.tables) tables.append(array_of(t, {py::ssize_t(t.size())}));
+            return py::make_tuple(tables, j.regions);
+        });
 }
 
 /// watershed(ctx, image, markers, mask, out, keywords, progress) -> (labels, regions). Without out
@@ -168,6 +245,8 @@ void bind_watershed(py::module_& m) {
     m.def("watershed_declarations", &declarations<WatershedOptions>);
     m.def("watershed", &watershed_binding);
     m.def("watershed_boundary", &boundary_binding);
+    m.def("watershed_piece", &piece_binding);
+    bind_exchange(m);
     // Tiles (issue 17): image = a NumPy array or a file path (read by windows); mask a NumPy array or
     // None; tiles as rcmg_tiled's. Returns (labels, regions, tiled dict with "rounds").
     m.def("watershed_tiled", [](PyContext& c, py::handle image, py::object mask, const py::dict& keywords,

@@ -312,9 +312,55 @@ def test_labels_on_a_distributed_local_cluster():
     assert np.array_equal(got, whole.labels)
 
 
+def _reliefs(shape, seed):
+    rng = np.random.default_rng(seed)
+    x = np.mgrid[0:shape[0], 0:shape[1]][1]
+    return {"u8 ties": rng.integers(0, 8, shape).astype(np.uint8), "f32": rng.random(shape).astype(np.float32),
+            "staircase": (x // 9).astype(np.uint16), "constant": np.full(shape, 3, np.int16)}
+
+
+@pytest.mark.parametrize("chunks", [(16, 16), (7, 5), (9, 2), (61, 47)])
+def test_watershed_chunks_equal_whole(chunks):
+    mask = np.random.default_rng(40).random((61, 47)) > 0.15
+    for name, x in _reliefs((61, 47), seed=41).items():
+        for connectivity in (4, 8):
+            whole, n = cubekit.watershed(x, connectivity=connectivity, return_regions=True)
+            labels, m = cubekit.dask.watershed(da.from_array(x, chunks=chunks), connectivity=connectivity, return_regions=True)
+            assert labels.dtype == np.int32 and labels.chunks == da.from_array(x, chunks=chunks).chunks
+            assert np.array_equal(labels.compute(), whole) and m == n, (name, connectivity)
+            got = cubekit.dask.watershed(da.from_array(x, chunks=chunks), connectivity=connectivity,
+                                         mask=da.from_array(mask.astype(np.float32), chunks=(20, 20)))
+            assert np.array_equal(got.compute(), cubekit.watershed(x, connectivity=connectivity, mask=mask)), (name, "mask")
+
+
+def test_watershed_real_gradient_2d_views_and_refusals():
+    g = cubekit.rcmg(cubekit.read(cubekit.data_path("samson"))[0])
+    assert np.array_equal(cubekit.dask.watershed(da.from_array(g[..., None], chunks=(30, 20, 1))).compute(),
+                          cubekit.watershed(g))
+    with pytest.raises(ValueError, match="unknown keyword"):
+        cubekit.dask.watershed(da.from_array(g, chunks=20), levels=4)
+    with pytest.raises(ValueError, match="connectivity"):
+        cubekit.dask.watershed(da.from_array(g, chunks=20), connectivity=6)
+    with pytest.raises(ValueError, match="mask has shape"):
+        cubekit.dask.watershed(da.from_array(g, chunks=20), mask=np.ones((3, 3)))
+    with pytest.raises(ValueError, match="expected \\(H, W\\)"):
+        cubekit.dask.watershed(da.from_array(np.zeros((4, 4, 2), np.float32), chunks=2))
+
+
+def test_watershed_on_a_distributed_local_cluster():
+    distributed = pytest.importorskip("distributed", reason="python3-distributed not installed")
+    x = _reliefs((80, 70), seed=42)["u8 ties"]
+    whole = cubekit.watershed(x)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        labels = cubekit.dask.watershed(da.from_array(x, chunks=(25, 30)))
+        got = client.compute(labels).result()
+    assert np.array_equal(got, whole)
+
+
 def test_docstring_examples_run():
     import doctest
-    for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments):
+    for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)

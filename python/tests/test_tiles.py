@@ -362,3 +362,30 @@ def test_watershed_tiles_on_every_device():
         whole = cubekit.watershed(relief, backend="cpu")
         assert np.array_equal(cubekit.watershed(relief, devices=devices, tile_size=(40, 9)), whole), name
         assert np.array_equal(cubekit.watershed(relief, backend="cuda", device_memory_limit="1M"), whole), name
+
+
+@gpu
+def test_watershed_chunk_functions_on_cupy():
+    """The GPU machine has no Dask: cubekit.dask.watershed's per-chunk function on CuPy windows, with
+    the exchange and join it uses, gives the whole labels."""
+    cp = pytest.importorskip("cupy")
+    import cubekit.dask as d
+    for name, relief in _reliefs((67, 59), seed=33).items():
+        whole = cubekit.watershed(relief, backend="cpu")
+        cores = [(c, r, min(17, 59 - c), min(13, 67 - r)) for r in range(0, 67, 13) for c in range(0, 59, 17)]
+        ex = cubekit._cubekit.WatershedExchange(59, 67, cores)
+
+        def window(core):
+            x0, y0, w, h = core
+            return cp.asarray(relief[max(0, y0 - 1):y0 + h + 1, max(0, x0 - 1):x0 + w + 1])
+
+        for dirty in iter(ex.dirty, []):
+            for k in dirty:
+                ex.report(k, *d._watershed_piece(window(cores[k]), None, (59, 67), cores[k], ex.seeds(k), 8, {})[1:])
+        tables, _regions = ex.join()
+        got = np.zeros(whole.shape, np.int32)
+        for k, (x0, y0, w, h) in enumerate(cores):
+            local = d._watershed_piece(window(cores[k]), None, (59, 67), cores[k], ex.seeds(k), 8, {})[0]
+            labels = np.concatenate(([0], tables[k])).astype(np.int32)[local]
+            got[y0:y0 + h, x0:x0 + w] = labels[(y0 > 0):(y0 > 0) + h, (x0 > 0):(x0 > 0) + w]
+        assert np.array_equal(got, whole), name
