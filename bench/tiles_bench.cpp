@@ -4,6 +4,7 @@
 // in pageable host memory as a reader leaves it.
 //
 //   tiles_bench [--scene FILE] [--width 3000] [--height 1700] [--envi-out DIR] [--write-only FILE.hdr] [--kmeans-only]
+//               [--watershed-only]
 //
 // Scaling (issue 20): every tiled figure is taken on 1, 2, 4, ... and all visible GPUs, from pageable
 // memory (staged through pinned buffers) and from page-locked memory (moved in place), beside the host
@@ -239,12 +240,45 @@ void kmeans_scaling(const Context& gpu, const Cube& cube, double in_gb, const st
     }
 }
 
+// The watershed of the RCMG gradient (issue 17): each tile's automaton on a device, the plateau
+// distances exchanged until the tiles agree, the classes joined and the labels renumbered on the host.
+void watershed_rows(const Context& gpu, const Cube& whole, double out_gb, const std::vector<int>& counts) {
+    const int width = whole.width(), height = whole.height();
+    {
+        WatershedResult ref;
+        const double ws_ms = median_wall_ms([&] { ref = watershed(gpu, whole); });
+        std::printf("\nwatershed() whole %dx%d f32 RCMG on one GPU (upload, automaton, download): %.1f ms; %lld regions.\n",
+                    width, height, ws_ms, static_cast<long long>(ref.regions));
+        Cube labels = Cube::uninitialized(width, height, 1, DType::I32);
+        Table t{out_gb, out_gb};
+        std::string rounds;
+        t.header("watershed_tiled (8-connectivity), pageable");
+        for (int n : counts)
+            for (std::size_t budget : {std::size_t(0), std::size_t(64) << 20}) {
+                WatershedTiled w;
+                const double ms = median_wall_ms([&] {
+                    w = watershed_tiled(gpu, whole, labels.mutable_view(), {}, {},
+                                        {.device_memory_limit = budget, .devices = first_devices(n)});
+                });
+                t.row(budget ? "watershed_tiled, 64 MiB device budget" : "watershed_tiled", n, 3, w.run, ms,
+                      w.regions == ref.regions && std::memcmp(labels.bytes(), ref.labels.bytes(), labels.num_bytes()) == 0);
+                rounds += " " + std::to_string(w.rounds);
+            }
+        std::printf("\nRounds of the rows above (passes over the tiles until the plateau distances agreed):%s.\n", rounds.c_str());
+    }
+}
+
 int main(int argc, char** argv) {
     std::string scene_path, envi_out, write_only;
     int width = 3000, height = 1700;
-    bool kmeans_only = false;
+    bool kmeans_only = false, watershed_only = false;
     for (int i = 1; i < argc; i += 2) {
         const std::string a = argv[i];
+        if (a == "--watershed-only") {  // issue 17: the watershed rows alone
+            watershed_only = true;
+            --i;
+            continue;
+        }
         if (a == "--kmeans-only") {  // issue 20: the k-means scaling alone
             kmeans_only = true;
             --i;
@@ -287,6 +321,10 @@ int main(int argc, char** argv) {
 
     Cube whole;
     const double whole_ms = median_wall_ms([&] { whole = rcmg(gpu, cube); });
+    if (watershed_only) {
+        watershed_rows(gpu, whole, out_gb, counts);
+        return 0;
+    }
     const double floor1 = (in_gb + out_gb) / kLinkGBs * 1e3;
     std::printf("\nrcmg() whole scene on one GPU (upload, kernel, download): %.1f ms, %.0f %% of the one-GPU floor %.1f ms.\n",
                 whole_ms, 100 * floor1 / whole_ms, floor1);
@@ -417,30 +455,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    // The watershed of the RCMG gradient (issue 17): each tile's automaton on a device, the plateau
-    // distances exchanged until the tiles agree, the classes joined and the labels renumbered on the host.
-    {
-        WatershedResult ref;
-        const double ws_ms = median_wall_ms([&] { ref = watershed(gpu, whole); });
-        std::printf("\nwatershed() whole %dx%d f32 RCMG on one GPU (upload, automaton, download): %.1f ms; %lld regions.\n",
-                    width, height, ws_ms, static_cast<long long>(ref.regions));
-        Cube labels = Cube::uninitialized(width, height, 1, DType::I32);
-        Table t{out_gb, out_gb};
-        std::string rounds;
-        t.header("watershed_tiled (8-connectivity), pageable");
-        for (int n : counts)
-            for (std::size_t budget : {std::size_t(0), std::size_t(64) << 20}) {
-                WatershedTiled w;
-                const double ms = median_wall_ms([&] {
-                    w = watershed_tiled(gpu, whole, labels.mutable_view(), {}, {},
-                                        {.device_memory_limit = budget, .devices = first_devices(n)});
-                });
-                t.row(budget ? "watershed_tiled, 64 MiB device budget" : "watershed_tiled", n, 3, w.run, ms,
-                      w.regions == ref.regions && std::memcmp(labels.bytes(), ref.labels.bytes(), labels.num_bytes()) == 0);
-                rounds += " " + std::to_string(w.rounds);
-            }
-        std::printf("\nRounds of the rows above (passes over the tiles until the plateau distances agreed):%s.\n", rounds.c_str());
-    }
+    watershed_rows(gpu, whole, out_gb, counts);
 
     std::printf("\n");
     print_link_rates(pinned.data(), pinned_back.data(), cube.num_bytes(), ndev);

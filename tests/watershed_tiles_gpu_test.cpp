@@ -22,7 +22,9 @@ struct TileRun {
     int tw, th, lanes;
     bool all_devices;
 };
-const std::vector<TileRun> kRuns = {{131, 9, 2, false}, {40, 17, 1, false}, {3, 2, 3, false}, {131, 4, 2, true}, {1, 1, 2, false}};
+// Each tile costs the device a dozen launches and three read-backs: the tiny tiles run on a small
+// scene (SmallTilesAndSanitizers), the large scene takes tiles of a few hundred pixels and more.
+const std::vector<TileRun> kRuns = {{131, 9, 2, false}, {40, 17, 1, false}, {9, 6, 3, false}, {131, 4, 2, true}};
 
 TEST(WatershedTilesGpu, StreamedEqualsCpuWhole) {
     REQUIRE_GPU();
@@ -66,6 +68,25 @@ TEST(WatershedTilesGpu, SmallForSanitizers) {
         ASSERT_TRUE(cubes_identical(whole.labels, out));
         ASSERT_EQ(whole.regions, t.regions);
     }
+}
+
+// Tiles of one to six pixels on a small scene: plateaus crossing many tiles, many rounds.
+TEST(WatershedTilesGpu, TinyTilesEqualCpuWhole) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    int several_rounds = 0;
+    for (const auto& [name, relief] : testing::watershed_test_reliefs(23, 17, seed))
+        for (auto [tw, th] : {std::pair{1, 1}, std::pair{2, 3}}) {
+            SCOPED_TRACE(::testing::Message() << name << " tiles " << tw << "x" << th);
+            const WatershedResult whole = watershed(cpu_context(), relief);
+            Cube out = poisoned_watershed_labels(23, 17);
+            const WatershedTiled t = watershed_tiled(gpu, relief, out.mutable_view(), {}, {}, {.lanes = 2, .tile_width = tw, .tile_height = th});
+            ASSERT_TRUE(cubes_identical(whole.labels, out));
+            ASSERT_EQ(whole.regions, t.regions);
+            several_rounds += t.rounds > 1;
+        }
+    EXPECT_GT(several_rounds, 3);
 }
 
 TEST(WatershedTilesGpu, RealGradientUnderADeviceBudgetAndFromAFile) {
