@@ -265,6 +265,12 @@ void watershed_rows(const Context& gpu, const Cube& whole, double out_gb, const 
                 rounds += " " + std::to_string(w.rounds);
             }
         std::printf("\nRounds of the rows above (passes over the tiles until the plateau distances agreed):%s.\n", rounds.c_str());
+        // Where a tiled call's time goes (its own log): the tiles' passes, the join, the relabelling.
+        const Context logged({.backend = Backend::Cuda, .log = [](std::string_view m) {
+                                  std::printf("  %.*s\n", int(m.size()), m.data());
+                              }});
+        for (std::size_t budget : {std::size_t(0), std::size_t(64) << 20})
+            watershed_tiled(logged, whole, labels.mutable_view(), {}, {}, {.device_memory_limit = budget});
     }
 }
 
