@@ -86,7 +86,8 @@ py::tuple piece_binding(PyContext& c, py::handle window, py::object mask, py::tu
     const ArrayView in = array_view(window, "watershed_piece", "window");
     std::optional<ArrayView> m;
     if (!mask.is_none()) m = array_view(mask, "watershed_piece", "mask");
-    const Tile tile = tile_of(scene[0].cast<int>(), scene[1].cast<int>(), core);
+    const int width = scene[0].cast<int>(), height = scene[1].cast<int>();  // read here: c.run releases the GIL
+    const Tile tile = tile_of(width, height, core);
     const std::vector<std::uint32_t> s = vector_of<std::uint32_t>(seeds, "seeds");
     auto [labels, p] = c.run(py::none(), [&](const Context& ctx) {
         const CubeShape shape{in.view.width(), in.view.height(), 1, DType::I32, Layout::BSQ};
@@ -94,10 +95,10 @@ py::tuple piece_binding(PyContext& c, py::handle window, py::object mask, py::tu
         WatershedPiece p;
         if (ctx.is_cuda()) {
             DeviceCube d(ctx, shape);
-            p = watershed_piece(ctx, tile, scene[0].cast<int>(), in.view, m ? &m->view : nullptr, s, connectivity, d.mutable_view());
+            p = watershed_piece(ctx, tile, width, in.view, m ? &m->view : nullptr, s, connectivity, d.mutable_view());
             copy_cube(ctx, d.view(), l.mutable_view());
         } else {
-            p = watershed_piece(ctx, tile, scene[0].cast<int>(), in.view, m ? &m->view : nullptr, s, connectivity, l.mutable_view());
+            p = watershed_piece(ctx, tile, width, in.view, m ? &m->view : nullptr, s, connectivity, l.mutable_view());
         }
         return std::make_pair(std::move(l), std::move(p));
     });
