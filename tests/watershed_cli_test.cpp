@@ -215,6 +215,54 @@ TEST(WatershedCli, VolumesAreDepthHeightWidthNpy) {
 
 // ---- segment ---------------------------------------------------------------------------------------
 
+TEST(WatershedCli, TilesGiveTheWholeLabelsAndReportThemselves) {
+    const fs::path dir = testing::temp_dir("ws-cli-tiles");
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Cube relief = testing::random_levels_cube(53, 41, 1, DType::U16, seed, 6);
+    write_cube(relief, dir / "relief.hdr");  // ENVI: read by windows
+    write_cube(relief, dir / "relief.png");  // read whole, then tiled
+    Cube mask(53, 41, 1, DType::U8);
+    for (int y = 0; y < 41; ++y)
+        for (int x = 0; x < 53; ++x) mask.set_value(x, y, 0, (x * 7 + y * 3) % 11 != 0);
+    write_cube(mask, dir / "mask.npy");
+    const CubeView mask_view = mask.view();
+    for (const std::string in : {"relief.hdr", "relief.png"})
+        for (const std::string& flags : std::vector<std::string>{"--memory-limit 6K", "--tile-size 5x4", "--tile-size 1x1 --connectivity 4 --mask " + q(dir / "mask.npy")}) {
+            SCOPED_TRACE(in + " " + flags);
+            const fs::path out = dir / "labels.npy";
+            const auto r = run_cli("watershed " + q(dir / in) + " " + q(out) + " " + flags + " --backend cpu --json");
+            ASSERT_EQ(r.exit_code, 0) << r.err;
+            WatershedOptions o;
+            o.connectivity = flags.find("--connectivity 4") != std::string::npos ? 4 : 8;
+            const bool masked = flags.find("--mask") != std::string::npos;
+            const WatershedResult lib = watershed(testing::cpu_context(), relief, o, {.mask = masked ? &mask_view : nullptr});
+            EXPECT_TRUE(testing::cubes_identical(lib.labels, read_cube(out).to_layout(Layout::BSQ)));
+            const nlohmann::json j = nlohmann::json::parse(r.out);
+            EXPECT_EQ(j["regions"], lib.regions);
+            EXPECT_GT(j["tiled"]["tiles"].get<int>(), 1);
+            EXPECT_GE(j["tiled"]["rounds"].get<int>(), 1);
+            EXPECT_EQ(j["input"]["windowed"], in == "relief.hdr");
+        }
+    // Without tile flags the relief runs whole.
+    const auto whole = run_cli("watershed " + q(dir / "relief.hdr") + " " + q(dir / "w.npy") + " --backend cpu --json");
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    EXPECT_FALSE(nlohmann::json::parse(whole.out).contains("tiled"));
+    // Options that need the whole relief are refused with tiles, naming the flag, nothing written.
+    for (const std::string& flag : std::vector<std::string>{"--levels 8", "--h-min 2", "--min-area 4", "--markers " + q(dir / "mask.npy")}) {
+        const auto r = run_cli("watershed " + q(dir / "relief.hdr") + " " + q(dir / "x.npy") + " --tile-size 8x8 " + flag);
+        EXPECT_EQ(r.exit_code, 2) << flag;
+        EXPECT_TRUE(testing::names_token(r.err, flag.substr(0, flag.find(' ')))) << r.err;
+        EXPECT_FALSE(fs::exists(dir / "x.npy"));
+    }
+    const auto bad = run_cli("watershed " + q(dir / "relief.hdr") + " " + q(dir / "x.npy") + " --memory-limit 12Q");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_TRUE(testing::names_token(bad.err, "--memory-limit")) << bad.err;
+    const auto cpu_devices = run_cli("watershed " + q(dir / "relief.hdr") + " " + q(dir / "x.npy") + " --devices 0 --backend cpu");
+    EXPECT_EQ(cpu_devices.exit_code, 2) << cpu_devices.err;
+    EXPECT_FALSE(fs::exists(dir / "x.npy"));
+}
+
 TEST(SegmentCli, SamsonLabelsGradientAndRegionTables) {
     const fs::path dir = testing::temp_dir("segment-cli");
     const auto r = run_cli("segment " + q(samson()) + " " + q(dir / "s.npy") + " --levels 32 --regions-out " +

@@ -358,8 +358,10 @@ std::string untileable(const Args& a, const WatershedOptions& o) {
     return "";
 }
 
-/// The relief: read whole, or opened to be read by windows when the run takes tiles (the flags, or a
-/// large raw file on a GPU) and its options allow them.
+/// The relief: read whole, or opened to be read by windows when the run takes tiles (tile flags given)
+/// and its options allow them. Unlike rcmg, a large relief is not tiled unasked: the whole automaton
+/// on the device is faster than the tiles (8 vs 32 ms for a 3000x1700 f32 relief on an H100, host in
+/// and out; bench/results/2026-11-27-h100.md) and needs ~32 bytes of device memory per pixel.
 struct Relief {
     std::optional<CubeFile> file;
     Cube cube;
@@ -372,7 +374,7 @@ struct Relief {
 Relief open_relief(const Args& a, const CommonOptions& common, const WatershedOptions& o, bool tiles_asked,
                    Timings& timings) {
     std::optional<CubeFile> file;
-    if (untileable(a, o).empty()) file = open_windowed(a.input, common, tiles_asked, timings);
+    if (tiles_asked && untileable(a, o).empty()) file = open_windowed(a.input, common, true, timings);
     if (file) {
         // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
         auto work = context_for_work(common, "watershed", timings, estimate_watershed(file->shape()));
@@ -406,7 +408,7 @@ void run_watershed(const Args& a) {
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     const std::unique_ptr<Secondary> secondary = read_secondaries(a, shape, o.volume, timings);
     const TransferTotals copies = ctx.transfer_totals();
-    const bool tiled = relief.file || (untileable(a, o).empty() && use_tiles(tiles, ctx, shape.num_bytes()));
+    const bool tiled = tiles.has_value();
     WatershedResult r;
     std::optional<WatershedTiled> t;
     try {
@@ -544,8 +546,9 @@ Action add_watershed(CLI::App& root) {
         "  cubekit watershed big_gradient.hdr regions.npy --memory-limit 1G --json   # in tiles, the same labels\n"
         "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the relief in tiles with a 1-pixel\n"
         "halo; the tiles exchange plateau distances until they agree, then their labels are joined: the labels equal\n"
-        "the whole run's. A raw file (ENVI, .npy, GeoTIFF) is then read by windows; on a GPU an input of 64 MiB or more\n"
-        "is always tiled. --levels, --h-min, --min-area, --markers and --volume need the whole relief (no tiles).");
+        "the whole run's. A raw file (ENVI, .npy, GeoTIFF) is then read by windows. Without these flags the relief runs\n"
+        "whole (faster while it fits: ~32 bytes of device memory per pixel). --levels, --h-min, --min-area, --markers\n"
+        "and --volume need the whole relief (no tiles).");
     input_file(app->add_option("IN", a->input, "the relief: one band (any format cubekit reads), or a volume with --volume"))->required();
     app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
     add_flags(*app, *a);
