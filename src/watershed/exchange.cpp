@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <numeric>
 #include <optional>
+#include <queue>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -175,18 +176,37 @@ WatershedExchange::Join WatershedExchange::join() const {
             sets.unite(node, theirs);
         }
     }
-    std::vector<std::pair<std::int64_t, std::int64_t>> firsts;  // (first pixel, set): ranked in raster order
-    for (std::int64_t n = 0; n < offset.back(); ++n)
-        if (sets.find(n) == n) {
-            if (sets.key[std::size_t(n)] == INT64_MAX) throw std::logic_error("watershed: a region without a minimum");
-            firsts.emplace_back(sets.key[std::size_t(n)], n);
+    // Rank the sets by their first pixel. Each set's first pixel is a minimum part's cell in some tile, and
+    // each tile lists its classes in raster order, so the tiles' lists of first pixels are sorted: a k-way
+    // merge ranks them (a sort of every key took most of the join: 291 k regions, bench/results).
+    std::vector<std::vector<std::int64_t>> firsts(frames_.size());  // per tile: the sets whose first pixel it holds
+    std::int64_t sets_count = 0;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+        const TileFrame& f = frames_[i];
+        for (std::int64_t n = offset[i]; n < offset[i + 1]; ++n) {
+            const std::int64_t root = sets.find(n), cell = pieces_[i]->class_cells[std::size_t(n - offset[i])];
+            const bool in_core = f.in_core((cell / f.scene_width - f.y0) * f.width + cell % f.scene_width - f.x0);
+            if (in_core && sets.key[std::size_t(root)] == cell) firsts[i].push_back(root);  // halo cells: their owner's
+            sets_count += root == n;
         }
-    std::sort(firsts.begin(), firsts.end());
-    if (firsts.size() > std::size_t(INT_MAX)) throw std::length_error("watershed: more than 2^31 - 1 regions");
+    }
+    using Head = std::pair<std::int64_t, std::size_t>;  // (first pixel, tile)
+    std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+    std::vector<std::size_t> next(frames_.size(), 0);
+    for (std::size_t i = 0; i < frames_.size(); ++i)
+        if (!firsts[i].empty()) heads.emplace(sets.key[std::size_t(firsts[i][0])], i);
     std::vector<std::int32_t> label(std::size_t(offset.back()), 0);
-    for (std::size_t r = 0; r < firsts.size(); ++r) label[std::size_t(firsts[r].second)] = std::int32_t(r + 1);
+    std::int64_t ranked = 0;
+    while (!heads.empty()) {
+        const std::size_t i = heads.top().second;
+        heads.pop();
+        if (ranked == INT_MAX) throw std::length_error("watershed: more than 2^31 - 1 regions");
+        label[std::size_t(firsts[i][next[i]])] = std::int32_t(++ranked);
+        if (++next[i] < firsts[i].size()) heads.emplace(sets.key[std::size_t(firsts[i][next[i]])], i);
+    }
+    if (ranked != sets_count) throw std::logic_error("watershed: a region without a minimum");
     Join out;
-    out.regions = std::int64_t(firsts.size());
+    out.regions = ranked;
     for (std::size_t i = 0; i < frames_.size(); ++i) {
         std::vector<std::int32_t>& t = out.tables.emplace_back();
         for (std::int64_t n = offset[i]; n < offset[i + 1]; ++n) t.push_back(label[std::size_t(sets.find(n))]);
