@@ -261,6 +261,23 @@ TEST(WatershedCli, TilesGiveTheWholeLabelsAndReportThemselves) {
     const auto cpu_devices = run_cli("watershed " + q(dir / "relief.hdr") + " " + q(dir / "x.npy") + " --devices 0 --backend cpu");
     EXPECT_EQ(cpu_devices.exit_code, 2) << cpu_devices.err;
     EXPECT_FALSE(fs::exists(dir / "x.npy"));
+    // segment in tiles: the RCMG and the watershed in tiles give the whole run's labels and gradient.
+    const auto seg = run_cli("segment " + q(samson()) + " " + q(dir / "s.npy") + " --gradient-out " + q(dir / "g.npy") +
+                             " --backend cpu --quiet");
+    ASSERT_EQ(seg.exit_code, 0) << seg.err;
+    const auto seg_tiles = run_cli("segment " + q(samson()) + " " + q(dir / "st.npy") + " --gradient-out " + q(dir / "gt.npy") +
+                                   " --tile-size 17x13 --backend cpu --json --quiet");
+    ASSERT_EQ(seg_tiles.exit_code, 0) << seg_tiles.err;
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "s.npy"), read_cube(dir / "st.npy")));
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "g.npy"), read_cube(dir / "gt.npy")));
+    const nlohmann::json sj = nlohmann::json::parse(seg_tiles.out);
+    EXPECT_EQ(sj["tiled"]["watershed"]["tiles"], 48);
+    EXPECT_EQ(sj["tiled"]["rcmg"]["tiles"], 48);
+    const auto seg_refused = run_cli("segment " + q(samson()) + " " + q(dir / "sx.npy") + " --tile-size 17x13 --regions-out " +
+                                     q(dir / "r.csv"));
+    EXPECT_EQ(seg_refused.exit_code, 2);
+    EXPECT_TRUE(testing::names_token(seg_refused.err, "--regions-out")) << seg_refused.err;
+    EXPECT_FALSE(fs::exists(dir / "sx.npy") || fs::exists(dir / "r.csv"));
 }
 
 TEST(SegmentCli, SamsonLabelsGradientAndRegionTables) {

@@ -385,17 +385,24 @@ Relief open_relief(const Args& a, const CommonOptions& common, const WatershedOp
     return {std::nullopt, std::move(prepared.input), std::move(prepared.ctx), std::move(prepared.backend_choice)};
 }
 
+/// The tile options when tile flags were given: bad flags, and options that need the whole relief or
+/// cube, fail before the read; --devices implies the CUDA backend.
+std::optional<TileOptions> tiles_asked(const Args& a, const WatershedOptions& o, CommonOptions& common) {
+    if (!a.tiles.given()) return std::nullopt;
+    const TileOptions tiles = tile_options(a.tiles);
+    std::string flag = untileable(a, o);
+    if (flag.empty() && !a.regions_out.empty()) flag = "--regions-out";
+    if (!flag.empty())
+        throw InvalidInput(flag + " needs the whole " + (a.flags.segment ? "cube" : "relief") +
+                           "; it cannot run in tiles (leave out --memory-limit, --device-memory-limit, --devices and --tile-size)");
+    if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
+    return tiles;
+}
+
 void run_watershed(const Args& a) {
     CommonOptions common = a.common;
     const WatershedOptions o = resolved(a);
-    std::optional<TileOptions> tiles;
-    if (a.tiles.given()) {  // bad tile flags, or options that need the whole relief, fail before the read
-        tiles = tile_options(a.tiles);
-        if (const std::string flag = untileable(a, o); !flag.empty())
-            throw InvalidInput(flag + " needs the whole relief; it cannot run in tiles (leave out --memory-limit, "
-                               "--device-memory-limit, --devices and --tile-size)");
-        if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
-    }
+    std::optional<TileOptions> tiles = tiles_asked(a, o, common);
     check_output_names(a);
     Timings timings;
     Relief relief = open_relief(a, common, o, tiles.has_value(), timings);
@@ -466,11 +473,25 @@ void write_regions(const Args& a, const Input& in, const std::vector<RegionStats
     written.add(a.regions_out, "regions", "csv");
 }
 
+/// segment in tiles: the RCMG in tiles into host memory, then the watershed of it in tiles.
+SegmentResult segment_in_tiles(const Context& ctx, const Cube& cube, const RcmgOptions& r, const WatershedOptions& o,
+                               const WatershedInputs& inputs, TileOptions tiles, nlohmann::json& report) {
+    SegmentResult out{Cube::uninitialized(cube.width(), cube.height(), 1, r.out_type),
+                      Cube::uninitialized(cube.width(), cube.height(), 1, DType::I32), 0};
+    report["rcmg"] = tiled_json(rcmg_tiled(ctx, cube, out.gradient.mutable_view(), r, tiles));
+    const WatershedTiled w = watershed_tiled(ctx, out.gradient, out.labels.mutable_view(), o, inputs, tiles);
+    report["watershed"] = tiled_json(w.run);
+    report["watershed"]["rounds"] = w.rounds;
+    out.regions = w.regions;
+    return out;
+}
+
 void run_segment(const Args& a) {
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
     const WatershedOptions o = a.flags.watershed;
     RcmgOptions rcmg_options = a.flags.rcmg;
     if (rcmg_options.connectivity == 0) rcmg_options.connectivity = o.connectivity;
+    std::optional<TileOptions> tiles = tiles_asked(a, o, common);
     check_output_names(a);
     Timings timings;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
@@ -483,8 +504,13 @@ void run_segment(const Args& a) {
     check_rcmg_arguments(cube.shape(), rcmg_options);
     const std::unique_ptr<Secondary> secondary =
         read_secondaries(a, {cube.width(), cube.height(), 1, DType::U8}, false, timings);
+    if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     const TransferTotals copies = ctx.transfer_totals();
-    SegmentResult r = timings.time("segment", [&] { return segment(ctx, cube, rcmg_options, o, secondary->inputs()); });
+    nlohmann::json tiled;
+    SegmentResult r = timings.time("segment", [&] {
+        return tiles ? segment_in_tiles(ctx, cube, rcmg_options, o, secondary->inputs(), *tiles, tiled)
+                     : segment(ctx, cube, rcmg_options, o, secondary->inputs());
+    });
     timings.split_transfers(ctx, copies, "segment");
     std::vector<RegionStats> stats;
     if (!a.regions_out.empty())
@@ -500,6 +526,7 @@ void run_segment(const Args& a) {
         return paint_ms;
     });
     nlohmann::json j = run_json("segment", ctx, choice, a, cube.shape(), r.regions, r.labels, written);
+    if (tiles) j["tiled"] = tiled;
     j["parameters"] = {{"rcmg", parameters_json(rcmg_options)}, {"watershed", parameters_json(o)}};
     j["implementation"] = {{"rcmg", std::string(rcmg_implementation(ctx, rcmg_options))}};
     report(common, j, timings,
@@ -569,10 +596,14 @@ Action add_segment(CLI::App& root) {
         "band, named by wavelength when the cube has them, else b<band>).\n"
         "Examples:\n"
         "  cubekit segment data/samson/samson_1.img regions.npy --png regions.png --regions-out regions.csv\n"
-        "  cubekit segment scene.mat labels.hdr --var data --connectivity 4 --levels 32 --gradient-out g.png --json");
+        "  cubekit segment scene.mat labels.hdr --var data --connectivity 4 --levels 32 --gradient-out g.png --json\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the RCMG and the watershed in tiles\n"
+        "(the cube is read whole; the labels and gradient equal the whole run's; --json adds tiled.rcmg and\n"
+        "tiled.watershed). Not with --levels, --h-min, --min-area, --markers or --regions-out.");
     input_file(app->add_option("IN", a->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
     add_flags(*app, *a);
+    add_tile_flags(*app, a->tiles);
     app->add_option("--gradient-out", a->gradient_out, "the RCMG gradient: .npy/ENVI float, or .png scaled for display");
     app->add_option("--regions-out", a->regions_out,
                     "per-region statistics: .csv or .json (area, box, centroid, mean spectrum, mean gradient)");
