@@ -241,6 +241,9 @@ def segment(cube, **keywords):
     statistics = keywords.pop("statistics", True)
     if not isinstance(statistics, (bool, np.bool_)):
         raise ValueError(f"segment: statistics = {statistics!r}; expected True or False")
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(cube):
+        return _segment_tiled(cube, markers, mask, statistics, keywords, tiles)
     ctx, kind, out, progress = _runtime.begin(cube, keywords, "segment")
     if out is not None:
         raise TypeError("segment() got an unexpected keyword argument 'out'; its results come back in a SegmentResult")
@@ -277,6 +280,29 @@ def segment(cube, **keywords):
     bands = int(cube.shape[2]) if len(cube.shape) == 3 else 1
     table = None if d["table"] is None else _table(d["table"], bands)
     return SegmentResult(labels=d["labels"], gradient=d["gradient"], count=int(d["regions"]), regions=table)
+
+
+def _segment_tiled(cube, markers, mask, statistics, keywords, tiles):
+    """The tiled path: the RCMG in tiles, then the watershed of it in tiles (NumPy or a file path in,
+    NumPy out); the region table from the NumPy arrays."""
+    if markers is not None:
+        raise ValueError("segment: markers need the whole relief; they cannot run in tiles")
+    connectivity = keywords.pop("connectivity", None)
+    connectivity = 8 if connectivity is None else _check_connectivity(connectivity, False, "segment")
+    rcmg_connectivity = keywords.pop("rcmg_connectivity", None)
+    common = {k: keywords.pop(k) for k in ("backend", "device", "threads", "progress") if k in keywords}
+    rcmg_keywords = {k: keywords.pop(k) for k in list(keywords) if k in _SEGMENT_RCMG_NAMES}
+    rcmg_keywords["connectivity"] = connectivity if rcmg_connectivity is None else rcmg_connectivity
+    from ._gradient import rcmg
+    gradient = rcmg(cube, **rcmg_keywords, **common, **tiles)
+    labels, count = watershed(gradient, connectivity=connectivity, mask=mask, return_regions=True, **keywords, **common,
+                              **tiles)
+    table = None
+    if statistics:
+        if _runtime.is_path(cube):
+            raise ValueError("segment: statistics=True needs the cube in memory; pass statistics=False with a file path")
+        table = region_statistics(labels, np.asarray(cube), gradient)
+    return SegmentResult(labels=labels, gradient=gradient, count=count, regions=table)
 
 
 def region_statistics(labels, cube=None, gradient=None):
@@ -393,6 +419,10 @@ rcmg_connectivity : 4 or 8, optional
     The RCMG window when it differs from connectivity.
 statistics : bool
     Compute the region table (area, box, centroid, mean spectrum and mean gradient of each region).
+memory_limit, device_memory_limit, devices, tile_size : optional
+    The RCMG and the watershed in tiles (as :func:`rcmg` and :func:`watershed`): the same labels and
+    gradient; ``cube`` may then be a file path (with statistics=False). No markers, levels, h_min or
+    min_area.
 
 Returns
 -------
@@ -409,3 +439,4 @@ Example
 """
 segment.__doc__ += "\nOptions\n-------\n" + _runtime.option_docs(
     [d for d in _SEGMENT_RCMG + _SEGMENT_WS if d[0] != "connectivity"]) + "\n\nCommon\n------\n" + _runtime.COMMON_DOC + "\n"
+_runtime.with_tile_keywords(segment)

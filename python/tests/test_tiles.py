@@ -342,6 +342,20 @@ def test_watershed_tiles_equal_whole(tmp_path, tiles):
     assert np.array_equal(cubekit.watershed(tmp_path / "g.npy", memory_limit="8K"), cubekit.watershed(relief))
 
 
+def test_segment_tiles_equal_whole(tmp_path):
+    cube = np.random.default_rng(34).integers(0, 40, (37, 45, 6)).astype(np.int16)
+    whole = cubekit.segment(cube, connectivity=4)
+    for tiles in ({"tile_size": (7, 5)}, {"memory_limit": "8K"}):
+        t = cubekit.segment(cube, connectivity=4, **tiles)
+        assert np.array_equal(t.labels, whole.labels) and np.array_equal(t.gradient, whole.gradient)
+        assert t.count == whole.count and np.array_equal(t.regions, whole.regions)
+    cubekit.write(tmp_path / "c.npy", cube)
+    f = cubekit.segment(tmp_path / "c.npy", connectivity=4, statistics=False, tile_size=(9, 9))
+    assert np.array_equal(f.labels, whole.labels) and f.regions is None
+    with pytest.raises(ValueError, match="statistics"):
+        cubekit.segment(tmp_path / "c.npy", tile_size=(9, 9))
+
+
 def test_watershed_tiles_refusals():
     relief = _reliefs()["u8 ties"]
     with pytest.raises(ValueError, match="markers"):
