@@ -115,6 +115,34 @@ TEST(ClassifyCli, ExternalClassMapWithWatershedVote) {
     EXPECT_TRUE(fs::is_regular_file(pixelwise));
 }
 
+TEST(ClassifyCli, TilesGiveTheWholeMapsAndScores) {
+    const Scene s = write_scene("classify-tiles");
+    for (const std::string classifier : {"svm", "sam"}) {
+        SCOPED_TRACE(classifier);
+        const std::string flags = " --train " + q(s.train) + " --test " + q(s.test) + " --classifier " + classifier +
+                                  " --segment watershed --cv-folds 3 --backend cpu --json --quiet";
+        const auto whole = run_cli("classify " + q(s.cube) + " " + q(s.dir / "w.npy") + flags + " --pixelwise-out " +
+                                   q(s.dir / "wp.npy"));
+        ASSERT_EQ(whole.exit_code, 0) << whole.err;
+        const auto tiled = run_cli("classify " + q(s.cube) + " " + q(s.dir / "t.npy") + flags + " --pixelwise-out " +
+                                   q(s.dir / "tp.npy") + " --tile-size 7x5");
+        ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
+        EXPECT_TRUE(testing::cubes_identical(read_cube(s.dir / "w.npy"), read_cube(s.dir / "t.npy")));
+        EXPECT_TRUE(testing::cubes_identical(read_cube(s.dir / "wp.npy"), read_cube(s.dir / "tp.npy")));
+        const nlohmann::json w = nlohmann::json::parse(whole.out), t = nlohmann::json::parse(tiled.out);
+        EXPECT_EQ(w["regions"], t["regions"]);
+        EXPECT_EQ(w["pixelwise"], t["pixelwise"]);
+        EXPECT_EQ(w["vote"], t["vote"]);
+        EXPECT_FALSE(w.contains("tiled"));
+        for (const char* step : {"predict", "rcmg", "watershed"}) EXPECT_GT(t["tiled"][step]["tiles"].get<int>(), 1) << step;
+    }
+    const auto refused = run_cli("classify " + q(s.cube) + " " + q(s.dir / "x.npy") + " --train " + q(s.train) +
+                                 " --segment watershed --levels 8 --tile-size 7x5");
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_TRUE(testing::names_token(refused.err, "--levels")) << refused.err;
+    EXPECT_FALSE(fs::exists(s.dir / "x.npy"));
+}
+
 TEST(ClassifyCli, TrainFractionOneLeavesNothingToScore) {
     const Scene s = write_scene("classify-all-train");
     const auto r = run_cli("classify " + q(s.cube) + " " + q(s.dir / "map.npy") + " --train " + q(s.train) +

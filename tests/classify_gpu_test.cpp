@@ -114,6 +114,13 @@ TEST(ClassifyGpu, SvmMatchesCpuTwin) {
     const SvmModel m = train_svm(cpu_context(), cube, train, {.svm_c = 10, .svm_gamma = 0.5});
     expect_same_svm(gpu, cube, m);
     expect_same_svm(gpu, cube.to_dtype(DType::F64).to_layout(Layout::BSQ), m);
+    // In tiles on the device (issue 17): the whole call's classes, SVM and class means.
+    Cube tiled(W, H, 1, DType::I32);
+    predict_svm_tiled(gpu, cube, m, tiled.mutable_view(), {.lanes = 2, .tile_width = 9, .tile_height = 7});
+    EXPECT_TRUE(cubes_identical(predict_svm(gpu, cube, m).classes, tiled));
+    const ClassMeans means = train_class_means(cpu_context(), cube, train, Classifier::Sam);
+    predict_class_means_tiled(gpu, cube, means, tiled.mutable_view(), {.device_memory_limit = 64 << 10});
+    EXPECT_TRUE(cubes_identical(predict_class_means(cpu_context(), cube, means), tiled));
     const auto cube_path = testing::shared_data_path("classification/salinas_a/SalinasA_corrected.mat");
     const auto gt_path = testing::shared_data_path("classification/salinas_a/SalinasA_gt.mat");
     if (!cube_path || !gt_path) GTEST_SKIP() << "Salinas-A is absent (../shared/data/classification/salinas_a)";

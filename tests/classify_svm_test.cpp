@@ -83,6 +83,29 @@ TEST(ClassifySvm, TwinMatchesLibsvmOnASyntheticScene) {
     EXPECT_GT(a.oa, 0.9);
 }
 
+TEST(ClassifySvm, TiledPredictionEqualsWhole) {  // issue 17
+    const Context& cpu = testing::cpu_context();
+    const int W = 29, H = 23, B = 4;
+    Cube cube(W, H, B, DType::F32, Layout::BIL), train(W, H, 1, DType::I32);
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+            const int k = (x / 7 + y / 5) % 3;
+            for (int b = 0; b < B; ++b) cube.at<float>(x, y, b) = float(20 * k + b * k + ((x * 13 + y * 7 + b) % 9));
+            if ((x + 3 * y) % 5 == 0) train.at<std::int32_t>(x, y, 0) = k + 1;
+        }
+    cube.at<float>(5, 6, 1) = std::nanf("");
+    const SvmModel m = train_svm(cpu, cube, train, {.svm_c = 10, .svm_gamma = 0.5});
+    const ClassMeans means = train_class_means(cpu, cube, train, Classifier::MinDist);
+    for (auto [tw, th] : {std::pair{1, 1}, std::pair{6, 4}, std::pair{29, 2}}) {
+        Cube tiled(W, H, 1, DType::I32);
+        const TiledRun r = predict_svm_tiled(cpu, cube, m, tiled.mutable_view(), {.tile_width = tw, .tile_height = th});
+        EXPECT_GT(r.tiles, 1u);
+        EXPECT_TRUE(testing::cubes_identical(predict_svm(cpu, cube, m).classes, tiled));
+        predict_class_means_tiled(cpu, cube, means, tiled.mutable_view(), {.tile_width = tw, .tile_height = th});
+        EXPECT_TRUE(testing::cubes_identical(predict_class_means(cpu, cube, means), tiled));
+    }
+}
+
 TEST(ClassifySvm, CrossValidationIsSeededAndPicksAGridPoint) {
     const Scene s = gaussian_scene(3);
     const SvmModel a = train_svm(cpu_context(), s.cube, s.train, {.cv_folds = 4, .seed = 11});

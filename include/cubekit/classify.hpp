@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cubekit/context.hpp"
+#include "cubekit/tiles.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/options.hpp"
 
@@ -191,6 +192,17 @@ struct SvmPrediction {
 /// within rounding (equal when libm's exp and the compilers' arithmetic are the same).
 SvmPrediction predict_svm(const Context& ctx, const CubeView& cube, const SvmModel& model,
                           const SvmPredictOptions& options = {});
+
+/// The pixel-wise maps in tiles (issue 17): `classes` is a host W×H×1 i32 view (any strides); each
+/// tile is predicted on its own (halo 0), so the map equals predict_svm's / predict_class_means'
+/// classes exactly. Tiles as tiles.hpp's options (budgets, devices).
+///
+///     cubekit::Cube map(W, H, 1, cubekit::DType::I32);
+///     cubekit::predict_svm_tiled(gpu, cube, model, map.mutable_view(), {.device_memory_limit = 1ull << 30});
+TiledRun predict_svm_tiled(const Context& ctx, const CubeView& cube, const SvmModel& model, const MutableCubeView& classes,
+                           const TileOptions& tiles = {});
+TiledRun predict_class_means_tiled(const Context& ctx, const CubeView& cube, const ClassMeans& model,
+                                   const MutableCubeView& classes, const TileOptions& tiles = {});
 
 /// The model as LIBSVM's model file at `path` (svm_save_model: support vectors with 8 significant
 /// digits, coefficients with 17) and the scaling beside it at `path` + ".scaling.json" ({"format":

@@ -21,6 +21,7 @@
 #include "cubekit/watershed.hpp"
 #include "option_flags.hpp"
 #include "outputs.hpp"
+#include "tile_flags.hpp"
 
 namespace cubekit::cli {
 namespace {
@@ -56,6 +57,7 @@ struct Args {
     CommonOptions common;
     ClassifyFlags flags;
     BoundFlags bound;
+    TileFlags tiles;
     std::string input, output, train, test, classifier = "svm", segment = "none", model_in, model_out, png,
                                                                                pixelwise_out;
 };
@@ -315,6 +317,8 @@ struct Run {
     std::int64_t regions = 0;
     std::optional<ClassificationScores> pixel_scores, region_scores;
     std::vector<std::int32_t> classes;  ///< of the legend: the model's and every predicted value, ascending
+    std::optional<TileOptions> tiles;   ///< tile flags given: prediction, RCMG and watershed in tiles
+    nlohmann::json tiled;               ///< what each tiled step did
 };
 
 /// Runs step `key` (timed), its host <-> device copies moved to the steps upload and download.
@@ -349,12 +353,39 @@ void model_step(const Context& ctx, const Args& a, const Cube& cube, const Label
 void predict_step(const Context& ctx, const Args& a, const Cube& cube, Run& run, Timings& t) {
     if (!run.model) return;
     const std::string source = a.model_in.empty() ? "" : "--model-in " + a.model_in + ": ";
-    run.pixelwise = timed_step(ctx, t, "predict", [&] { return predict(ctx, cube, *run.model, source); });
+    if (!run.tiles) {
+        run.pixelwise = timed_step(ctx, t, "predict", [&] { return predict(ctx, cube, *run.model, source); });
+        return;
+    }
+    run.pixelwise = Cube::uninitialized(cube.width(), cube.height(), 1, DType::I32);
+    const Model& m = *run.model;
+    const TiledRun r = timed_step(ctx, t, "predict", [&] {
+        try {
+            return m.svm ? predict_svm_tiled(ctx, cube, *m.svm, run.pixelwise.mutable_view(), *run.tiles)
+                         : predict_class_means_tiled(ctx, cube, *m.means, run.pixelwise.mutable_view(), *run.tiles);
+        } catch (const InvalidInput& e) {
+            throw InvalidInput(source + e.what());
+        }
+    });
+    run.tiled["predict"] = tiled_json(r);
 }
 
 void segment_step(const Context& ctx, const Args& a, const Cube& cube, Run& run, Timings& t) {
     RcmgOptions ro;
     ro.connectivity = a.flags.watershed.connectivity;
+    if (run.tiles) {  // the RCMG and the watershed in tiles: the same regions
+        Cube gradient = Cube::uninitialized(cube.width(), cube.height(), 1, ro.out_type);
+        run.tiled["rcmg"] = tiled_json(timed_step(ctx, t, "rcmg", [&] { return rcmg_tiled(ctx, cube, gradient.mutable_view(), ro, *run.tiles); }));
+        Cube labels = Cube::uninitialized(cube.width(), cube.height(), 1, DType::I32);
+        const WatershedTiled w = timed_step(ctx, t, "watershed", [&] {
+            return watershed_tiled(ctx, gradient, labels.mutable_view(), a.flags.watershed, {}, *run.tiles);
+        });
+        run.tiled["watershed"] = tiled_json(w.run);
+        run.tiled["watershed"]["rounds"] = w.rounds;
+        run.regions = w.regions;
+        run.vote = timed_step(ctx, t, "vote", [&] { return region_vote(ctx, labels, run.pixelwise, a.flags.vote); });
+        return;
+    }
     const Cube gradient = timed_step(ctx, t, "rcmg", [&] { return rcmg(ctx, cube, ro); });
     const WatershedResult w = timed_step(ctx, t, "watershed", [&] { return watershed(ctx, gradient, a.flags.watershed); });
     run.regions = w.regions;
@@ -419,12 +450,28 @@ nlohmann::json run_json(const Args& a, const Context& ctx, const nlohmann::json&
                      {"no_voters", v.no_voters}, {"below_tau", v.below_tau},   {"changed_pixels", v.changed_pixels}};
     }
     if (run.region_scores) j["regions"] = scores_json(*run.region_scores);
+    if (run.tiles) j["tiled"] = run.tiled;
     return j;
+}
+
+/// The tile options when tile flags were given; the watershed's options that need the whole relief are refused.
+std::optional<TileOptions> classify_tiles(const Args& a, CommonOptions& common) {
+    if (!a.tiles.given()) return std::nullopt;
+    const TileOptions tiles = tile_options(a.tiles);
+    const WatershedOptions& o = a.flags.watershed;
+    if (a.segment == "watershed")
+        for (const auto& [flag, on] : {std::pair{"--levels", o.levels > 0}, {"--h-min", o.h_min > 0}, {"--min-area", o.min_area > 1}})
+            if (on) throw InvalidInput(std::string(flag) + " needs the whole relief; it cannot run in tiles (leave out "
+                                       "--memory-limit, --device-memory-limit, --devices and --tile-size)");
+    if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
+    return tiles;
 }
 
 void classify_command(const Args& a) {
     check_flags(a);
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
+    Run run;
+    run.tiles = classify_tiles(a, common);
     Timings t;
     // auto (without --device): reading the labels and training are CPU code on any backend, so they run on a
     // CPU context, and auto's rule is applied to the rest (prediction, segmentation, vote) once the model and
@@ -437,7 +484,6 @@ void classify_command(const Args& a) {
         [](const CubeShape&) { return WorkEstimate{}; });  // not consulted: the backend is cpu or given
     const Cube& cube = p.input;
     const Labels labels = t.time("read", [&] { return read_run_labels(p.ctx, a, cube.shape()); });
-    Run run;
     model_step(p.ctx, a, cube, labels, run, t);
     if (decide_later) {
         const std::int64_t support_vectors = run.model && run.model->svm ? std::int64_t(run.model->svm->num_sv()) : 0;
@@ -446,6 +492,7 @@ void classify_command(const Args& a) {
     }
     const Context& ctx = p.ctx;
     const nlohmann::json& choice = p.backend_choice;
+    if (run.tiles) check_tile_devices(a.tiles, *run.tiles, ctx);
     predict_step(ctx, a, cube, run, t);
     if (a.segment == "watershed") segment_step(ctx, a, cube, run, t);
     legend_classes(run);
@@ -494,7 +541,10 @@ Action add_classify(CLI::App& root) {
         "  cubekit classify SalinasA_corrected.mat classes.png --var salinasA_corrected \\\n"
         "      --train SalinasA_gt.mat:salinasA_gt --train-fraction 0.05 --seed 1 --segment watershed --json\n"
         "  cubekit classify scene.hdr classes.npy --train train.png --test test.png --classifier sam --model-out sam.json\n"
-        "  cubekit classify scene.hdr voted.npy --classifier svm_map.npy --segment watershed --test test.png");
+        "  cubekit classify scene.hdr voted.npy --classifier svm_map.npy --segment watershed --test test.png\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the prediction, the RCMG and the\n"
+        "watershed in tiles (the cube is read whole; the maps equal the whole run's; --json adds tiled.predict,\n"
+        "tiled.rcmg, tiled.watershed). Not with --levels, --h-min or --min-area.");
     input_file(app->add_option("IN", a->input, "input cube (any format cubekit reads; --var names a MATLAB variable)"))->required();
     app->add_option("OUT", a->output, "class map: .npy or ENVI (i32), or .png (colours with a legend)")->required();
     input_file(app->add_option("--train", a->train, "training labels, W x H (0 = unlabelled); FILE.mat:VAR for a MATLAB variable"));
@@ -512,6 +562,7 @@ Action add_classify(CLI::App& root) {
     app->add_option("--pixelwise-out", a->pixelwise_out, "with --segment: also write the pixel-wise map (.npy, ENVI or .png)");
     add_common_flags(*app, a->common);
     add_output_flags(*app, a->common);
+    add_tile_flags(*app, a->tiles);
     return [a] { classify_command(*a); };
 }
 
