@@ -18,13 +18,13 @@ using testing::cpu_context;
 using testing::cubes_identical;
 using testing::poisoned_watershed_labels;
 
-struct TileRun {
+struct WatershedTileRun {
     int tw, th, lanes;
     bool all_devices;
 };
 // Each tile costs the device a dozen launches and three read-backs: the tiny tiles run on a small
 // scene (SmallTilesAndSanitizers), the large scene takes tiles of a few hundred pixels and more.
-const std::vector<TileRun> kRuns = {{131, 9, 2, false}, {40, 17, 1, false}, {9, 6, 3, false}, {131, 4, 2, true}};
+const std::vector<WatershedTileRun> kWatershedRuns = {{131, 9, 2, false}, {40, 17, 1, false}, {9, 6, 3, false}, {131, 4, 2, true}};
 
 TEST(WatershedTilesGpu, StreamedEqualsCpuWhole) {
     REQUIRE_GPU();
@@ -40,7 +40,7 @@ TEST(WatershedTilesGpu, StreamedEqualsCpuWhole) {
                 o.connectivity = connectivity;
                 const WatershedInputs inputs{.mask = masked ? &mask_view : nullptr};
                 const WatershedResult whole = watershed(cpu_context(), relief, o, inputs);
-                for (const TileRun& r : kRuns) {
+                for (const WatershedTileRun& r : kWatershedRuns) {
                     SCOPED_TRACE(::testing::Message() << name << " conn " << connectivity << " mask " << masked << " tiles "
                                                       << r.tw << "x" << r.th << " lanes " << r.lanes << " all " << r.all_devices);
                     Cube out = poisoned_watershed_labels(131, 47);

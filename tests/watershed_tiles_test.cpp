@@ -19,7 +19,7 @@ using testing::cpu_context;
 using testing::cubes_identical;
 using testing::poisoned_watershed_labels;
 
-const std::vector<std::pair<int, int>> kTileSizes = {{1, 1}, {2, 3}, {5, 1}, {1, 4}, {7, 5}, {13, 2}, {4, 22}, {29, 9}};
+const std::vector<std::pair<int, int>> kWatershedTileSizes = {{1, 1}, {2, 3}, {5, 1}, {1, 4}, {7, 5}, {13, 2}, {4, 22}, {29, 9}};
 
 TEST(WatershedTiles, TiledEqualsWholeOnTheCpu) {
     const Context& cpu = cpu_context();
@@ -31,7 +31,7 @@ TEST(WatershedTiles, TiledEqualsWholeOnTheCpu) {
             WatershedOptions o;
             o.connectivity = connectivity;
             const WatershedResult whole = watershed(cpu, relief, o);
-            for (auto [tw, th] : kTileSizes) {
+            for (auto [tw, th] : kWatershedTileSizes) {
                 SCOPED_TRACE(::testing::Message() << name << " conn " << connectivity << " tiles " << tw << "x" << th);
                 Cube out = poisoned_watershed_labels(29, 23);
                 const WatershedTiled t = watershed_tiled(cpu, relief, out.mutable_view(), o, {}, {.tile_width = tw, .tile_height = th});
@@ -42,7 +42,7 @@ TEST(WatershedTiles, TiledEqualsWholeOnTheCpu) {
                 ++compared;
             }
         }
-    EXPECT_EQ(compared, 6 * 2 * int(kTileSizes.size()));
+    EXPECT_EQ(compared, 6 * 2 * int(kWatershedTileSizes.size()));
     EXPECT_GT(several_rounds, 10);  // the plateau exchange was exercised
 }
 
