@@ -229,8 +229,7 @@ WatershedPiece watershed_piece_cpu(const TileFrame& f, const std::vector<std::ui
         piece.class_cells.push_back(f.scene_index(p));
     }
     for (std::int64_t cell : piece.class_cells) {
-        const std::int64_t p = (cell / f.scene_width - f.y0) * f.width + cell % f.scene_width - f.x0;
-        piece.class_joined.push_back(number[std::size_t(end_of(p))]);
+        piece.class_joined.push_back(number[std::size_t(end_of(f.window_cell(cell)))]);
     }
     std::vector<std::int64_t> ends(std::size_t(n), -1), path;  // memoised descents
     for (std::int64_t p = 0; p < n; ++p) {

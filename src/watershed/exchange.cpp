@@ -164,8 +164,7 @@ WatershedExchange::Join WatershedExchange::join() const {
         const WatershedPiece& p = *pieces_[i];
         for (std::size_t c = 0; c < p.class_cells.size(); ++c) {
             const std::int64_t cell = p.class_cells[c], node = offset[i] + std::int64_t(c);
-            const std::int64_t local = (cell / f.scene_width - f.y0) * f.width + cell % f.scene_width - f.x0;
-            if (f.in_core(local)) {  // a minimum's part: its root is the part's first pixel
+            if (f.in_core(f.window_cell(cell))) {  // a minimum's part: its root is the part's first pixel
                 std::int64_t& key = sets.key[std::size_t(sets.find(node))];
                 key = std::min(key, cell);
                 continue;
@@ -185,8 +184,7 @@ WatershedExchange::Join WatershedExchange::join() const {
         const TileFrame& f = frames_[i];
         for (std::int64_t n = offset[i]; n < offset[i + 1]; ++n) {
             const std::int64_t root = sets.find(n), cell = pieces_[i]->class_cells[std::size_t(n - offset[i])];
-            const bool in_core = f.in_core((cell / f.scene_width - f.y0) * f.width + cell % f.scene_width - f.x0);
-            if (in_core && sets.key[std::size_t(root)] == cell) firsts[i].push_back(root);  // halo cells: their owner's
+            if (f.in_core(f.window_cell(cell)) && sets.key[std::size_t(root)] == cell) firsts[i].push_back(root);  // halo cells: their owner's
             sets_count += root == n;
         }
     }

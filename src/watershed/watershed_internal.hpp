@@ -154,6 +154,10 @@ struct TileFrame {
     std::int64_t scene_index(std::int64_t cell) const {
         return (std::int64_t(y0) + cell / width) * scene_width + x0 + cell % width;
     }
+    /// The window cell of a scene raster index inside the window (scene_index's inverse).
+    std::int64_t window_cell(std::int64_t scene) const {
+        return (scene / scene_width - y0) * width + scene % scene_width - x0;
+    }
 };
 
 /// InvalidInput naming the window cell's scene pixel: NaN in the relief.
