@@ -4,6 +4,7 @@
 // mask, and on a real scene's RCMG under a device budget and from a file. Skips without a device.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <limits>
 #include <vector>
 
@@ -26,9 +27,27 @@ struct WatershedTileRun {
 // scene (SmallTilesAndSanitizers), the large scene takes tiles of a few hundred pixels and more.
 const std::vector<WatershedTileRun> kWatershedRuns = {{131, 9, 2, false}, {40, 17, 1, false}, {9, 6, 3, false}, {131, 4, 2, true}};
 
+// The tiled labels on the device against the CPU's whole call; returns what the tiled call did.
+WatershedTiled expect_tiled_equals_whole(const Context& gpu, const Cube& relief, const WatershedOptions& o,
+                                         const WatershedInputs& inputs, const TileOptions& tiles) {
+    const WatershedResult whole = watershed(cpu_context(), relief, o, inputs);
+    Cube out = poisoned_watershed_labels(relief.width(), relief.height());
+    const WatershedTiled t = watershed_tiled(gpu, relief, out.mutable_view(), o, inputs, tiles);
+    EXPECT_TRUE(cubes_identical(whole.labels, out));
+    EXPECT_EQ(whole.regions, t.regions);
+    return t;
+}
+
+// The seed on stdout at once: a run that never ends (seen once, bench/results 2026-11-27) names it.
+std::uint64_t announced_seed() {
+    const std::uint64_t seed = testing::test_seed();
+    std::cout << "[ seed ] " << seed << std::endl;
+    return seed;
+}
+
 TEST(WatershedTilesGpu, StreamedEqualsCpuWhole) {
     REQUIRE_GPU();
-    const std::uint64_t seed = testing::test_seed();
+    const std::uint64_t seed = announced_seed();
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     const Cube mask = testing::watershed_test_mask(131, 47, seed);
     const CubeView mask_view = mask.view();
@@ -39,19 +58,16 @@ TEST(WatershedTilesGpu, StreamedEqualsCpuWhole) {
                 WatershedOptions o;
                 o.connectivity = connectivity;
                 const WatershedInputs inputs{.mask = masked ? &mask_view : nullptr};
-                const WatershedResult whole = watershed(cpu_context(), relief, o, inputs);
                 for (const WatershedTileRun& r : kWatershedRuns) {
                     SCOPED_TRACE(::testing::Message() << name << " conn " << connectivity << " mask " << masked << " tiles "
                                                       << r.tw << "x" << r.th << " lanes " << r.lanes << " all " << r.all_devices);
-                    Cube out = poisoned_watershed_labels(131, 47);
-                    const WatershedTiled t = watershed_tiled(
-                        gpu, relief, out.mutable_view(), o, inputs,
+                    const WatershedTiled t = expect_tiled_equals_whole(
+                        gpu, relief, o, inputs,
                         {.devices = r.all_devices ? testing::devices_twice_or_all() : std::vector<int>{}, .lanes = r.lanes,
                          .tile_width = r.tw, .tile_height = r.th});
                     EXPECT_GT(t.run.tiles, 1u);
-                    ASSERT_TRUE(cubes_identical(whole.labels, out));
-                    ASSERT_EQ(whole.regions, t.regions);
                     several_rounds += t.rounds > 1;
+                    if (::testing::Test::HasFailure()) return;
                 }
             }
     EXPECT_GT(several_rounds, 10);
@@ -62,29 +78,20 @@ TEST(WatershedTilesGpu, SmallForSanitizers) {
     REQUIRE_GPU();
     for (const auto& [name, relief] : testing::watershed_test_reliefs(23, 17, 11)) {
         SCOPED_TRACE(name);
-        const WatershedResult whole = watershed(cpu_context(), relief);
-        Cube out = poisoned_watershed_labels(23, 17);
-        const WatershedTiled t = watershed_tiled(gpu, relief, out.mutable_view(), {}, {}, {.lanes = 2, .tile_width = 6, .tile_height = 5});
-        ASSERT_TRUE(cubes_identical(whole.labels, out));
-        ASSERT_EQ(whole.regions, t.regions);
+        expect_tiled_equals_whole(gpu, relief, {}, {}, {.lanes = 2, .tile_width = 6, .tile_height = 5});
     }
 }
 
 // Tiles of one to six pixels on a small scene: plateaus crossing many tiles, many rounds.
 TEST(WatershedTilesGpu, TinyTilesEqualCpuWhole) {
     REQUIRE_GPU();
-    const std::uint64_t seed = testing::test_seed();
+    const std::uint64_t seed = announced_seed();
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     int several_rounds = 0;
     for (const auto& [name, relief] : testing::watershed_test_reliefs(23, 17, seed))
         for (auto [tw, th] : {std::pair{1, 1}, std::pair{2, 3}}) {
             SCOPED_TRACE(::testing::Message() << name << " tiles " << tw << "x" << th);
-            const WatershedResult whole = watershed(cpu_context(), relief);
-            Cube out = poisoned_watershed_labels(23, 17);
-            const WatershedTiled t = watershed_tiled(gpu, relief, out.mutable_view(), {}, {}, {.lanes = 2, .tile_width = tw, .tile_height = th});
-            ASSERT_TRUE(cubes_identical(whole.labels, out));
-            ASSERT_EQ(whole.regions, t.regions);
-            several_rounds += t.rounds > 1;
+            several_rounds += expect_tiled_equals_whole(gpu, relief, {}, {}, {.lanes = 2, .tile_width = tw, .tile_height = th}).rounds > 1;
         }
     EXPECT_GT(several_rounds, 3);
 }
