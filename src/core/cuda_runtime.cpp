@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/cuda_backend.hpp"
 #include "core/cuda_check.hpp"
@@ -167,26 +169,55 @@ void DeviceBuffer::upload(const Context& ctx, const void* host, std::size_t byte
 }
 
 namespace {
-// Small read-backs (flags, counts, thresholds) go through a per-thread pinned buffer: a pageable
-// copy makes the driver stage it synchronously, which cost the public calls 10–50 µs each
-// (bench/results/2026-11-25-h100.md). Allocated once per thread and kept for the process.
+// Small read-backs (flags, counts, thresholds) go through pinned buffers: a pageable copy makes the
+// driver stage it synchronously, which cost the public calls 10–50 µs each (bench/results/
+// 2026-11-25-h100.md). The buffers are lent from one process-wide pool, so their number is the most
+// read-backs ever in flight at once (a buffer per thread, as before, pinned 64 KiB for every worker
+// thread the tile runners ever started: hundreds in a test process).
 constexpr std::size_t kSmallReadback = 64 * 1024;
-std::byte* readback_staging() {
-    static thread_local std::byte* staging = [] {
+
+class ReadbackPool {
+public:
+    std::byte* take() {
+        {
+            const std::lock_guard lock(mutex_);
+            if (!idle_.empty()) {
+                std::byte* p = idle_.back();
+                idle_.pop_back();
+                return p;
+            }
+        }
         void* p = nullptr;
         if (cudaMallocHost(&p, kSmallReadback) != cudaSuccess) {
             (void)cudaGetLastError();
-            return static_cast<std::byte*>(nullptr);  // pinned memory refused: pageable copies
+            return nullptr;  // pinned memory refused: pageable copies
         }
         return static_cast<std::byte*>(p);
-    }();
-    return staging;
+    }
+    void give_back(std::byte* p) {
+        const std::lock_guard lock(mutex_);
+        idle_.push_back(p);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::byte*> idle_;  // kept for the process: freeing at exit races the runtime's teardown
+};
+
+ReadbackPool& readback_pool() {
+    static ReadbackPool* pool = new ReadbackPool;  // never destroyed (see above)
+    return *pool;
 }
 }  // namespace
 
 bool detail::read_small(const Context& ctx, const void* device, void* host, std::size_t bytes) {
-    std::byte* staging = bytes <= kSmallReadback ? readback_staging() : nullptr;
+    if (bytes > kSmallReadback) return false;
+    std::byte* staging = readback_pool().take();
     if (!staging) return false;
+    struct Lent {
+        std::byte* p;
+        ~Lent() { readback_pool().give_back(p); }
+    } lent{staging};
     CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(staging, device, bytes, cudaMemcpyDeviceToHost, detail::stream_of(ctx)));
     ctx.synchronize();
     std::memcpy(host, staging, bytes);
