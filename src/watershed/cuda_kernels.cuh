@@ -181,11 +181,17 @@ relax_tiles(Geometry g, const typename Rule::A* aux, typename Rule::V* v, int* f
 
 // ---- the phases --------------------------------------------------------------------------------
 
-// Phase 1 init: d = 0 on a lower border, ∞ elsewhere (outside cells are never read as neighbours).
+// Phase 1 init: d = 0 on a lower border, ∞ elsewhere. Cells outside the mask are never read as
+// neighbours, but a tile reports its ring's d, outside cells included (as the CPU piece: ∞); left
+// unwritten, they reported stale device memory and the tiles never agreed (a test hung, 2026-11-28).
 template <class T>
 __global__ void init_distance(Geometry g, const T* h, std::uint32_t* d) {
     const std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-    if (p >= g.size() || !g.in(p)) return;
+    if (p >= g.size()) return;
+    if (!g.in(p)) {
+        d[p] = kInf;
+        return;
+    }
     int x, y, z;
     coordinates(g, p, x, y, z);
     const T hp = h[p];
