@@ -29,8 +29,10 @@
 
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/kmeans.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -142,5 +144,31 @@ QuantizedImage quantize_image(const Context& ctx, const CubeView& image, const Q
 ///     cubekit::QuantizedImage q = cubekit::quantize_image_into(gpu, d_photo, d_out, d_labels, {.kmeans = {.k = 8}});
 QuantizedImage quantize_image_into(const Context& ctx, const CubeView& image, const MutableCubeView& out,
                                    const MutableCubeView& labels, const QuantizeImageOptions& options = {});
+
+/// What quantize_image_tiled() did: the palette and statistics (image and labels empty: they are in
+/// the caller's views), the tiles, and the reads of the input (KmeansTiled::passes).
+struct QuantizeTiled {
+    QuantizedImage q;
+    TiledRun run;
+    int passes = 0;
+};
+
+/// A plain fit (rgb, no dithering, no palette, not legacy) in tiles, for an image larger than a
+/// memory budget (kmeans_tiled: every pass over the tiles, merged exactly): `out` and `labels` (host
+/// memory, any strides, as quantize_image_into) and every field equal quantize_image_into's bit for
+/// bit but the f64 inertia and history (within 1e-12 relative; 1e-9 on a GPU). The image is a host
+/// view (alpha allowed: copied) or a file read by windows (no alpha: the formats with alpha, PNG, are
+/// read whole). Throws InvalidInput naming the option for a palette, lab, dithering, legacy or alpha
+/// from a file (they need the whole image: run quantize_image), and as quantize_image_into does.
+///
+///     cubekit::Cube out(W, H, 3, cubekit::DType::U8), labels(W, H, 1, cubekit::DType::I32);
+///     auto t = cubekit::quantize_image_tiled(gpu, panorama, out.mutable_view(), labels.mutable_view(),
+///                                            {.kmeans = {.k = 16}}, {.device_memory_limit = 1 << 30});
+QuantizeTiled quantize_image_tiled(const Context& ctx, const CubeView& image, const MutableCubeView& out,
+                                   const MutableCubeView& labels, const QuantizeImageOptions& options = {},
+                                   const TileOptions& tiles = {});
+QuantizeTiled quantize_image_tiled(const Context& ctx, const CubeFile& image, const MutableCubeView& out,
+                                   const MutableCubeView& labels, const QuantizeImageOptions& options = {},
+                                   const TileOptions& tiles = {});
 
 }  // namespace cubekit

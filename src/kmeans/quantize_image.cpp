@@ -29,9 +29,9 @@ struct Plan {
     bool plain_fit = false;  ///< k-means' own palette, labels and painted image are the answer
 };
 
-Plan plan_of(const CubeView& image, const QuantizeImageOptions& o) {
+Plan plan_of(const CubeShape& image, const QuantizeImageOptions& o) {
     Plan p;
-    p.channels = image.bands() - (o.alpha ? 1 : 0);
+    p.channels = image.bands - (o.alpha ? 1 : 0);
     p.lab = o.colorspace == Colorspace::Lab;
     p.dither = o.dither == Dither::FloydSteinberg;
     p.apply = !o.palette.empty() && o.kmeans.init != KmeansInit::Explicit;
@@ -39,15 +39,15 @@ Plan plan_of(const CubeView& image, const QuantizeImageOptions& o) {
     return p;
 }
 
-void check_options(const Context& ctx, const CubeView& image, const QuantizeImageOptions& o, const Plan& p) {
+void check_options(const Context& ctx, const CubeShape& image, const QuantizeImageOptions& o, const Plan& p) {
     check_fields(o, "quantize");
     if ((p.lab || p.dither) && ctx.is_cuda())
         throw InvalidInput(std::string("quantize: ") + (p.lab ? "colorspace = lab" : "dither = floyd-steinberg") +
                            " is CPU only; use a CPU context");
-    if (o.alpha && image.bands() < 2)
+    if (o.alpha && image.bands < 2)
         throw InvalidInput("quantize: alpha = true needs at least 2 channels (colour and alpha); the image is " +
                            image.describe());
-    if (p.lab && (image.dtype() != DType::U8 || p.channels != 3))
+    if (p.lab && (image.dtype != DType::U8 || p.channels != 3))
         throw InvalidInput("quantize: colorspace = lab needs an 8-bit RGB image; the image is " + image.describe() +
                            (o.alpha ? " (alpha last)" : ""));
     if (p.lab && o.kmeans.legacy)
@@ -306,27 +306,68 @@ bool in_context_memory(const Context& ctx, const MutableCubeView& v) {
     return ctx.is_cuda() ? v.on_device() && v.device() == ctx.device() : !v.on_device();
 }
 
-void check_output(const MutableCubeView& v, const char* name, const CubeView& image, int bands, DType dtype) {
-    if (v.width() != image.width() || v.height() != image.height() || v.bands() != bands || v.dtype() != dtype)
-        throw InvalidInput("quantize_image_into: " + std::string(name) + " is " + v.describe() + "; expected " +
-                           std::to_string(image.width()) + "x" + std::to_string(image.height()) + "x" +
+void check_output(const MutableCubeView& v, const char* where, const char* name, const CubeShape& image, int bands,
+                  DType dtype) {
+    if (v.width() != image.width || v.height() != image.height || v.bands() != bands || v.dtype() != dtype)
+        throw InvalidInput(std::string(where) + ": " + name + " is " + v.describe() + "; expected " +
+                           std::to_string(image.width) + "x" + std::to_string(image.height) + "x" +
                            std::to_string(bands) + " " + std::string(dtype_name(dtype)));
+}
+
+// ---- in tiles -------------------------------------------------------------------------------------
+
+/// The runs that need the whole image (a given palette's compaction, Lab, dithering, legacy's
+/// unsorted clusters) are refused; the plain fit's outputs are kmeans_tiled's own.
+void check_tiled(const QuantizeImageOptions& o, const Plan& p, const MutableCubeView& out, const MutableCubeView& labels,
+                 const CubeShape& image) {
+    constexpr const char* kWhere = "quantize_image_tiled";
+    const auto refuse = [&](const std::string& what) {
+        throw InvalidInput(std::string(kWhere) + ": " + what + " needs the whole image; run quantize_image without tiles");
+    };
+    if (p.lab) refuse("colorspace = lab");
+    if (p.dither) refuse("dither = floyd-steinberg");
+    if (!o.palette.empty()) refuse("a palette");
+    if (o.kmeans.legacy) refuse("legacy = true");
+    check_output(out, kWhere, "out", image, image.bands, image.dtype);
+    check_output(labels, kWhere, "labels", image, 1, DType::I32);
+    if (out.on_device() || labels.on_device())
+        throw InvalidInput(std::string(kWhere) + ": out and labels must be in host memory (the tiles stream through the devices)");
+}
+
+/// The plain fit over the tiles of `colour` (a host view or a file), painted into out's colour bands.
+template <class Source>
+QuantizeTiled fit_in_tiles(const Context& ctx, const Source& colour, const CubeShape& colour_shape,
+                           const MutableCubeView& out_colour, const MutableCubeView& labels,
+                           const QuantizeImageOptions& o, const Plan& p, const TileOptions& tiles) {
+    const auto t0 = Clock::now();
+    const KmeansOptions k = fit_options(o, p);
+    KmeansTiled t = kmeans_tiled(ctx, colour, labels, k, tiles, out_colour);
+    std::vector<std::int32_t> renumber;
+    const std::vector<double> centroids = dtype_is_float(colour_shape.dtype) ? std::vector<double>{} : t.result.centroids;
+    Painting painting = keep_used(t.result.palette, centroids, std::size_t(p.channels), t.result.counts, renumber);
+    for (std::size_t j = 0; j < renumber.size(); ++j)  // sorted by count: the empty clusters last
+        if (renumber[j] >= 0 && renumber[j] != std::int32_t(j))
+            throw std::logic_error("quantize: unsorted clusters in a plain fit");
+    QuantizeTiled r{.q = result_of(std::move(painting), std::move(t.result), p), .run = t.run, .passes = t.passes};
+    r.q.implementation = std::string(kmeans_implementation(ctx, colour_shape, k));
+    r.q.fit_ms = ms_since(t0);
+    return r;
 }
 
 }  // namespace
 
 QuantizedImage quantize_image(const Context& ctx, const CubeView& image, const QuantizeImageOptions& options) {
-    const Plan p = plan_of(image, options);
-    check_options(ctx, image, options, p);
+    const Plan p = plan_of(shape_of(image), options);
+    check_options(ctx, shape_of(image), options, p);
     return quantize_on_host(ctx, image, options, p);
 }
 
 QuantizedImage quantize_image_into(const Context& ctx, const CubeView& image, const MutableCubeView& out,
                                    const MutableCubeView& labels, const QuantizeImageOptions& options) {
-    const Plan p = plan_of(image, options);
-    check_options(ctx, image, options, p);
-    check_output(out, "out", image, image.bands(), image.dtype());
-    check_output(labels, "labels", image, 1, DType::I32);
+    const Plan p = plan_of(shape_of(image), options);
+    check_options(ctx, shape_of(image), options, p);
+    check_output(out, "quantize_image_into", "out", shape_of(image), image.bands(), image.dtype());
+    check_output(labels, "quantize_image_into", "labels", shape_of(image), 1, DType::I32);
     if (p.plain_fit && !options.kmeans.legacy && in_context_memory(ctx, out) && in_context_memory(ctx, labels))
         return quantize_in_place(ctx, image, out, labels, options, p);
     QuantizedImage q = quantize_on_host(ctx, image, options, p);
@@ -337,6 +378,32 @@ QuantizedImage quantize_image_into(const Context& ctx, const CubeView& image, co
     q.image = Cube();
     q.labels.clear();
     return q;
+}
+
+QuantizeTiled quantize_image_tiled(const Context& ctx, const CubeView& image, const MutableCubeView& out,
+                                   const MutableCubeView& labels, const QuantizeImageOptions& options,
+                                   const TileOptions& tiles) {
+    const Plan p = plan_of(shape_of(image), options);
+    check_options(ctx, shape_of(image), options, p);
+    check_tiled(options, p, out, labels, shape_of(image));
+    const int c = p.channels, bands = image.bands();
+    const CubeView colour = c < bands ? image.band_range(0, c) : image;
+    QuantizeTiled t = fit_in_tiles(ctx, colour, shape_of(colour), c < bands ? out.band_range(0, c) : out, labels, options,
+                                   p, tiles);
+    if (c < bands) copy_cube(ctx, image.band_range(c, bands - c), out.band_range(c, bands - c));  // alpha
+    return t;
+}
+
+QuantizeTiled quantize_image_tiled(const Context& ctx, const CubeFile& image, const MutableCubeView& out,
+                                   const MutableCubeView& labels, const QuantizeImageOptions& options,
+                                   const TileOptions& tiles) {
+    if (options.alpha)
+        throw InvalidInput("quantize_image_tiled: alpha = true with a file; read the image (PNG: whole) and pass its view");
+    const CubeShape& shape = image.shape();
+    const Plan p = plan_of(shape, options);
+    check_options(ctx, shape, options, p);
+    check_tiled(options, p, out, labels, shape);
+    return fit_in_tiles(ctx, image, shape, out, labels, options, p, tiles);
 }
 
 }  // namespace cubekit

@@ -357,7 +357,10 @@ KmeansTiled kmeans_source(const Context& ctx, const detail::TileSource& src, con
     detail::LocalTileKernel k;
     k.out_dtype = src.dtype;
     k.out_bands = src.bands;
-    k.host_work_bytes_per_pixel = kHostBytesPerPixel;
+    // The tiles are sized once for every pass: the labels pass writes 4 bytes a pixel, more than the
+    // painted tile of a 1- to 3-byte pixel (u8 RGB went 1.6 % over a host budget).
+    const std::size_t pixel_bytes = std::size_t(src.bands) * dtype_size(src.dtype);
+    k.host_work_bytes_per_pixel = kHostBytesPerPixel + (pixel_bytes < 4 ? 4 - pixel_bytes : 0);
     k.device_work_bytes_per_pixel = std::size_t(src.bands) * dtype_size(src.dtype) + kDeviceBytesPerPixel;
     TileOptions fixed = tiles;
     std::tie(fixed.tile_width, fixed.tile_height) = detail::local_tile_size(ctx, src, k, tiles, kWhere);

@@ -205,18 +205,12 @@ OutputList write_cluster_outputs(const KmeansResult& r, const CubeShape& shape, 
     return outputs;
 }
 
-// The tile flags choose k-means in tiles (kmeans_tiled); --devices implies the GPU. Without them the
-// scene runs whole: k-means reads the scene at every iteration, so a scene that fits is uploaded once.
-std::optional<TileOptions> kmeans_tile_options(const TileFlags& flags, CommonOptions& common) {
-    if (!flags.given()) return std::nullopt;
-    if (!flags.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
-    return tile_options(flags);  // a bad flag fails before the read
-}
-
 void cluster_command(const ClusterArgs& a) {
     const auto t_start = std::chrono::steady_clock::now();
     CommonOptions common = a.common;
-    const std::optional<TileOptions> tiles = kmeans_tile_options(a.tiles, common);
+    // The tile flags choose k-means in tiles (kmeans_tiled). Without them the scene runs whole: k-means
+    // reads the scene at every iteration, so a scene that fits is uploaded once.
+    const std::optional<TileOptions> tiles = asked_tile_options(a.tiles, common);
     const std::string& out = a.output;
     const FileFormat out_format = output_format(out);
     if (out_format != FileFormat::Npy && out_format != FileFormat::Envi)

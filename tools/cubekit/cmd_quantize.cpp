@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -15,6 +16,7 @@
 #include "cubekit/quantize_image.hpp"
 #include "kmeans_output.hpp"
 #include "outputs.hpp"
+#include "tile_flags.hpp"
 
 namespace cubekit::cli {
 
@@ -36,24 +38,24 @@ struct QuantizePlan {
 
 /// Refuses OUT names and flag combinations that cannot work with this image (what the options
 /// allow, quantize_image checks).
-void check_quantize_job(const Cube& image, const QuantizeJob& job, const QuantizePlan& plan) {
+void check_quantize_job(const CubeShape& image, const QuantizeJob& job, const QuantizePlan& plan) {
     const FileFormat f = plan.out_format;
-    if ((f == FileFormat::Png || f == FileFormat::Pnm) && image.dtype() != DType::U8 && image.dtype() != DType::U16)
+    if ((f == FileFormat::Png || f == FileFormat::Pnm) && image.dtype != DType::U8 && image.dtype != DType::U16)
         throw InvalidInput(job.output + ": PNG and PNM hold unsigned 8- or 16-bit (u8, u16) images and " + job.input +
-                           " is " + std::string(dtype_name(image.dtype())) + "; write OUT as .npy or ENVI (.hdr)");
-    if ((f == FileFormat::Png && image.bands() > 4) || (f == FileFormat::Pnm && image.bands() != 1 && image.bands() != 3))
-        throw InvalidInput(job.output + ": " + std::to_string(image.bands()) +
+                           " is " + std::string(dtype_name(image.dtype)) + "; write OUT as .npy or ENVI (.hdr)");
+    if ((f == FileFormat::Png && image.bands > 4) || (f == FileFormat::Pnm && image.bands != 1 && image.bands != 3))
+        throw InvalidInput(job.output + ": " + std::to_string(image.bands) +
                            " channels do not fit this format; write OUT as .npy or ENVI (.hdr)");
     if (job.options.init == KmeansInit::Explicit && job.palette_in.empty())
         throw InvalidInput("--init explicit needs --palette-in FILE (the initial palette)");
 }
 
-QuantizePlan plan_quantize(const Cube& image, const QuantizeJob& job) {
+QuantizePlan plan_quantize(const CubeShape& image, const QuantizeJob& job) {
     QuantizePlan p;
-    p.channels = image.bands() - (job.alpha_last ? 1 : 0);
+    p.channels = image.bands - (job.alpha_last ? 1 : 0);
     p.out_format = output_format(job.output);
     check_quantize_job(image, job, p);
-    const bool swatch_ok = swatch_possible(image.dtype(), p.channels);
+    const bool swatch_ok = swatch_possible(image.dtype, p.channels);
     p.palette_json_path = beside(job.output, ".palette.json");
     p.swatch_path = beside(job.output, ".palette.png");
     if (!job.palette_out.empty()) {
@@ -65,13 +67,13 @@ QuantizePlan plan_quantize(const Cube& image, const QuantizeJob& job) {
             if (!swatch_ok)
                 throw InvalidInput("--palette-out " + job.palette_out +
                                    ": a swatch PNG needs an 8- or 16-bit grey or RGB image; " + job.input + " is " +
-                                   image.shape().describe() + " (give a .json name)");
+                                   image.describe() + " (give a .json name)");
         } else {
             throw InvalidInput("--palette-out = '" + job.palette_out + "'; expected a .json or .png file name");
         }
     }
     if (!swatch_ok) p.swatch_path.clear();
-    p.indexed_type_ok = image.dtype() == DType::U8 && (p.channels == 1 || p.channels == 3) && !job.alpha_last;
+    p.indexed_type_ok = image.dtype == DType::U8 && (p.channels == 1 || p.channels == 3) && !job.alpha_last;
     p.indexed_path = beside(job.output, ".indexed.png");
     std::vector<std::string> all = {job.output, p.palette_json_path};
     if (p.indexed_type_ok) all.push_back(p.indexed_path);
@@ -119,10 +121,10 @@ struct QuantizeRun {
 };
 
 /// Writes OUT, the indexed PNG, the palette JSON and the swatch; a failure takes back what was written.
-OutputList write_quantize_outputs(const Cube& image, const QuantizeJob& job, const QuantizePlan& plan,
+OutputList write_quantize_outputs(const CubeShape& image, const QuantizeJob& job, const QuantizePlan& plan,
                                   QuantizeRun& run) {
     const KmeansResult& r = run.q.kmeans;
-    const std::int64_t excluded = std::int64_t(image.shape().num_pixels()) - r.valid_pixels;
+    const std::int64_t excluded = std::int64_t(image.num_pixels()) - r.valid_pixels;
     bool write_index = plan.indexed_type_ok && r.k <= 256;
     if (write_index && excluded > 0 && run.q.size() >= 256) {
         write_index = false;
@@ -135,7 +137,7 @@ OutputList write_quantize_outputs(const Cube& image, const QuantizeJob& job, con
         outputs.add(job.output, "quantized", std::string(format_name(plan.out_format)),
                     std::string(dtype_name(run.q.image.dtype())));
         if (write_index) {
-            write_indexed(run.q, excluded, image.width(), image.height(), plan.indexed_path, job.write.png_compression);
+            write_indexed(run.q, excluded, image.width, image.height, plan.indexed_path, job.write.png_compression);
             outputs.add(plan.indexed_path, "indexed", "png", "u8");
         }
         const nlohmann::ordered_json pj = {{"palette", palette_entries_json(run.palette, r.valid_pixels)},
@@ -146,7 +148,7 @@ OutputList write_quantize_outputs(const Cube& image, const QuantizeJob& job, con
                                            {"k_effective", r.k_effective},
                                            {"valid_pixels", r.valid_pixels},
                                            {"channels", plan.channels},
-                                           {"dtype", std::string(dtype_name(image.dtype()))},
+                                           {"dtype", std::string(dtype_name(image.dtype))},
                                            {"colorspace", std::string(enum_name(job.colorspace))},
                                            {"dither", std::string(enum_name(job.dither))},
                                            {"source", job.input}};
@@ -165,10 +167,10 @@ OutputList write_quantize_outputs(const Cube& image, const QuantizeJob& job, con
 }
 
 /// The library's options for this job: the flags, the --mask and --palette-in files, alpha.
-QuantizeImageOptions quantize_options(const Cube& image, const QuantizeJob& job, int channels) {
+QuantizeImageOptions quantize_options(const CubeShape& image, const QuantizeJob& job, int channels) {
     QuantizeImageOptions o{.kmeans = job.options, .colorspace = job.colorspace, .dither = job.dither,
                            .alpha = job.alpha_last};
-    if (!job.mask.empty()) o.kmeans.mask = read_mask(job.mask, image.shape());
+    if (!job.mask.empty()) o.kmeans.mask = read_mask(job.mask, image);
     Palette given = read_given_palette(job, channels);
     o.palette = std::move(given.values);
     o.palette_centroids = std::move(given.centroids);
@@ -177,12 +179,13 @@ QuantizeImageOptions quantize_options(const Cube& image, const QuantizeJob& job,
 
 }  // namespace
 
-nlohmann::json run_quantize(const Context& ctx, const Cube& image, const QuantizeJob& job) {
+nlohmann::json quantize_job(const Context& ctx, const CubeShape& shape, const Metadata& metadata, const QuantizeJob& job,
+                            const QuantizeFit& fit) {
     const auto t_start = std::chrono::steady_clock::now();
-    const QuantizePlan plan = plan_quantize(image, job);
+    const QuantizePlan plan = plan_quantize(shape, job);
     QuantizeRun run;
     try {
-        run.q = quantize_image(ctx, image, quantize_options(image, job, plan.channels));
+        run.q = fit(quantize_options(shape, job, plan.channels));
     } catch (const InvalidInput& e) {  // the library names the option; the input is named here
         throw InvalidInput(job.input + ": " + e.what());
     }
@@ -190,16 +193,16 @@ nlohmann::json run_quantize(const Context& ctx, const Cube& image, const Quantiz
     // The painted modes have always carried the input's header (wavelengths, map info, ...) to
     // OUT; a plain fit and an image with alpha have not (the library's image has no metadata).
     const bool plain_fit = job.colorspace == Colorspace::Rgb && job.dither == Dither::None && !q.applied;
-    if (!plain_fit && !job.alpha_last) run.q.image.metadata() = image.metadata();
-    run.palette = {.channels = q.channels, .dtype = image.dtype(), .values = q.palette, .centroids = q.centroids,
+    if (!plain_fit && !job.alpha_last) run.q.image.metadata() = metadata;
+    run.palette = {.channels = q.channels, .dtype = shape.dtype, .values = q.palette, .centroids = q.centroids,
                    .counts = q.counts};
     run.warnings = q.kmeans.warnings;
     const auto t2 = std::chrono::steady_clock::now();
-    const OutputList outputs = write_quantize_outputs(image, job, plan, run);
+    const OutputList outputs = write_quantize_outputs(shape, job, plan, run);
     const double write_ms = elapsed_ms(t2);
 
     nlohmann::json j = summary("quantize", ctx);
-    j["input"] = {{"path", job.input}, {"shape", shape_json(image.shape())}, {"alpha", job.alpha_last}};
+    j["input"] = {{"path", job.input}, {"shape", shape_json(shape)}, {"alpha", job.alpha_last}};
     j["parameters"] = kmeans_parameters_json(job.options, job.mask);
     j["parameters"]["k"] = q.kmeans.k;
     j["parameters"]["colorspace"] = std::string(enum_name(job.colorspace));
@@ -217,6 +220,11 @@ nlohmann::json run_quantize(const Context& ctx, const Cube& image, const Quantiz
     return j;
 }
 
+nlohmann::json run_quantize(const Context& ctx, const Cube& image, const QuantizeJob& job) {
+    return quantize_job(ctx, image.shape(), image.metadata(), job,
+                        [&](const QuantizeImageOptions& o) { return quantize_image(ctx, image, o); });
+}
+
 namespace {
 
 struct QuantizeArgs {
@@ -224,10 +232,45 @@ struct QuantizeArgs {
     KmeansFlags kmeans;
     QuantizeImageOptions quantize;  ///< --colorspace and --dither (its declared flags)
     std::string input, output, palette_out, palette_in;
+    TileFlags tiles;
 };
+
+/// The tile flags ask for a plain fit in tiles (quantize_image_tiled): the flags that need the whole
+/// image are refused by name before any work.
+std::optional<TileOptions> quantize_tile_options(const QuantizeArgs& a, CommonOptions& common) {
+    std::optional<TileOptions> tiles = asked_tile_options(a.tiles, common);
+    if (!tiles) return tiles;
+    const auto refuse = [](const std::string& flag) {
+        throw InvalidInput(flag + " needs the whole image; leave out --memory-limit, --device-memory-limit, --devices "
+                                  "and --tile-size (tiles run plain fits)");
+    };
+    if (a.quantize.colorspace != Colorspace::Rgb) refuse("--colorspace " + std::string(enum_name(a.quantize.colorspace)));
+    if (a.quantize.dither != Dither::None) refuse("--dither " + std::string(enum_name(a.quantize.dither)));
+    if (!a.palette_in.empty()) refuse("--palette-in");
+    if (a.kmeans.options.legacy) refuse("--legacy");
+    return tiles;
+}
+
+/// The plain fit over the tiles of the image (read whole) or of the file (read by windows); the
+/// painted image and labels come back in host memory, as quantize_image's. Fills `report`.
+QuantizeFit tiled_fit(const Context& ctx, const Cube& image, const std::optional<CubeFile>& file, const CubeShape& shape,
+                      const TileOptions& tiles, nlohmann::json& report) {
+    return [&ctx, &image, &file, shape, tiles, &report](const QuantizeImageOptions& o) {
+        Cube out(shape.width, shape.height, shape.bands, shape.dtype, Layout::BIP);
+        Cube labels(shape.width, shape.height, 1, DType::I32);
+        QuantizeTiled t = file ? quantize_image_tiled(ctx, *file, out.mutable_view(), labels.mutable_view(), o, tiles)
+                               : quantize_image_tiled(ctx, image, out.mutable_view(), labels.mutable_view(), o, tiles);
+        t.q.image = std::move(out);
+        t.q.labels.assign(labels.data<std::int32_t>(), labels.data<std::int32_t>() + labels.num_elements());
+        report = tiled_json(t.run);
+        report["passes"] = t.passes;
+        return std::move(t.q);
+    };
+}
 
 void quantize_command(const QuantizeArgs& a) {
     CommonOptions common = a.common;
+    const std::optional<TileOptions> tiles = quantize_tile_options(a, common);
     QuantizeJob job{.input = a.input,
                     .output = a.output,
                     .palette_out = a.palette_out,
@@ -252,26 +295,42 @@ void quantize_command(const QuantizeArgs& a) {
     output_format(job.output);  // a bad OUT (or its missing folder) fails before any work
     check_outputs({job.output}, "quantize");
     Timings timings;
-    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, "quantize", timings, a.input, [&] { return read_input(a.input, common).cube; },
-        [&](const CubeShape& s) { return estimate_kmeans(s, job.options.k); });
-    Context& ctx = prepared.ctx;
-    auto& image = prepared.input;
-    nlohmann::json& choice = prepared.backend_choice;
+    // In tiles a raw file (ENVI, .npy, GeoTIFF) is read by windows; PNG and JPEG are read whole.
+    const std::optional<CubeFile> file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
+    const auto estimate = [&](const CubeShape& s) { return estimate_kmeans(s, job.options.k); };
+    std::optional<Prepared<Cube>> prepared;
+    if (file) {
+        auto work_context = context_for_work(common, "quantize", timings, estimate(file->shape()));
+        prepared.emplace(Prepared<Cube>{std::move(work_context.first), Cube{}, std::move(work_context.second)});
+    } else {
+        prepared.emplace(context_while_reading(
+            common, "quantize", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate));
+    }
+    Context& ctx = prepared->ctx;
+    const Cube& image = prepared->input;
+    const CubeShape shape = file ? file->shape() : image.shape();
+    nlohmann::json& choice = prepared->backend_choice;
     // PNG stores alpha as the last channel (grey+alpha, RGBA): it is not a colour to cluster.
-    job.alpha_last = common.bands.empty() && (image.bands() == 2 || image.bands() == 4) &&
+    job.alpha_last = common.bands.empty() && (shape.bands == 2 || shape.bands == 4) &&
                      detect_format(a.input) == FileFormat::Png;
+    std::optional<TileOptions> tile_run = tiles;
+    if (tile_run) check_tile_devices(a.tiles, *tile_run, ctx);
+    nlohmann::json tiled_report;
     const TransferTotals copies = ctx.transfer_totals();
-    nlohmann::json j = run_quantize(ctx, image, job);
+    nlohmann::json j = tiles ? quantize_job(ctx, shape, file ? file->metadata() : image.metadata(), job,
+                                            tiled_fit(ctx, image, file, shape, *tile_run, tiled_report))
+                             : run_quantize(ctx, image, job);
     if (!choice.is_null()) j["backend_choice"] = choice;
+    if (file) j["input"]["windowed"] = true;
+    if (tiles) j["tiled"] = tiled_report;
     timings.add(j["timings_ms"]);  // kmeans, paint, write
     timings.split_transfers(ctx, copies, "kmeans");
-    say(common, "quantize: " + a.input + " (" + image.shape().describe() + ") on " + ctx.device_name() + " [" +
+    say(common, "quantize: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + " [" +
                     j["implementation"].get<std::string>() + "]: k = " + std::to_string(j["k"].get<int>()) + ", " +
                     std::to_string(j["palette_size"].get<std::size_t>()) + " colours used, inertia " +
                     std::to_string(j["inertia"].get<double>()) + ", " + std::to_string(j["iterations"].get<int>()) +
-                    " iterations" + (j["converged"].get<bool>() ? " (converged)" : " (not converged)"));
+                    " iterations" + (j["converged"].get<bool>() ? " (converged)" : " (not converged)") +
+                    (tiles ? ", " + std::to_string(tiled_report["tiles"].get<std::size_t>()) + " tiles" : ""));
     for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
     for (const auto& w : j["warnings"]) std::cerr << "cubekit: warning: " << w.get<std::string>() << "\n";
     emit_json(common, j, timings);
@@ -300,7 +359,12 @@ Action add_quantize(CLI::App& root) {
         "  cubekit quantize data/photos/chelsea.png chelsea_k16.png            # 16 colours + indexed + palette\n"
         "  cubekit quantize photo.png poster.png -k 8 --n-init 4 --seed 7 --json\n"
         "  cubekit quantize frame2.png frame2_q.png --palette-in chelsea_k16.palette.json   # reuse a palette\n"
-        "  cubekit quantize photo.png soft.png -k 12 --colorspace lab --dither floyd-steinberg");
+        "  cubekit quantize photo.png soft.png -k 12 --colorspace lab --dither floyd-steinberg\n"
+        "  cubekit quantize panorama.npy pano_k16.png --device-memory-limit 2G          # in tiles, read by windows\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size fit the palette in tiles (every\n"
+        "k-means pass over the tiles, merged exactly: the same image, labels and palette as the whole run) on the\n"
+        "CPU or the GPUs; .npy, ENVI and GeoTIFF are read by windows, PNG and JPEG whole. Plain fits only (no\n"
+        "--colorspace lab, --dither, --palette-in or --legacy). Each iteration reads the image again.");
     input_file(app->add_option("IN", args->input, "input image (PNG, JPEG, PPM, or any cube cubekit reads)"))->required();
     app->add_option("OUT", args->output, "quantized image: .png, .ppm/.pgm, .npy or ENVI (.hdr)")->required();
     add_kmeans_flags(*app, args->kmeans, "--palette-in");
@@ -311,6 +375,7 @@ Action add_quantize(CLI::App& root) {
                     "pixel gets the entry with the nearest \"centroid\" (\"rgb\" when the file has none); with\n"
                     "--init explicit, start k-means from it instead"));
     bind_flags(*app, args->quantize);  // --colorspace, --dither
+    add_tile_flags(*app, args->tiles);
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);
     return [args] { quantize_command(*args); };

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -90,5 +91,11 @@ struct QuantizeJob {
 /// Runs the job: checks the output names, clusters (or applies --palette-in), writes OUT, the
 /// indexed PNG, the palette JSON and swatch; returns the JSON summary. Defined in cmd_quantize.cpp.
 nlohmann::json run_quantize(const Context& ctx, const Cube& image, const QuantizeJob& job);
+/// The fit of a job: quantize_image's result (painted image and labels in host memory) for options
+/// the job made, computed whole or in tiles.
+using QuantizeFit = std::function<QuantizedImage(const QuantizeImageOptions&)>;
+/// run_quantize on an image known by its shape and header (a file read by windows): `fit` quantizes it.
+nlohmann::json quantize_job(const Context& ctx, const CubeShape& shape, const Metadata& metadata, const QuantizeJob& job,
+                            const QuantizeFit& fit);
 
 }  // namespace cubekit::cli

@@ -8,7 +8,6 @@
 
 namespace cubekit::cli {
 
-
 void add_tile_flags(CLI::App& app, TileFlags& flags) {
     app.add_option("--memory-limit", flags.memory_limit,
                    "host working-memory budget (bytes; K, M, G suffixes): the scene runs in tiles that fit it");
@@ -30,6 +29,12 @@ TileOptions tile_options(const TileFlags& flags) {
     if (!flags.devices.empty() && flags.devices != "all") o.devices = parse_devices(flags.devices, "--devices");
     if (!flags.tile_size.empty()) std::tie(o.tile_width, o.tile_height) = parse_width_height(flags.tile_size, "--tile-size", "512x256");
     return o;
+}
+
+std::optional<TileOptions> asked_tile_options(const TileFlags& flags, CommonOptions& common) {
+    if (!flags.given()) return std::nullopt;
+    if (!flags.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
+    return tile_options(flags);
 }
 
 void check_tile_devices(const TileFlags& flags, TileOptions& options, const Context& ctx) {

@@ -24,6 +24,9 @@ struct TileFlags {
 void add_tile_flags(CLI::App& app, TileFlags& flags);
 /// The options the flags ask for; every error names its flag (exit 2). Call it before reading the input.
 TileOptions tile_options(const TileFlags& flags);
+/// The tile options when a tile flag was given (none otherwise), parsed before the input is read (a
+/// bad flag exits 2 before any work); --devices sets an automatic backend to CUDA.
+std::optional<TileOptions> asked_tile_options(const TileFlags& flags, CommonOptions& common);
 /// Throws when --devices was given to a CPU context or names a device that does not exist (exit 4).
 /// Resolves --devices all.
 void check_tile_devices(const TileFlags& flags, TileOptions& options, const Context& ctx);
