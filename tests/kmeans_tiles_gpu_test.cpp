@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "cubekit/io.hpp"
 #include "cubekit/kmeans.hpp"
+#include "cubekit/quantize_image.hpp"
 #include "kmeans_test_helpers.hpp"
 #include "testing.hpp"
 
@@ -131,6 +133,36 @@ TEST(KmeansGpu, TiledRealSceneFromAFileUnderADeviceBudget) {
     const KmeansTiled t = kmeans_tiled(gpu, CubeFile(path), labels.mutable_view(), o, {.device_memory_limit = 2 << 20});
     EXPECT_GT(t.run.tiles, 2u);
     expect_tiled_equals(whole, t, labels, Cube());
+}
+
+// cubekit quantize in tiles on the device (quantize_image_tiled): the CPU's whole-image painting,
+// labels, palette and counts bit for bit (the inertia within 1e-9: f64 sums per tile on the device),
+// for the real photo under a device budget and for a small RGBA image with alpha and a mask.
+TEST(KmeansGpu, QuantizeTiledEqualsCpuWhole) {
+    REQUIRE_GPU();
+    const Cube photo = read_cube(testing::source_path("data/photos/chelsea.png"));
+    Cube rgba = testing::random_levels_cube(37, 21, 4, DType::U8, 6, 11, Layout::BIP);
+    std::vector<std::uint8_t> mask(37 * 21, 1);
+    for (std::size_t p = 0; p < mask.size(); p += 5) mask[p] = 0;
+    const std::vector<std::tuple<const Cube*, QuantizeImageOptions, TileOptions>> cases = {
+        {&photo, {.kmeans = {.k = 16, .seed = 3, .max_iter = 20}}, {.device_memory_limit = 512 << 10}},
+        {&rgba, {.kmeans = {.k = 6, .seed = 4, .init_sample = 300, .max_iter = 15, .mask = mask}, .alpha = true},
+         {.lanes = 2, .tile_width = 9, .tile_height = 5}}};
+    for (const auto& [image, o, tiles] : cases) {
+        SCOPED_TRACE(image->shape().describe());
+        Cube out(image->width(), image->height(), image->bands(), image->dtype(), Layout::BIP), whole_out = out.clone();
+        Cube labels(image->width(), image->height(), 1, DType::I32), whole_labels = labels.clone();
+        const QuantizedImage whole = quantize_image_into(cpu_context(), *image, whole_out.mutable_view(),
+                                                         whole_labels.mutable_view(), o);
+        const QuantizeTiled t = quantize_image_tiled(gpu, *image, out.mutable_view(), labels.mutable_view(), o, tiles);
+        EXPECT_GT(t.run.tiles, 2u);
+        EXPECT_TRUE(cubes_identical(whole_out, out));
+        EXPECT_TRUE(cubes_identical(whole_labels, labels));
+        EXPECT_EQ(whole.palette, t.q.palette);
+        EXPECT_EQ(whole.counts, t.q.counts);
+        EXPECT_EQ(whole.kmeans.iterations, t.q.kmeans.iterations);
+        EXPECT_LE(std::fabs(whole.kmeans.inertia - t.q.kmeans.inertia), 1e-9 * whole.kmeans.inertia);
+    }
 }
 
 // KmeansPieces with every piece's part computed on the device (cubekit.dask.kmeans with CuPy chunks):

@@ -95,6 +95,8 @@ class QuantizeResult:
     implementation: str
     parameters: dict
     warnings: list = field(default_factory=list)
+    #: the tiled path (tile keywords or a file path): the CLI's JSON "tiled" ("tiles", "passes", ...)
+    tiled: dict | None = None
 
     def __repr__(self):
         return _summary(self, ("palette_size", "k", "inertia", "iterations", "converged", "mode"))
@@ -253,7 +255,7 @@ def quantize(image, **keywords):
 
 
 def _quantize(image, keywords):
-    backend, device, threads, out, progress = _runtime.split_common(keywords)
+    tiles = _runtime.pop_tile_keywords(keywords)
     mask, palette = keywords.pop("mask", None), keywords.pop("palette", None)
     colorspace, dither = keywords.pop("colorspace", "rgb"), keywords.pop("dither", "none")
     alpha = keywords.pop("alpha", False)
@@ -262,6 +264,9 @@ def _quantize(image, keywords):
     for name, value in (("colorspace", colorspace), ("dither", dither)):
         if not isinstance(value, str):
             raise TypeError(f"quantize: {name} = {value!r}; expected a string")
+    if tiles or _runtime.is_path(image):
+        return _quantize_tiled(image, keywords, tiles, mask, palette, colorspace, dither, bool(alpha))
+    backend, device, threads, out, progress = _runtime.split_common(keywords)
     ctx, kind = _runtime.context(image, backend, device, threads)
     _runtime.check_out_kind(out, kind, "quantize")
     image = _as_input(image, kind)
@@ -283,6 +288,25 @@ def _quantize(image, keywords):
     d = _cubekit.quantize(ctx, image, out, labels, keywords, _mask(mask, h, w, "quantize"), values, centroids,
                           colorspace, dither, bool(alpha), progress)
     return QuantizeResult(image=out, labels=labels, **d)
+
+
+def _quantize_tiled(image, keywords, tiles, mask, palette, colorspace, dither, alpha):
+    """A plain fit in tiles (a NumPy array or a file read by windows), on the CPU or the GPUs: the
+    whole call's image, labels and palette bit for bit."""
+    if palette is not None:
+        raise ValueError("quantize: palette needs the whole image; leave out memory_limit, device_memory_limit, "
+                         "devices and tile_size (and pass an array, not a path)")
+    ctx, progress = _runtime.begin_tiled(image, keywords, tiles, "quantize")
+    source = _runtime.fspath_or(image)
+    if _runtime.is_path(image):
+        h, w, _ = _cubekit.file_shape(source)
+    else:
+        h, w, _ = _shape(image, "quantize")
+    painted, labels, d = _cubekit.quantize_tiled(ctx, source, keywords, _mask(mask, h, w, "quantize"), colorspace,
+                                                 dither, alpha, tiles, progress)
+    if not _runtime.is_path(image) and np.ndim(image) == 2:
+        painted = painted.reshape(image.shape)
+    return QuantizeResult(image=painted, labels=labels, **d)
 
 
 # ---- signatures and docstrings ---------------------------------------------------------------------
@@ -370,14 +394,27 @@ pixel count) and the image repainted with them. Same seed, same result, on CPU a
 
 Parameters
 ----------
-image : array (H, W) grey, (H, W, 3) RGB, or any (H, W, B)
-    NumPy, CuPy or PyTorch CUDA; bool, (u)int8/16/32, float16/32/64; any strides.
+image : array (H, W) grey, (H, W, 3) RGB, or any (H, W, B), or a file path
+    NumPy, CuPy or PyTorch CUDA; bool, (u)int8/16/32, float16/32/64; any strides. A path (.npy,
+    ENVI, GeoTIFF: read by windows; PNG and JPEG whole) is fitted in tiles.
+memory_limit : int or str, optional
+    Host working-memory budget in bytes ("512M", "2G"): a plain fit (no palette, colorspace 'rgb',
+    no dithering, not legacy) whose every k-means pass runs over tiles within it, merged exactly: the
+    whole call's image, labels and palette bit for bit (NumPy or path input; ``.tiled`` reports the
+    tiles and passes). Each iteration reads the image again: tiles are for images that do not fit.
+device_memory_limit : int or str, optional
+    Per-GPU budget: forces tiles on the GPU (backend='cuda').
+devices : list of int or "all", optional
+    CUDA devices to deal the tiles to (implies backend='cuda').
+tile_size : (int, int), optional
+    Force tiles of (width, height) pixels (testing).
 
 Returns
 -------
 QuantizeResult: .image (the quantized image: the input's shape, element type and kind; out= if
-given), .labels (H, W) int32 of the input's kind, .palette (n, channels) NumPy in the image's type,
-.centroids, .counts, .fractions, .palette_size, .inertia, .iterations, .converged, ...
+given; NumPy in tiles), .labels (H, W) int32 of the input's kind, .palette (n, channels) NumPy in
+the image's type, .centroids, .counts, .fractions, .palette_size, .inertia, .iterations, .converged,
+.tiled, ...
 
 Example
 -------
@@ -387,4 +424,8 @@ Example
 >>> q.image.dtype, q.palette.shape
 (dtype('uint8'), (8, 3))
 >>> q2 = cubekit.quantize(other_photo, palette=q)                   # reuse the palette
+>>> t = cubekit.quantize(photo, k=8, seed=7, memory_limit="256K")     # in tiles: the same image
+>>> bool((t.image == q.image).all()), t.tiled["tiles"] > 1
+(True, True)
 """)
+_runtime.with_tile_keywords(quantize)

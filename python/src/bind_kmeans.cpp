@@ -114,10 +114,10 @@ py::dict cluster_dict(const Context& ctx, const KmeansResult& r, const CubeShape
 // ---- quantize (the library's quantize_image: the CLI's own painting rules) -------------------------
 
 /// The dict of a quantize run (cubekit quantize --json and its palette JSON).
-py::dict quantize_dict(const QuantizedImage& q, const QuantizeImageOptions& o, const CubeView& image) {
+py::dict quantize_dict(const QuantizedImage& q, const QuantizeImageOptions& o, DType image_dtype) {
     const std::size_t c = std::size_t(q.channels);
     py::dict d = numbers(q.kmeans);
-    d["palette"] = table(q.palette, c, image.dtype());
+    d["palette"] = table(q.palette, c, image_dtype);
     d["centroids"] =
         q.centroids.empty() ? py::object(py::none()) : py::object(table(q.centroids, c, q.kmeans.centroid_type));
     d["counts"] = vector_array(q.counts);
@@ -127,7 +127,7 @@ py::dict quantize_dict(const QuantizedImage& q, const QuantizeImageOptions& o, c
     d["fractions"] = vector_array(fractions);
     d["palette_size"] = q.size();
     d["channels"] = q.channels;
-    d["dtype"] = std::string(dtype_name(image.dtype()));
+    d["dtype"] = std::string(dtype_name(image_dtype));
     d["colorspace"] = std::string(enum_name(o.colorspace));
     d["dither"] = std::string(enum_name(o.dither));
     d["mode"] = q.applied ? "apply" : "fit";
@@ -281,7 +281,34 @@ void bind_kmeans(py::module_& m) {
         const QuantizedImage q = c.run(std::move(progress), [&](const Context& ctx) {
             return quantize_image_into(ctx, v, iv.view, lv.view, o);
         });
-        return quantize_dict(q, o, v);
+        return quantize_dict(q, o, v.dtype());
+    });
+    // quantize_tiled(ctx, image or path, keywords, mask, colorspace, dither, alpha, tiles, progress)
+    //   -> (image, labels, dict): a plain fit in tiles (quantize_image_tiled), NumPy outputs.
+    m.def("quantize_tiled", [](PyContext& c, py::handle image, const py::dict& keywords, py::handle mask,
+                               const std::string& colorspace, const std::string& dither, bool alpha,
+                               const py::dict& tiles, py::object progress) {
+        QuantizeImageOptions o{.kmeans = options_from<KmeansOptions>(keywords, "quantize")};
+        py::dict named;
+        named["colorspace"] = colorspace, named["dither"] = dither;
+        o = options_from<QuantizeImageOptions>(named, "quantize", std::move(o));
+        o.alpha = alpha;
+        o.kmeans.mask = mask_vector(mask);
+        const TiledInput in = tiled_input(image, "quantize");
+        const TileOptions t = tile_options_from(tiles);
+        const CubeShape shape = in.file ? in.file->shape() : shape_of(in.array->view);
+        auto [painted, labels, run] = c.run(std::move(progress), [&](const Context& ctx) {
+            Cube out(shape.width, shape.height, shape.bands, shape.dtype, Layout::BIP);
+            Cube l(shape.width, shape.height, 1, DType::I32);
+            QuantizeTiled r = in.file ? quantize_image_tiled(ctx, *in.file, out.mutable_view(), l.mutable_view(), o, t)
+                                      : quantize_image_tiled(ctx, in.array->view, out.mutable_view(), l.mutable_view(), o, t);
+            return std::make_tuple(std::move(out), std::move(l), std::move(r));
+        });
+        py::dict d = quantize_dict(run.q, o, shape.dtype);
+        py::dict report = tiled_dict(run.run);
+        report["passes"] = run.passes;
+        d["tiled"] = report;
+        return py::make_tuple(to_numpy(std::move(painted)), to_numpy(std::move(labels)), d);
     });
 }
 

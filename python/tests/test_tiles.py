@@ -266,6 +266,52 @@ def test_kmeans_tiles_explicit_centroids_and_refusals(tmp_path):
         cubekit.kmeans(x, k=3, memory_limit="1M", mask=np.ones((3, 3), bool))
 
 
+@pytest.mark.parametrize("shape, dtype, alpha", [((33, 27, 3), np.uint8, False), ((33, 27, 4), np.uint8, True),
+                                                 ((33, 27), np.uint16, False), ((33, 27, 3), np.float32, False)])
+def test_quantize_tiles_equal_whole(tmp_path, shape, dtype, alpha):
+    rng = np.random.default_rng(12)
+    x = rng.integers(0, 200, shape).astype(dtype) if dtype != np.float32 else rng.random(shape).astype(dtype)
+    mask = np.ones(shape[:2], bool)
+    mask[::4, ::3] = False
+    keywords = {"k": 7, "seed": 5, "init_sample": 400, "max_iter": 20, "alpha": alpha, "mask": mask}
+    whole = cubekit.quantize(x, **keywords)
+    for tiles in ({"memory_limit": "8K"}, {"tile_size": (4, 5)}, {"tile_size": (1, 1)}):
+        got = cubekit.quantize(x, **tiles, **keywords)
+        assert got.image.shape == x.shape and got.image.dtype == x.dtype, tiles
+        assert np.array_equal(got.image, whole.image) and np.array_equal(got.labels, whole.labels), tiles
+        assert np.array_equal(got.palette, whole.palette) and np.array_equal(got.counts, whole.counts)
+        assert got.inertia == pytest.approx(whole.inertia, rel=1e-12) and got.iterations == whole.iterations
+        assert got.tiled["tiles"] > 1 and got.tiled["passes"] > 3
+    assert whole.tiled is None
+    if not alpha:
+        cubekit.write(tmp_path / "q.npy", x)
+        from_file = cubekit.quantize(tmp_path / "q.npy", memory_limit="16K", **keywords)  # read by windows
+        assert np.array_equal(from_file.image.reshape(x.shape), whole.image)
+        assert np.array_equal(from_file.labels, whole.labels)
+
+
+def test_quantize_tiles_refusals():
+    x = np.random.default_rng(13).integers(0, 255, (20, 16, 3)).astype(np.uint8)
+    with pytest.raises(ValueError, match="palette needs the whole image"):
+        cubekit.quantize(x, palette=[[0, 0, 0], [255, 255, 255]], tile_size=(4, 4))
+    with pytest.raises(ValueError, match="dither"):
+        cubekit.quantize(x, dither="floyd-steinberg", memory_limit="1M")
+    with pytest.raises(ValueError, match="colorspace = lab"):
+        cubekit.quantize(x, colorspace="lab", memory_limit="1M")
+    with pytest.raises(ValueError, match="'out' cannot be combined"):
+        cubekit.quantize(x, out=np.empty_like(x), memory_limit="1M")
+
+
+def test_quantize_tiles_on_every_device():
+    cp = pytest.importorskip("cupy")
+    x = np.random.default_rng(14).integers(0, 255, (61, 45, 3)).astype(np.uint8)
+    whole = cubekit.quantize(x, k=9, seed=3, max_iter=12, backend="cpu")
+    devices = list(range(cp.cuda.runtime.getDeviceCount()))
+    got = cubekit.quantize(x, k=9, seed=3, max_iter=12, devices=devices, tile_size=(20, 9))
+    assert np.array_equal(got.image, whole.image) and np.array_equal(got.labels, whole.labels)
+    assert np.array_equal(got.palette, whole.palette) and got.implementation.startswith("cuda")
+
+
 def test_kmeans_tiles_on_every_device_and_chunk_functions_on_cupy():
     """The GPU machine has no Dask: the per-chunk functions of cubekit.dask.kmeans on CuPy chunks (each
     part computed on the GPU), driven and merged as cubekit.dask.kmeans drives them, give the whole
