@@ -21,6 +21,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -231,6 +233,43 @@ ZernikeMomentsInfo zernike_order_into(const Context& ctx, const CubeView& images
 /// zernike_moment into `out` (count = 1); see zernike_moments_into.
 ZernikeMomentsInfo zernike_moment_into(const Context& ctx, const CubeView& images, int n, int m,
                                        const MutableCubeView& out, const ZernikeOptions& options = {});
+
+/// A batch of same-size images too large to hold at once (a folder of thousands of files), read a
+/// group at a time: read(first, count, dst) fills `dst`, a dense BSQ host view width × height × count
+/// of `dtype`, with images first … first + count − 1. Called from several threads at once.
+struct ImageStack {
+    int width = 0, height = 0, images = 0;
+    DType dtype = DType::F64;
+    std::function<void(int first, int count, const MutableCubeView& dst)> read;
+};
+
+/// What zernike_moments_tiled did: the moments' order, disk and method (as zernike_moments_into) and
+/// the groups (run.tiles groups of at most run.tile_height images; run.tile_width = width × height).
+struct ZernikeTiled {
+    ZernikeMomentsInfo info;
+    TiledRun run;
+};
+
+/// Moments of a batch in groups of images (tiles.hpp), for batches larger than a memory budget:
+/// each group is staged, computed and its rows written, on the CPU or streamed through the devices
+/// (tiles.devices, lanes). Every image is computed alone, so `out` (host memory,
+/// zernike_moments_shape(images, wanted.size()), any strides) equals the plain call's bit for bit on
+/// the same backend: zernike_moment for one moment, zernike_order for one whole order in its order,
+/// zernike_set / zernike_moments otherwise (Auto resolves as that call does). The budgets size the
+/// groups (host: the staged images; device: the images and ~16 bytes of work per pixel). Throws
+/// InvalidInput as zernike_moments does, naming `out` when it does not fit, and when a budget holds
+/// less than one image. `images`: a host view (its bands are the images) or an ImageStack. A forced
+/// tile size (tiles.tile_height) is the number of images per group; tile_width is ignored.
+///
+///     Cube out(cubekit::zernike_moments_shape(stack.images, int(wanted.size())));
+///     auto t = cubekit::zernike_moments_tiled(gpu, stack, cubekit::zernike_set_indices(20), out.mutable_view(), {},
+///                                             {.device_memory_limit = 1 << 30, .devices = {0, 1}});
+ZernikeTiled zernike_moments_tiled(const Context& ctx, const CubeView& images, const std::vector<ZernikeIndex>& wanted,
+                                   const MutableCubeView& out, const ZernikeOptions& options = {},
+                                   const TileOptions& tiles = {});
+ZernikeTiled zernike_moments_tiled(const Context& ctx, const ImageStack& images, const std::vector<ZernikeIndex>& wanted,
+                                   const MutableCubeView& out, const ZernikeOptions& options = {},
+                                   const TileOptions& tiles = {});
 
 /// f̂ = Σ_{n ≤ K} [A(n,0) R̃(n,0) + 2 Σ_{m>0} Re(A(n,m) R̃(n,m) (X + jY)^m)] on the pixel centres of
 /// `disk` (0 outside), K = max_order (−1: the highest complete order present). Every (n, m) with

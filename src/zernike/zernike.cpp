@@ -62,23 +62,23 @@ struct Prepared {
     zernike::Request request;
 };
 
-Prepared prepare(const char* function, const CubeView& images, std::vector<ZernikeIndex> wanted,
+// The request for `images` (width × height × bands, the bands the images), checked.
+Prepared prepare(const char* function, const CubeShape& images, std::vector<ZernikeIndex> wanted,
                  ZernikeMethod auto_choice, const ZernikeOptions& options) {
     const std::string f(function);
     check_fields(options, function);  // the declared ranges and enum values (options.hpp)
-    if (images.empty())
-        throw InvalidInput(f + ": the image is " + std::to_string(images.width()) + "x" +
-                           std::to_string(images.height()) + "x" + std::to_string(images.bands()) +
-                           "; width, height and bands must be at least 1");
+    if (images.width < 1 || images.height < 1 || images.bands < 1)
+        throw InvalidInput(f + ": the image is " + std::to_string(images.width) + "x" + std::to_string(images.height) +
+                           "x" + std::to_string(images.bands) + "; width, height and bands must be at least 1");
     if (wanted.empty()) throw InvalidInput(f + ": no moment requested");
     for (const ZernikeIndex& z : wanted) check_index(function, z);
     check_no_repeats(function, wanted);
     Prepared p;
     ZernikeMomentsInfo& out = p.info;
-    out.disk = zernike_disk(images.width(), images.height(), options);
-    out.width = images.width();
-    out.height = images.height();
-    out.images = images.bands();
+    out.disk = zernike_disk(images.width, images.height, options);
+    out.width = images.width;
+    out.height = images.height;
+    out.images = images.bands;
     out.indices = std::move(wanted);
 
     zernike::Request& request = p.request;
@@ -152,7 +152,7 @@ void run(const char* function, const Context& ctx, const CubeView& images, const
 ZernikeMomentsInfo compute_into(const char* function, const Context& ctx, const CubeView& images,
                                 std::vector<ZernikeIndex> wanted, ZernikeMethod auto_choice, const MutableCubeView& out,
                                 const ZernikeOptions& options) {
-    Prepared p = prepare(function, images, std::move(wanted), auto_choice, options);
+    Prepared p = prepare(function, shape_of(images), std::move(wanted), auto_choice, options);
     check_moments_output(function, ctx, p.info, out);
     run(function, ctx, images, p, out);
     return std::move(p.info);
@@ -161,7 +161,7 @@ ZernikeMomentsInfo compute_into(const char* function, const Context& ctx, const 
 // The plain calls: the _into path into a host array (CPU) or a device output brought down once.
 ZernikeMoments compute(const char* function, const Context& ctx, const CubeView& images,
                        std::vector<ZernikeIndex> wanted, ZernikeMethod auto_choice, const ZernikeOptions& options) {
-    Prepared p = prepare(function, images, std::move(wanted), auto_choice, options);
+    Prepared p = prepare(function, shape_of(images), std::move(wanted), auto_choice, options);
     ZernikeMoments out;
     const CubeShape shape = zernike_moments_shape(p.info.images, int(p.info.count()));
     out.values.resize(shape.num_pixels());
@@ -268,6 +268,29 @@ ZernikeMomentsInfo zernike_moment_into(const Context& ctx, const CubeView& image
                                        const MutableCubeView& out, const ZernikeOptions& options) {
     return compute_into("zernike_moment_into", ctx, images, {{n, m}}, ZernikeMethod::Direct, out, options);
 }
+
+namespace detail {
+
+ZernikeMethod zernike_auto_method(const std::vector<ZernikeIndex>& wanted) {
+    if (wanted.size() == 1) return ZernikeMethod::Direct;  // zernike_moment
+    const int n = wanted.empty() ? -1 : wanted.front().n;
+    if (n >= 0 && wanted.size() == std::size_t(n / 2 + 1) && wanted == zernike_order_indices(n))
+        return ZernikeMethod::QRecursive;  // zernike_order
+    return ZernikeMethod::Kintner;  // zernike_set, zernike_moments
+}
+
+ZernikeMomentsInfo zernike_plan_info(const char* function, const CubeShape& images, const std::vector<ZernikeIndex>& wanted,
+                                     const ZernikeOptions& options) {
+    return prepare(function, images, wanted, zernike_auto_method(wanted), options).info;
+}
+
+ZernikeMomentsInfo zernike_into_as_plain(const char* function, const Context& ctx, const CubeView& images,
+                                         const std::vector<ZernikeIndex>& wanted, const MutableCubeView& out,
+                                         const ZernikeOptions& options) {
+    return compute_into(function, ctx, images, wanted, zernike_auto_method(wanted), out, options);
+}
+
+}  // namespace detail
 
 std::vector<double> zernike_invariants(const ZernikeMoments& moments) {
     std::vector<double> out(moments.values.size());

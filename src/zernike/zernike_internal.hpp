@@ -100,3 +100,18 @@ struct Plan {
 Plan make_plan(const Request& request);
 
 }  // namespace cubekit::zernike
+
+namespace cubekit::detail {
+
+/// The method Auto stands for in the plain call a request belongs to: zernike_moment's Direct for one
+/// moment, zernike_order's q-recursion for one whole order in its order, Kintner's otherwise.
+ZernikeMethod zernike_auto_method(const std::vector<ZernikeIndex>& wanted);
+/// What that plain call computes for `images` (width × height × bands), the request checked.
+ZernikeMomentsInfo zernike_plan_info(const char* function, const CubeShape& images, const std::vector<ZernikeIndex>& wanted,
+                                     const ZernikeOptions& options);
+/// zernike_moments_into with that call's automatic method (the moments bit for bit as that call's).
+ZernikeMomentsInfo zernike_into_as_plain(const char* function, const Context& ctx, const CubeView& images,
+                                         const std::vector<ZernikeIndex>& wanted, const MutableCubeView& out,
+                                         const ZernikeOptions& options);
+
+}  // namespace cubekit::detail

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "cli_common.hpp"
@@ -18,6 +19,7 @@
 #include "cubekit/zernike.hpp"
 #include "option_flags.hpp"
 #include "outputs.hpp"
+#include "tile_flags.hpp"
 #include "zernike_table.hpp"
 
 namespace cubekit::cli {
@@ -36,6 +38,7 @@ struct ZernikeArgs {
     BoundFlags bound;  // the flags of `options`
     std::string output, reconstruct, reconstruct_image;
     int reconstruct_band = -1;
+    TileFlags tiles;
 };
 
 std::string lower(std::string s) {
@@ -107,6 +110,55 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs, b
     return files;
 }
 
+/// The `image` column: the file names, or their paths when two folders hold the same name; none for
+/// a single input.
+void name_sources(ZernikeTable& t, bool unique) {
+    if (!unique)
+        for (ZernikeSource& s : t.sources) s.name = s.path;
+    if (!t.batch) t.sources.front().name.clear();
+}
+
+/// The inputs as a stack read a group at a time (tiles): the files' headers now (PNG and JPEG are
+/// decoded to learn their shape), each file read whole again when a group needs its images, in the
+/// type read_batch would stack them in.
+ImageStack stack_of_files(const ZernikeArgs& a, ZernikeTable& t) {
+    const std::vector<std::string> files = expand_inputs(a.inputs, t.batch);
+    std::set<std::string> names;
+    bool unique = true;
+    auto first = std::make_shared<std::vector<int>>();  // the stack index of each file's first image
+    ImageStack stack;
+    for (const std::string& file : files) {
+        const CubeFile f(file, a.common.read);
+        const CubeShape& s = f.shape();
+        std::vector<int> bands = a.common.bands.empty() ? std::vector<int>{} : parse_band_list(a.common.bands, s.bands, "bands");
+        if (bands.empty())
+            for (int b = 0; b < s.bands; ++b) bands.push_back(b);
+        if (first->empty()) stack.width = s.width, stack.height = s.height, stack.dtype = s.dtype;
+        else if (s.width != stack.width || s.height != stack.height)
+            throw InvalidInput("IN " + file + " is " + std::to_string(s.width) + "x" + std::to_string(s.height) + " but " +
+                               t.sources.front().path + " is " + std::to_string(stack.width) + "x" +
+                               std::to_string(stack.height) + "; every image of a batch must have the same width and height");
+        if (s.dtype != stack.dtype) stack.dtype = DType::F64;
+        first->push_back(stack.images);
+        stack.images += int(bands.size());
+        unique = names.insert(fs::path(file).filename().string()).second && unique;
+        t.sources.push_back({fs::path(file).filename().string(), file, std::move(bands)});
+    }
+    name_sources(t, unique);
+    t.dtype = std::string(dtype_name(stack.dtype));
+    stack.read = [files, first, common = a.common, dtype = stack.dtype](int from, int count, const MutableCubeView& dst) {
+        std::size_t at = std::size_t(std::upper_bound(first->begin(), first->end(), from) - first->begin()) - 1;
+        for (int done = 0; done < count; ++at) {
+            const Cube images = read_input(files[at], common).cube.to_dtype(dtype).to_layout(Layout::BSQ);
+            const int skip = from + done - (*first)[at], n = std::min(images.bands() - skip, count - done);
+            const std::size_t plane = std::size_t(images.width()) * std::size_t(images.height()) * dtype_size(dtype);
+            std::memcpy(dst.data() + std::size_t(done) * plane, images.bytes() + std::size_t(skip) * plane, std::size_t(n) * plane);
+            done += n;
+        }
+    };
+    return stack;
+}
+
 /// Reads the inputs into one BSQ cube (a batch stacked band after band, in a common element type:
 /// the files' own when they agree, else f64) and the table's sources.
 Cube read_batch(const ZernikeArgs& a, ZernikeTable& t) {
@@ -127,10 +179,8 @@ Cube read_batch(const ZernikeArgs& a, ZernikeTable& t) {
         t.sources.push_back(std::move(s));
         cubes.push_back(std::move(c));
     }
-    if (!unique)  // the same file name in two folders: the paths tell the images apart
-        for (ZernikeSource& s : t.sources) s.name = s.path;
+    name_sources(t, unique);
     if (!t.batch) {
-        t.sources.front().name.clear();
         t.dtype = std::string(dtype_name(cubes.front().dtype()));
         return std::move(cubes.front());
     }
@@ -229,7 +279,8 @@ void check_zernike_outputs(const ZernikeArgs& a, const std::string& mode) {
 /// One run: the table, the input, the reconstruction and the timings.
 struct ZernikeRun {
     ZernikeTable t;
-    Cube cube;
+    Cube cube;        ///< the stacked images (empty in tiles)
+    CubeShape shape;  ///< the stack's: width × height × images
     ZernikeIndex single;
     Cube rebuilt;
     std::vector<double> errors;  ///< per band, with --reconstruct
@@ -287,7 +338,7 @@ void say_zernike(const ZernikeArgs& a, const Context& ctx, const ZernikeRun& run
                                                  : "A(" + a.moment + ")";
     const std::string source = t.batch ? std::to_string(t.sources.size()) + (t.sources.size() == 1 ? " image" : " images")
                                        : a.inputs.front();
-    say(a.common, "zernike: " + source + " (" + run.cube.shape().describe() + ") on " + ctx.device_name() + ": " +
+    say(a.common, "zernike: " + source + " (" + run.shape.describe() + ") on " + ctx.device_name() + ": " +
                       std::to_string(z.count()) + " moments " + what + " per band, " +
                       std::string(zernike_method_name(z.method)) + (z.symmetric ? " (8-fold symmetric)" : "") + ", " +
                       std::string(zernike_mapping_name(z.disk.mapping)) + " disk of " +
@@ -309,7 +360,7 @@ nlohmann::json zernike_summary(const ZernikeArgs& a, const Context& ctx, const Z
     nlohmann::json j = summary("zernike", ctx);
     std::vector<std::string> paths;
     for (const ZernikeSource& s : t.sources) paths.push_back(s.path);
-    j["input"] = {{"paths", paths}, {"shape", shape_json(run.cube.shape())}, {"batch", t.batch}};
+    j["input"] = {{"paths", paths}, {"shape", shape_json(run.shape)}, {"batch", t.batch}};
     if (t.batch) j["input"]["images"] = t.sources.size();
     else j["input"]["bands_used"] = t.sources.front().bands;
     j["parameters"] = parameters_json(a.options);
@@ -341,24 +392,58 @@ nlohmann::json zernike_summary(const ZernikeArgs& a, const Context& ctx, const Z
     return j;
 }
 
-void run_zernike(const ZernikeArgs& a) {
+/// The moments the mode asks for, in the plain calls' order.
+std::vector<ZernikeIndex> wanted_moments(const ZernikeArgs& a, const ZernikeRun& run) {
+    if (run.t.mode == "set") return zernike_set_indices(a.max_order);
+    if (run.t.mode == "order") return zernike_order_indices(a.order);
+    return {run.single};
+}
+
+/// In tiles: the images read a group at a time (stack_of_files), the moments written row by row.
+nlohmann::json compute_in_groups(const Context& ctx, const ZernikeArgs& a, const ImageStack& stack,
+                                 const ZernikeOptions& options, TileOptions tiles, ZernikeRun& run) {
+    check_tile_devices(a.tiles, tiles, ctx);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<ZernikeIndex> wanted = wanted_moments(a, run);
+    ZernikeMoments& z = run.t.moments;
+    const CubeShape shape = zernike_moments_shape(stack.images, int(wanted.size()));
+    z.values.assign(shape.num_pixels(), {});
+    const MutableCubeView out = MutableCubeView::host(z.values.data(), shape.width, shape.height, shape.bands, shape.dtype,
+                                                      dense_strides(shape.width, shape.height, shape.bands, shape.layout));
+    ZernikeTiled done = zernike_moments_tiled(ctx, stack, wanted, out, options, tiles);
+    static_cast<ZernikeMomentsInfo&>(z) = std::move(done.info);
+    run.zernike_ms = elapsed_ms(t0);
+    return tiled_json(done.run);
+}
+
+void run_zernike(const ZernikeArgs& args) {
     const auto start = std::chrono::steady_clock::now();
+    ZernikeArgs a = args;
+    const std::optional<TileOptions> tiles = asked_tile_options(a.tiles, a.common);  // --devices: CUDA
     ZernikeRun run;
     run.t.mode = zernike_mode(a, run.single);  // everything that can be refused without the input, first
     const ZernikeOptions options = checked_options(a);
     check_zernike_outputs(a, run.t.mode);
+    if (tiles && !a.reconstruct.empty())
+        throw InvalidInput("--reconstruct needs the images in memory: leave out --memory-limit, --device-memory-limit, "
+                           "--devices and --tile-size, or reconstruct the one image alone");
 
     Timings timings;
-    run.cube = timings.time("read", [&] { return read_batch(a, run.t); });
+    std::optional<ImageStack> stack;
+    if (tiles) stack = timings.time("read", [&] { return stack_of_files(a, run.t); });
+    else run.cube = timings.time("read", [&] { return read_batch(a, run.t); });
+    run.shape = tiles ? CubeShape{stack->width, stack->height, stack->images, stack->dtype, Layout::BSQ} : run.cube.shape();
     const std::int64_t moments = run.t.mode == "set"     ? std::int64_t(zernike_set_size(a.max_order))
                                  : run.t.mode == "order" ? a.order / 2 + 1
                                                          : 1;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto work_context = context_for_work(a.common, "zernike", timings, estimate_zernike(run.cube.shape(), moments));
+    auto work_context = context_for_work(a.common, "zernike", timings, estimate_zernike(run.shape, moments));
     Context& ctx = work_context.first;
     nlohmann::json& choice = work_context.second;
     run.target = a.reconstruct.empty() ? 0 : reconstruct_target(a, run.t);
-    compute_moments(ctx, a, options, run);
+    nlohmann::json tiled_report;
+    if (tiles) tiled_report = compute_in_groups(ctx, a, *stack, options, *tiles, run);
+    else compute_moments(ctx, a, options, run);
     for (const std::string& w : run.t.moments.warnings) say(a.common, "zernike: warning: " + w);
     const OutputList written = write_zernike_outputs(a, run);
     say_zernike(a, ctx, run, written);
@@ -368,6 +453,7 @@ void run_zernike(const ZernikeArgs& a) {
     }
     nlohmann::json j = zernike_summary(a, ctx, run);
     if (!choice.is_null()) j["backend_choice"] = choice;
+    if (tiles) j["tiled"] = tiled_report;
     j["elapsed_ms"] = elapsed_ms(start);
     timings.add("zernike", run.zernike_ms);
     timings.add("reconstruct", run.reconstruct_ms);
@@ -397,11 +483,15 @@ Action add_zernike(CLI::App& root) {
         "--reconstruct OUT.png|OUT.npy rebuilds each band from the set, prints the relative L2 error inside the disk\n"
         "per band, and writes one band as PNG (u8 input: rounded and clamped to 0..255; else 16-bit, min-max over the\n"
         "disk, outside 0, scale in --json) or every band as float64 .npy.\n"
+        "Groups: --memory-limit, --device-memory-limit, --devices or --tile-size 1xN (N images a group) read and\n"
+        "compute the images a group at a time, on the CPU or dealt to the GPUs: a batch larger than memory gives the\n"
+        "same rows, bit for bit. The files' headers are read first (PNG and JPEG are decoded twice); no --reconstruct.\n"
         "Examples:\n"
         "  cubekit zernike data/samson/samson_1.img --bands 40 --max-order 12 -o samson40.csv\n"
         "  cubekit zernike data/photos/chelsea.png --bands 1 --max-order 30 --reconstruct chelsea_z30.png\n"
         "  cubekit zernike shapes/ --moment 4,2 --json          # a folder of same-size images\n"
-        "  cubekit zernike a.png b.png --order 6 --mapping circumscribed -o ab.json");
+        "  cubekit zernike a.png b.png --order 6 --mapping circumscribed -o ab.json\n"
+        "  cubekit zernike scans/ --max-order 20 --devices all --memory-limit 2G -o scans.csv   # in groups");
     input_file(app->add_option("IN", a->inputs, "image or cube, several files, or a folder of same-size images"))->required()->expected(1, -1);
     a->max_order_opt = app->add_option("--max-order", a->max_order, "every moment with n <= N (default mode, N = 20)");
     a->order_opt = app->add_option("--order", a->order, "every repetition m of order N");
@@ -413,6 +503,7 @@ Action add_zernike(CLI::App& root) {
     app->add_option("--reconstruct-band", a->reconstruct_band, "input band the PNG shows (default: the first used)")
         ->check(CLI::NonNegativeNumber);
     app->add_option("--reconstruct-image", a->reconstruct_image, "batch: image (file name) the PNG shows (default: the first)");
+    add_tile_flags(*app, a->tiles);
     add_common_flags(*app, a->common);
     add_output_flags(*app, a->common);  // the --reconstruct PNG
     return [a] { run_zernike(*a); };
