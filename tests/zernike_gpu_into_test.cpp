@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <complex>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cubekit/buffer.hpp"
@@ -198,6 +200,44 @@ TEST(ZernikeGpuInto, DeviceInputMakesNoHostCopy) {
     const MemoryCounters after = memory_counters();
     EXPECT_EQ(after.host_allocations, before.host_allocations);
     EXPECT_EQ(after.pinned_allocations, before.pinned_allocations);
+}
+
+// In groups of images on the device (the zernike_*_tiled calls): every request gives the plain call's
+// device moments bit for bit, for groups of 1 and 3 images, a device budget, the device listed twice
+// (two workers each) and a stack read by a caller's reader; the CPU's within the spec tolerance is
+// checked by the plain calls' own tests.
+TEST(ZernikeGpuInto, GroupsOfImagesEqualThePlainCall) {
+    REQUIRE_GPU();
+    const Cube images = testing::random_cube(67, 61, 7, DType::U16, testing::test_seed(), 0, 4000, Layout::BIP);
+    const ImageStack read_by_caller{67, 61, 7, DType::U16, [&](int first, int count, const MutableCubeView& dst) {
+                                        copy_cube(cpu_context(), images.view().band_range(first, count), dst);
+                                    }};
+    const std::vector<ZernikeIndex> list = {{34, 18}, {0, 0}, {7, 3}};
+    using Call = std::function<ZernikeTiled(const ImageStack&, const MutableCubeView&, const TileOptions&)>;
+    const std::vector<std::tuple<std::string, Call, ZernikeMoments>> cases = {
+        {"set 20", [&](auto& s, auto& o, auto& t) { return zernike_set_tiled(gpu, s, 20, o, {}, t); }, zernike_set(gpu, images, 20)},
+        {"order 21", [&](auto& s, auto& o, auto& t) { return zernike_order_tiled(gpu, s, 21, o, {}, t); },
+         zernike_order(gpu, images, 21)},
+        {"moment A(25,13)", [&](auto& s, auto& o, auto& t) { return zernike_moment_tiled(gpu, s, 25, 13, o, {}, t); },
+         zernike_moment(gpu, images, 25, 13)},
+        {"list", [&](auto& s, auto& o, auto& t) { return zernike_moments_tiled(gpu, s, list, o, {}, t); },
+         zernike_moments(gpu, images, list)}};
+    for (const auto& [name, call, plain] : cases) {
+        const CubeShape s = zernike_moments_shape(7, int(plain.count()));
+        for (const TileOptions& t : {TileOptions{.tile_height = 1}, TileOptions{.lanes = 2, .tile_height = 3},
+                                     TileOptions{.device_memory_limit = 600 << 10},
+                                     TileOptions{.devices = testing::devices_twice_or_all(), .tile_height = 2}}) {
+            SCOPED_TRACE(::testing::Message() << name << " group " << t.tile_height << " budget " << t.device_memory_limit
+                                              << " devices " << t.devices.size());
+            std::vector<std::complex<double>> got(plain.values.size(), {-1.0, 2.0});
+            const MutableCubeView out = MutableCubeView::host(got.data(), s.width, s.height, 2, DType::F64,
+                                                              dense_strides(s.width, s.height, 2, s.layout));
+            const ZernikeTiled r = call(t.lanes == 2 ? read_by_caller : image_stack(images), out, t);
+            EXPECT_GT(r.run.tiles, 1u);
+            EXPECT_EQ(r.info.method, plain.method);
+            EXPECT_EQ(0, std::memcmp(got.data(), plain.values.data(), got.size() * sizeof(got[0])));
+        }
+    }
 }
 
 }  // namespace

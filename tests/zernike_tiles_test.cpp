@@ -1,4 +1,4 @@
-// Zernike moments in groups of images (issue 17) on the CPU backend: zernike_moments_tiled equals the
+// Zernike moments in groups of images (issue 17) on the CPU backend: the zernike_*_tiled calls equal the
 // plain call of the same request bit for bit (zernike_set, zernike_order, zernike_moment,
 // zernike_moments) for group sizes down to one image, budgets, symmetric and plain disks, element
 // types, an ImageStack read from files; refusals; `cubekit zernike` in groups writes the same table.
@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -23,14 +24,18 @@ namespace {
 
 using testing::cpu_context;
 
+// A tiled call (one of the four) into `out`.
+using TiledCall = std::function<ZernikeTiled(const ImageStack&, const MutableCubeView& out, const ZernikeOptions&,
+                                             const TileOptions&)>;
+
 // The tiled call's values, from a poisoned output.
-std::vector<std::complex<double>> tiled_values(const CubeView& images, const std::vector<ZernikeIndex>& wanted,
+std::vector<std::complex<double>> tiled_values(const CubeView& images, std::size_t count, const TiledCall& call,
                                                const ZernikeOptions& o, const TileOptions& t, ZernikeTiled* info = nullptr) {
-    std::vector<std::complex<double>> v(std::size_t(images.bands()) * wanted.size(), {-7.5, 3.25});
-    const CubeShape s = zernike_moments_shape(images.bands(), int(wanted.size()));
+    std::vector<std::complex<double>> v(std::size_t(images.bands()) * count, {-7.5, 3.25});
+    const CubeShape s = zernike_moments_shape(images.bands(), int(count));
     const MutableCubeView out =
         MutableCubeView::host(v.data(), s.width, s.height, s.bands, s.dtype, dense_strides(s.width, s.height, s.bands, s.layout));
-    ZernikeTiled r = zernike_moments_tiled(cpu_context(), images, wanted, out, o, t);
+    ZernikeTiled r = call(image_stack(images), out, o, t);
     if (info) *info = std::move(r);
     return v;
 }
@@ -50,20 +55,32 @@ TEST(ZernikeTiles, GroupsEqualThePlainCalls) {
         const CubeView v = images->view();
         struct Request {
             std::string name;
-            std::vector<ZernikeIndex> wanted;
+            TiledCall call;
             ZernikeMoments whole;
         };
+        const Context& cpu = cpu_context();
+        const std::vector<ZernikeIndex> list = {{3, 1}, {8, 4}, {0, 0}};
+        // Requests whose automatic method differs by call: a set of order 0, an order of one moment.
         const std::vector<Request> requests = {
-            {"set 10", zernike_set_indices(10), zernike_set(cpu_context(), v, 10)},
-            {"order 7", zernike_order_indices(7), zernike_order(cpu_context(), v, 7)},
-            {"moment 6,2", {{6, 2}}, zernike_moment(cpu_context(), v, 6, 2)},
-            {"list", {{3, 1}, {8, 4}, {0, 0}}, zernike_moments(cpu_context(), v, {{3, 1}, {8, 4}, {0, 0}})}};
+            {"set 10", [&](auto& s, auto& o, auto& op, auto& t) { return zernike_set_tiled(cpu, s, 10, o, op, t); },
+             zernike_set(cpu, v, 10)},
+            {"set 0", [&](auto& s, auto& o, auto& op, auto& t) { return zernike_set_tiled(cpu, s, 0, o, op, t); },
+             zernike_set(cpu, v, 0)},
+            {"order 7", [&](auto& s, auto& o, auto& op, auto& t) { return zernike_order_tiled(cpu, s, 7, o, op, t); },
+             zernike_order(cpu, v, 7)},
+            {"order 1", [&](auto& s, auto& o, auto& op, auto& t) { return zernike_order_tiled(cpu, s, 1, o, op, t); },
+             zernike_order(cpu, v, 1)},
+            {"moment 6,2", [&](auto& s, auto& o, auto& op, auto& t) { return zernike_moment_tiled(cpu, s, 6, 2, o, op, t); },
+             zernike_moment(cpu, v, 6, 2)},
+            {"list", [&](auto& s, auto& o, auto& op, auto& t) { return zernike_moments_tiled(cpu, s, list, o, op, t); },
+             zernike_moments(cpu, v, list)}};
         for (const Request& r : requests)
             for (int group : {1, 2, 3, 100}) {
                 SCOPED_TRACE(::testing::Message() << images->shape().describe() << " " << r.name << " groups of " << group);
                 ZernikeTiled info;
-                EXPECT_TRUE(same(r.whole.values, tiled_values(v, r.wanted, {}, {.tile_height = group}, &info)));
+                EXPECT_TRUE(same(r.whole.values, tiled_values(v, r.whole.count(), r.call, {}, {.tile_height = group}, &info)));
                 EXPECT_EQ(info.info.method, r.whole.method);
+                EXPECT_EQ(info.info.indices, r.whole.indices);
                 EXPECT_EQ(info.info.symmetric, r.whole.symmetric);
                 EXPECT_EQ(info.info.images, images->bands());
                 const int per_group = std::min(group, images->bands());
@@ -71,7 +88,7 @@ TEST(ZernikeTiles, GroupsEqualThePlainCalls) {
                 ++compared;
             }
     }
-    EXPECT_EQ(compared, 2 * 4 * 4);
+    EXPECT_EQ(compared, 2 * 6 * 4);
 }
 
 TEST(ZernikeTiles, AHostBudgetAndAStackOfFiles) {
@@ -82,7 +99,8 @@ TEST(ZernikeTiles, AHostBudgetAndAStackOfFiles) {
     const ZernikeMoments whole = zernike_set(cpu_context(), images, 12, o);
     ZernikeTiled info;
     // A copy of the staged group is held (2 bytes a sample): 3 images of 480 pixels per 3 KiB.
-    EXPECT_TRUE(same(whole.values, tiled_values(images, zernike_set_indices(12), o, {.memory_limit = 3 << 10}, &info)));
+    const TiledCall set12 = [](auto& s, auto& out, auto& op, auto& t) { return zernike_set_tiled(cpu_context(), s, 12, out, op, t); };
+    EXPECT_TRUE(same(whole.values, tiled_values(images, whole.count(), set12, o, {.memory_limit = 3 << 10}, &info)));
     EXPECT_EQ(info.run.tiles, 3u);
     EXPECT_LE(info.run.peak_bytes, std::size_t(3) << 10);
     // The stack reads the images one file each, from several threads.
@@ -96,7 +114,7 @@ TEST(ZernikeTiles, AHostBudgetAndAStackOfFiles) {
                            }};
     std::vector<std::complex<double>> got(whole.values.size());
     const CubeShape s = zernike_moments_shape(9, int(whole.count()));
-    zernike_moments_tiled(cpu_context(), stack, zernike_set_indices(12),
+    zernike_set_tiled(cpu_context(), stack, 12,
                           MutableCubeView::host(got.data(), s.width, s.height, s.bands, s.dtype,
                                                 dense_strides(s.width, s.height, s.bands, s.layout)),
                           o, {.tile_height = 4});
@@ -107,7 +125,7 @@ TEST(ZernikeTiles, RefusalsNameTheReason) {
     const Cube images = testing::random_cube(16, 16, 3, DType::F32, 2, 0, 1);
     const auto message = [&](const MutableCubeView& out, const TileOptions& t, const std::vector<ZernikeIndex>& wanted) {
         try {
-            zernike_moments_tiled(cpu_context(), images, wanted, out, {}, t);
+            zernike_moments_tiled(cpu_context(), image_stack(images), wanted, out, {}, t);
         } catch (const InvalidInput& e) {
             return std::string(e.what());
         }

@@ -242,31 +242,34 @@ struct ImageStack {
     DType dtype = DType::F64;
     std::function<void(int first, int count, const MutableCubeView& dst)> read;
 };
+/// The bands of a host view as a stack (the view must outlive it).
+ImageStack image_stack(const CubeView& images);
 
-/// What zernike_moments_tiled did: the moments' order, disk and method (as zernike_moments_into) and
-/// the groups (run.tiles groups of at most run.tile_height images; run.tile_width = width × height).
+/// What a zernike_*_tiled call did: the moments' order, disk and method (as the _into calls) and the
+/// groups (run.tiles groups of at most run.tile_height images; run.tile_width = width × height).
 struct ZernikeTiled {
     ZernikeMomentsInfo info;
     TiledRun run;
 };
 
-/// Moments of a batch in groups of images (tiles.hpp), for batches larger than a memory budget:
-/// each group is staged, computed and its rows written, on the CPU or streamed through the devices
+/// The _into calls in groups of images (tiles.hpp), for batches larger than a memory budget: each
+/// group is staged, computed and its rows written, on the CPU or streamed through the devices
 /// (tiles.devices, lanes). Every image is computed alone, so `out` (host memory,
-/// zernike_moments_shape(images, wanted.size()), any strides) equals the plain call's bit for bit on
-/// the same backend: zernike_moment for one moment, zernike_order for one whole order in its order,
-/// zernike_set / zernike_moments otherwise (Auto resolves as that call does). The budgets size the
-/// groups (host: the staged images; device: the images and ~16 bytes of work per pixel). Throws
-/// InvalidInput as zernike_moments does, naming `out` when it does not fit, and when a budget holds
-/// less than one image. `images`: a host view (its bands are the images) or an ImageStack. A forced
-/// tile size (tiles.tile_height) is the number of images per group; tile_width is ignored.
+/// zernike_moments_shape(images, count), any strides) equals the plain call's bit for bit on the same
+/// backend (Auto resolves as that call does). The budgets size the groups (host: the staged images;
+/// device: the images and ~16 bytes of work per pixel); a forced tile size (tiles.tile_height) is the
+/// number of images per group. Throws InvalidInput as the plain call, naming `out` when it does not
+/// fit, and when a budget holds less than one image.
 ///
-///     Cube out(cubekit::zernike_moments_shape(stack.images, int(wanted.size())));
-///     auto t = cubekit::zernike_moments_tiled(gpu, stack, cubekit::zernike_set_indices(20), out.mutable_view(), {},
-///                                             {.device_memory_limit = 1 << 30, .devices = {0, 1}});
-ZernikeTiled zernike_moments_tiled(const Context& ctx, const CubeView& images, const std::vector<ZernikeIndex>& wanted,
-                                   const MutableCubeView& out, const ZernikeOptions& options = {},
-                                   const TileOptions& tiles = {});
+///     Cube out(count, stack.images, 2, cubekit::DType::F64, cubekit::Layout::BIP);
+///     auto t = cubekit::zernike_set_tiled(gpu, stack, 20, out.mutable_view(), {},
+///                                         {.device_memory_limit = 1 << 30, .devices = {0, 1}});
+ZernikeTiled zernike_set_tiled(const Context& ctx, const ImageStack& images, int nmax, const MutableCubeView& out,
+                               const ZernikeOptions& options = {}, const TileOptions& tiles = {});
+ZernikeTiled zernike_order_tiled(const Context& ctx, const ImageStack& images, int n, const MutableCubeView& out,
+                                 const ZernikeOptions& options = {}, const TileOptions& tiles = {});
+ZernikeTiled zernike_moment_tiled(const Context& ctx, const ImageStack& images, int n, int m, const MutableCubeView& out,
+                                  const ZernikeOptions& options = {}, const TileOptions& tiles = {});
 ZernikeTiled zernike_moments_tiled(const Context& ctx, const ImageStack& images, const std::vector<ZernikeIndex>& wanted,
                                    const MutableCubeView& out, const ZernikeOptions& options = {},
                                    const TileOptions& tiles = {});

@@ -17,6 +17,8 @@ class ZernikeResult:
         pixel_count, symmetric, denominator; warnings; parameters (the options); backend.
     """
 
+    tiled = None  #: the groups (tile keywords): {"tiles", "tile_height" (images a group), "peak_bytes", ...}
+
     def __init__(self, values, info, ndim):
         self.values = values
         self.ndim = ndim
@@ -78,6 +80,14 @@ def zernike_moments(images, max_order=None, **keywords):
     order = keywords.pop("order", None)
     moment = keywords.pop("moment", None)
     moments = keywords.pop("moments", None)
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles:
+        if _runtime.is_path(images):
+            raise ValueError("zernike_moments: give an array (cubekit.read(path)); the tile keywords group its images")
+        req = _request(max_order, order, moment, moments)
+        ctx, progress = _runtime.begin_tiled(images, keywords, tiles, "zernike_moments")
+        values, info = _cubekit.zernike_moments_tiled(ctx, images, *req, keywords, tiles, progress)
+        return ZernikeResult(values, info, len(images.shape))
     backend, device, threads, _, progress = _runtime.split_common(keywords, out=False)
     ctx, kind = _runtime.context(images, backend, device, threads)
     req = _request(max_order, order, moment, moments)
@@ -103,6 +113,14 @@ for what is asked (Kintner for a set, q-recursive for an order, direct for one m
 Parameters
 ----------
 images : array (H, W) or (H, W, B) — NumPy, CuPy or PyTorch CUDA, any dtype and strides.
+memory_limit, device_memory_limit : int or str, optional
+    Budgets (bytes, "512M") that compute the images in groups (NumPy input): each group staged,
+    computed and its rows written, on the CPU or streamed through the GPUs; the same values bit for
+    bit as the whole call on that backend (``.tiled`` reports the groups).
+devices : list of int or "all", optional
+    CUDA devices to deal the groups to (implies backend='cuda').
+tile_size : (int, int), optional
+    (any width, N): force groups of N images (testing).
 
 Returns
 -------
@@ -117,12 +135,16 @@ Example
 >>> len(z.indices), z.at(0, 0).real > 0
 (25, True)
 >>> rebuilt = cubekit.zernike_reconstruct(z)                  # (64, 64) float64
+>>> g = cubekit.zernike_moments(np.dstack([img, img.T]), max_order=8, tile_size=(1, 1))   # groups of 1
+>>> bool((g.values[0] == z.values[0]).all()), g.tiled["tiles"]
+(True, 2)
 """, out=False)
 zernike_moments.__signature__ = zernike_moments.__signature__.replace(parameters=[
     *list(zernike_moments.__signature__.parameters.values())[:2],
     *[_runtime.inspect.Parameter(n, _runtime.inspect.Parameter.KEYWORD_ONLY, default=None)
       for n in ("order", "moment", "moments")],
     *list(zernike_moments.__signature__.parameters.values())[2:]])
+_runtime.with_tile_keywords(zernike_moments)
 
 
 def zernike_reconstruct(result: ZernikeResult, max_order: int = -1, *, backend=None, device=None, threads=0, out=None):

@@ -39,6 +39,14 @@ ZernikeMomentsInfo compute_into(const Context& ctx, const CubeView& v, const Req
     return zernike_moments_into(ctx, v, r.list, out, o);
 }
 
+ZernikeTiled compute_tiled(const Context& ctx, const ImageStack& s, const Request& r, const MutableCubeView& out,
+                           const ZernikeOptions& o, const TileOptions& t) {
+    if (r.kind == "set") return zernike_set_tiled(ctx, s, r.a, out, o, t);
+    if (r.kind == "order") return zernike_order_tiled(ctx, s, r.a, out, o, t);
+    if (r.kind == "moment") return zernike_moment_tiled(ctx, s, r.a, r.b, out, o, t);
+    return zernike_moments_tiled(ctx, s, r.list, out, o, t);
+}
+
 std::size_t count_of(const Request& r) {
     if (r.kind == "set") return zernike_set_size(r.a);
     if (r.kind == "order") return r.a < 0 ? 0 : std::size_t(r.a / 2 + 1);
@@ -121,6 +129,30 @@ void bind_zernike(py::module_& m) {
         const ZernikeMomentsInfo info =
             c.run(std::move(progress), [&](const Context& ctx) { return compute_into(ctx, in.view, r, ov.view, o); });
         return py::make_tuple(out, info_dict(info, o, c.context()));
+    });
+    // -> (values, info): the moments in groups of images (the tile keywords; a NumPy input), values a
+    // new NumPy complex128 (images, count) array, info with "tiled".
+    m.def("zernike_moments_tiled", [](PyContext& c, py::handle images, const std::string& kind, int a, int b,
+                                      const std::vector<std::pair<int, int>>& list, const py::dict& keywords,
+                                      const py::dict& tiles, py::object progress) -> py::tuple {
+        const ZernikeOptions o = options_from<ZernikeOptions>(keywords, "zernike_moments");
+        const Request r = request_from(kind, a, b, list);
+        const ArrayView in = array_view(images, "zernike_moments", "images");
+        const TileOptions t = tile_options_from(tiles);
+        const std::size_t count = count_of(r);
+        auto* values = new std::vector<std::complex<double>>(std::size_t(in.view.bands()) * count);
+        py::capsule owner(values, [](void* p) { delete static_cast<std::vector<std::complex<double>>*>(p); });
+        const CubeShape s = zernike_moments_shape(in.view.bands(), int(count));
+        const MutableCubeView out = MutableCubeView::host(values->data(), s.width, s.height, s.bands, s.dtype,
+                                                          dense_strides(s.width, s.height, s.bands, s.layout));
+        const ZernikeTiled z = c.run(std::move(progress), [&](const Context& ctx) {
+            return compute_tiled(ctx, image_stack(in.view), r, out, o, t);
+        });
+        py::array arr(py::dtype("complex128"), std::vector<py::ssize_t>{in.view.bands(), py::ssize_t(count)},
+                      values->data(), owner);
+        py::dict info = info_dict(z.info, o, c.context());
+        info["tiled"] = tiled_dict(z.run);
+        return py::make_tuple(arr, info);
     });
     // -> (H, W, images) float64 NumPy array, or `out` filled in place.
     m.def("zernike_reconstruct", [](PyContext& c, py::object values, const std::vector<std::pair<int, int>>& indices,

@@ -312,6 +312,39 @@ def test_quantize_tiles_on_every_device():
     assert np.array_equal(got.palette, whole.palette) and got.implementation.startswith("cuda")
 
 
+@pytest.mark.parametrize("request_", [{"max_order": 10}, {"max_order": 0}, {"order": 7}, {"order": 1},
+                                      {"moment": (5, 3)}, {"moments": [(4, 2)]}, {"moments": [(1, 1), (6, 0)]}])
+def test_zernike_groups_equal_whole(request_):
+    """Each request in groups of images gives the whole call's values bit for bit, and its method (a
+    list of one moment stays Kintner's, a set of order 0 too)."""
+    x = np.random.default_rng(15).integers(0, 255, (40, 37, 9)).astype(np.uint8)
+    whole = cubekit.zernike_moments(x, **request_)
+    for tiles in ({"memory_limit": "6K"}, {"tile_size": (1, 1)}, {"tile_size": (1, 4)}):
+        got = cubekit.zernike_moments(x, **tiles, **request_)
+        assert np.array_equal(got.values.view(np.uint64), whole.values.view(np.uint64)), tiles
+        assert got.method == whole.method and got.indices == whole.indices and got.images == 9
+        assert got.tiled["tiles"] > 1
+    assert whole.tiled is None
+
+
+def test_zernike_groups_refusals():
+    x = np.random.default_rng(16).random((30, 30, 2))
+    with pytest.raises(ValueError, match="less than one 30x30 image"):
+        cubekit.zernike_moments(x, max_order=4, memory_limit=1000)
+    with pytest.raises(ValueError, match="give an array"):
+        cubekit.zernike_moments("scene.npy", max_order=4, memory_limit="1M")
+
+
+def test_zernike_groups_on_every_device():
+    cp = pytest.importorskip("cupy")
+    x = np.random.default_rng(17).random((48, 48, 7)).astype(np.float32)
+    whole = cubekit.zernike_moments(cp.asarray(x), max_order=12)
+    devices = list(range(cp.cuda.runtime.getDeviceCount()))
+    got = cubekit.zernike_moments(x, max_order=12, devices=devices, tile_size=(1, 2))
+    assert np.array_equal(got.values.view(np.uint64), cp.asnumpy(whole.values).view(np.uint64))
+    assert got.backend == "cuda" and got.tiled["tiles"] == 4
+
+
 def test_kmeans_tiles_on_every_device_and_chunk_functions_on_cupy():
     """The GPU machine has no Dask: the per-chunk functions of cubekit.dask.kmeans on CuPy chunks (each
     part computed on the GPU), driven and merged as cubekit.dask.kmeans drives them, give the whole

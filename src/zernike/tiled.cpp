@@ -17,7 +17,6 @@
 namespace cubekit {
 namespace {
 
-constexpr const char* kWhere = "zernike_moments_tiled";
 // Device work per pixel of a group beyond its samples: the folded values (8 bytes per point) and the
 // block partials (a few bytes per point), zernike/cuda.cu; rounded up.
 constexpr std::size_t kDeviceWorkBytes = 16;
@@ -30,17 +29,20 @@ CubeView group_view(const CubeView& in, int width, int height) {
                           : CubeView::host(in.data(), width, height, in.height(), in.dtype(), bsq);
 }
 
-ZernikeTiled run_groups(const Context& ctx, const ImageStack& stack, const std::vector<ZernikeIndex>& wanted,
-                        const MutableCubeView& out, const ZernikeOptions& options, TileOptions tiles) {
-    if (!stack.read) throw InvalidInput(std::string(kWhere) + ": the image stack has no reader");
+}  // namespace
+
+ZernikeTiled detail::zernike_in_groups(const char* where, const Context& ctx, const ImageStack& stack,
+                                       const std::vector<ZernikeIndex>& wanted, ZernikeMethod auto_choice,
+                                       const MutableCubeView& out, const ZernikeOptions& options, TileOptions tiles) {
+    if (!stack.read) throw InvalidInput(std::string(where) + ": the image stack has no reader");
     const CubeShape shape{stack.width, stack.height, stack.images, stack.dtype, Layout::BSQ};
-    ZernikeTiled result{detail::zernike_plan_info(kWhere, shape, wanted, options), {}};
+    ZernikeTiled result{detail::zernike_plan_info(where, shape, wanted, auto_choice, options), {}};
     const int count = int(result.info.count());
-    detail::check_output_shape(out, count, stack.images, 2, DType::F64, std::string(kWhere) + ": out is");
-    if (out.on_device()) throw InvalidInput(std::string(kWhere) + ": out is in device memory; the tiled call writes host memory");
+    detail::check_output_shape(out, count, stack.images, 2, DType::F64, std::string(where) + ": out is");
+    if (out.on_device()) throw InvalidInput(std::string(where) + ": out is in device memory; the tiled call writes host memory");
     const std::int64_t pixels = std::int64_t(stack.width) * stack.height;
     if (pixels > INT_MAX)
-        throw InvalidInput(std::string(kWhere) + ": images of " + std::to_string(pixels) + " pixels; at most 2^31 - 1 in groups");
+        throw InvalidInput(std::string(where) + ": images of " + std::to_string(pixels) + " pixels; at most 2^31 - 1 in groups");
 
     detail::TileSource source;
     source.width = int(pixels), source.height = stack.images, source.bands = 1, source.dtype = stack.dtype;
@@ -52,9 +54,9 @@ ZernikeTiled run_groups(const Context& ctx, const ImageStack& stack, const std::
     detail::LocalTileKernel k;
     k.out_bands = 0;  // the rows go to `out` directly
     k.device_work_bytes_per_pixel = kDeviceWorkBytes;
-    const auto [tw, th] = detail::local_tile_size(ctx, source, k, tiles, kWhere);
+    const auto [tw, th] = detail::local_tile_size(ctx, source, k, tiles, where);
     if (tw < source.width)
-        throw InvalidInput(std::string(kWhere) + ": the budget holds " + std::to_string(std::int64_t(tw) * th) +
+        throw InvalidInput(std::string(where) + ": the budget holds " + std::to_string(std::int64_t(tw) * th) +
                            " pixels per group, less than one " + std::to_string(stack.width) + "x" +
                            std::to_string(stack.height) + " image; raise it");
     tiles.tile_width = tw, tiles.tile_height = th;
@@ -62,35 +64,26 @@ ZernikeTiled run_groups(const Context& ctx, const ImageStack& stack, const std::
         const CubeView group = group_view(in, stack.width, stack.height);
         const MutableCubeView rows = out.window(0, t.y0, count, t.height);
         if (!c.is_cuda()) {
-            detail::zernike_into_as_plain(kWhere, c, group, wanted, rows, options);
+            detail::zernike_into_with(where, c, group, wanted, auto_choice, rows, options);
             return;
         }
         DeviceCube on_device(c, zernike_moments_shape(t.height, count));
-        detail::zernike_into_as_plain(kWhere, c, group, wanted, on_device, options);
+        detail::zernike_into_with(where, c, group, wanted, auto_choice, on_device, options);
         copy_cube(c, on_device, rows);
         c.synchronize();
     };
-    result.run = detail::run_local_tiles(ctx, source, MutableCubeView{}, k, tiles, kWhere);
+    result.run = detail::run_local_tiles(ctx, source, MutableCubeView{}, k, tiles, where);
     return result;
 }
 
-}  // namespace
-
-ZernikeTiled zernike_moments_tiled(const Context& ctx, const ImageStack& images, const std::vector<ZernikeIndex>& wanted,
-                                   const MutableCubeView& out, const ZernikeOptions& options, const TileOptions& tiles) {
-    return run_groups(ctx, images, wanted, out, options, tiles);
-}
-
-ZernikeTiled zernike_moments_tiled(const Context& ctx, const CubeView& images, const std::vector<ZernikeIndex>& wanted,
-                                   const MutableCubeView& out, const ZernikeOptions& options, const TileOptions& tiles) {
+ImageStack image_stack(const CubeView& images) {
     if (images.on_device())
-        throw InvalidInput(std::string(kWhere) + ": the images are on a device; the tiled path takes host memory "
-                           "(zernike_moments_into computes device images in place)");
-    const ImageStack stack{images.width(), images.height(), images.bands(), images.dtype(),
-                           [&images](int first, int count, const MutableCubeView& dst) {
-                               detail::copy_cube_host(images.band_range(first, count), dst);
-                           }};
-    return run_groups(ctx, stack, wanted, out, options, tiles);
+        throw InvalidInput("image_stack: the images are on a device; the tiled calls take host memory (the _into calls "
+                           "compute device images in place)");
+    return {images.width(), images.height(), images.bands(), images.dtype(),
+            [images](int first, int count, const MutableCubeView& dst) {
+                detail::copy_cube_host(images.band_range(first, count), dst);
+            }};
 }
 
 }  // namespace cubekit

@@ -271,26 +271,44 @@ ZernikeMomentsInfo zernike_moment_into(const Context& ctx, const CubeView& image
 
 namespace detail {
 
-ZernikeMethod zernike_auto_method(const std::vector<ZernikeIndex>& wanted) {
-    if (wanted.size() == 1) return ZernikeMethod::Direct;  // zernike_moment
-    const int n = wanted.empty() ? -1 : wanted.front().n;
-    if (n >= 0 && wanted.size() == std::size_t(n / 2 + 1) && wanted == zernike_order_indices(n))
-        return ZernikeMethod::QRecursive;  // zernike_order
-    return ZernikeMethod::Kintner;  // zernike_set, zernike_moments
-}
-
 ZernikeMomentsInfo zernike_plan_info(const char* function, const CubeShape& images, const std::vector<ZernikeIndex>& wanted,
-                                     const ZernikeOptions& options) {
-    return prepare(function, images, wanted, zernike_auto_method(wanted), options).info;
+                                     ZernikeMethod auto_choice, const ZernikeOptions& options) {
+    return prepare(function, images, wanted, auto_choice, options).info;
 }
 
-ZernikeMomentsInfo zernike_into_as_plain(const char* function, const Context& ctx, const CubeView& images,
-                                         const std::vector<ZernikeIndex>& wanted, const MutableCubeView& out,
-                                         const ZernikeOptions& options) {
-    return compute_into(function, ctx, images, wanted, zernike_auto_method(wanted), out, options);
+ZernikeMomentsInfo zernike_into_with(const char* function, const Context& ctx, const CubeView& images,
+                                     const std::vector<ZernikeIndex>& wanted, ZernikeMethod auto_choice,
+                                     const MutableCubeView& out, const ZernikeOptions& options) {
+    return compute_into(function, ctx, images, wanted, auto_choice, out, options);
 }
 
 }  // namespace detail
+
+ZernikeTiled zernike_set_tiled(const Context& ctx, const ImageStack& images, int nmax, const MutableCubeView& out,
+                               const ZernikeOptions& options, const TileOptions& tiles) {
+    check_set_order("zernike_set_tiled", nmax);
+    return detail::zernike_in_groups("zernike_set_tiled", ctx, images, zernike_set_indices(nmax), ZernikeMethod::Kintner,
+                                     out, options, tiles);
+}
+
+ZernikeTiled zernike_order_tiled(const Context& ctx, const ImageStack& images, int n, const MutableCubeView& out,
+                                 const ZernikeOptions& options, const TileOptions& tiles) {
+    check_index("zernike_order_tiled", {n, n % 2 == 0 || n < 0 ? 0 : 1});
+    return detail::zernike_in_groups("zernike_order_tiled", ctx, images, zernike_order_indices(n),
+                                     ZernikeMethod::QRecursive, out, options, tiles);
+}
+
+ZernikeTiled zernike_moment_tiled(const Context& ctx, const ImageStack& images, int n, int m, const MutableCubeView& out,
+                                  const ZernikeOptions& options, const TileOptions& tiles) {
+    return detail::zernike_in_groups("zernike_moment_tiled", ctx, images, {{n, m}}, ZernikeMethod::Direct, out, options,
+                                     tiles);
+}
+
+ZernikeTiled zernike_moments_tiled(const Context& ctx, const ImageStack& images, const std::vector<ZernikeIndex>& wanted,
+                                   const MutableCubeView& out, const ZernikeOptions& options, const TileOptions& tiles) {
+    return detail::zernike_in_groups("zernike_moments_tiled", ctx, images, wanted, ZernikeMethod::Kintner, out, options,
+                                     tiles);
+}
 
 std::vector<double> zernike_invariants(const ZernikeMoments& moments) {
     std::vector<double> out(moments.values.size());

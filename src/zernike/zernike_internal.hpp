@@ -103,15 +103,17 @@ Plan make_plan(const Request& request);
 
 namespace cubekit::detail {
 
-/// The method Auto stands for in the plain call a request belongs to: zernike_moment's Direct for one
-/// moment, zernike_order's q-recursion for one whole order in its order, Kintner's otherwise.
-ZernikeMethod zernike_auto_method(const std::vector<ZernikeIndex>& wanted);
-/// What that plain call computes for `images` (width × height × bands), the request checked.
+/// What a call with this automatic method (zernike_moment: Direct, zernike_order: QRecursive,
+/// zernike_set and zernike_moments: Kintner) computes for `images` (width × height × bands), checked.
 ZernikeMomentsInfo zernike_plan_info(const char* function, const CubeShape& images, const std::vector<ZernikeIndex>& wanted,
-                                     const ZernikeOptions& options);
-/// zernike_moments_into with that call's automatic method (the moments bit for bit as that call's).
-ZernikeMomentsInfo zernike_into_as_plain(const char* function, const Context& ctx, const CubeView& images,
-                                         const std::vector<ZernikeIndex>& wanted, const MutableCubeView& out,
-                                         const ZernikeOptions& options);
+                                     ZernikeMethod auto_choice, const ZernikeOptions& options);
+/// The _into call with that automatic method (the moments bit for bit as that call's).
+ZernikeMomentsInfo zernike_into_with(const char* function, const Context& ctx, const CubeView& images,
+                                     const std::vector<ZernikeIndex>& wanted, ZernikeMethod auto_choice,
+                                     const MutableCubeView& out, const ZernikeOptions& options);
+/// The _tiled calls' work (tiled.cpp): the stack in groups, each by zernike_into_with.
+ZernikeTiled zernike_in_groups(const char* function, const Context& ctx, const ImageStack& stack,
+                               const std::vector<ZernikeIndex>& wanted, ZernikeMethod auto_choice,
+                               const MutableCubeView& out, const ZernikeOptions& options, TileOptions tiles);
 
 }  // namespace cubekit::detail

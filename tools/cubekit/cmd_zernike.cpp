@@ -392,25 +392,21 @@ nlohmann::json zernike_summary(const ZernikeArgs& a, const Context& ctx, const Z
     return j;
 }
 
-/// The moments the mode asks for, in the plain calls' order.
-std::vector<ZernikeIndex> wanted_moments(const ZernikeArgs& a, const ZernikeRun& run) {
-    if (run.t.mode == "set") return zernike_set_indices(a.max_order);
-    if (run.t.mode == "order") return zernike_order_indices(a.order);
-    return {run.single};
-}
-
 /// In tiles: the images read a group at a time (stack_of_files), the moments written row by row.
 nlohmann::json compute_in_groups(const Context& ctx, const ZernikeArgs& a, const ImageStack& stack,
                                  const ZernikeOptions& options, TileOptions tiles, ZernikeRun& run) {
     check_tile_devices(a.tiles, tiles, ctx);
     const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<ZernikeIndex> wanted = wanted_moments(a, run);
+    const std::string& mode = run.t.mode;
+    const std::size_t count = mode == "set" ? zernike_set_size(a.max_order) : mode == "order" ? std::size_t(a.order / 2 + 1) : 1;
     ZernikeMoments& z = run.t.moments;
-    const CubeShape shape = zernike_moments_shape(stack.images, int(wanted.size()));
+    const CubeShape shape = zernike_moments_shape(stack.images, int(count));
     z.values.assign(shape.num_pixels(), {});
     const MutableCubeView out = MutableCubeView::host(z.values.data(), shape.width, shape.height, shape.bands, shape.dtype,
                                                       dense_strides(shape.width, shape.height, shape.bands, shape.layout));
-    ZernikeTiled done = zernike_moments_tiled(ctx, stack, wanted, out, options, tiles);
+    ZernikeTiled done = mode == "set"     ? zernike_set_tiled(ctx, stack, a.max_order, out, options, tiles)
+                        : mode == "order" ? zernike_order_tiled(ctx, stack, a.order, out, options, tiles)
+                                          : zernike_moment_tiled(ctx, stack, run.single.n, run.single.m, out, options, tiles);
     static_cast<ZernikeMomentsInfo&>(z) = std::move(done.info);
     run.zernike_ms = elapsed_ms(t0);
     return tiled_json(done.run);
