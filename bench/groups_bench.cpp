@@ -43,7 +43,7 @@ double median_ms(int runs, const std::function<void()>& work) {
 }
 
 void row(const std::string& what, double ms, double bytes, const std::string& check) {
-    std::printf("| %s | %.2f | %.1f | %s |\n", what.c_str(), ms, bytes / ms * 1e-6, check.c_str());
+    std::printf("| %s | %.2f | %.1f | %s |\n", what.c_str(), ms, bytes / ms * 1e-6, check.c_str());  // bytes/ms·1e-6 = GB/s
 }
 
 void zernike_rows(const Context& gpu, int images, int runs) {
@@ -56,7 +56,7 @@ void zernike_rows(const Context& gpu, int images, int runs) {
     const double bytes = double(batch.num_bytes());
     std::printf("\nZernike set n <= 20 of %d images of 256x256 f32 (%.1f MB); floor %.2f ms pinned, %.2f ms pageable\n\n",
                 images, bytes * 1e-6, bytes / 55e6, bytes / 15e6);
-    std::printf("| run | ms | MB/s of images | same values as whole |\n|---|---|---|---|\n");
+    std::printf("| run | ms | GB/s of images | same values as whole |\n|---|---|---|---|\n");
     ZernikeMoments whole;
     const double whole_ms = median_ms(runs, [&] { whole = zernike_set(gpu, batch, 20); });
     row("zernike_set whole (pageable upload)", whole_ms, bytes, "-");
@@ -83,7 +83,7 @@ void quantize_rows(const Context& gpu, int runs) {
     const double bytes = double(big.num_bytes());
     std::printf("\nquantize 3840x2160 RGB u8 (chelsea mirror-tiled, %.1f MB), k = 16, 10 iterations, tol 0; one pass over "
                 "the link %.2f ms pinned\n\n", bytes * 1e-6, bytes / 55e6);
-    std::printf("| run | ms | MB/s of image | same image and labels as whole |\n|---|---|---|---|\n");
+    std::printf("| run | ms | GB/s of image | same image and labels as whole |\n|---|---|---|---|\n");
     const QuantizeImageOptions o{.kmeans = {.k = 16, .seed = 1, .max_iter = 10, .tol = 0}};
     Cube out(3840, 2160, 3, DType::U8, Layout::BIP), labels(3840, 2160, 1, DType::I32);
     const double whole_ms = median_ms(runs, [&] { quantize_image_into(gpu, big, out.mutable_view(), labels.mutable_view(), o); });

@@ -93,6 +93,9 @@ public:
     void* cuda_stream() const { return stream_; }
     /// Waits for all work queued on the stream; throws DeviceError on a device fault.
     void synchronize() const;
+    /// Bytes of memory free on this context's device now (cudaMemGetInfo); 0 on the CPU backend. A
+    /// front end compares it with a call's need to tile a scene that would not fit.
+    std::size_t device_free_bytes() const;
     /// True when CUBEKIT_SYNC=1 was set at construction: every launch is followed by a sync.
     bool debug_sync() const { return debug_sync_; }
 

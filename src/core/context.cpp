@@ -98,6 +98,8 @@ void Context::check_cancelled(std::string_view where) const {
 }
 
 int Context::cuda_device_count() { return detail::cuda_device_count_impl(); }
+
+std::size_t Context::device_free_bytes() const { return cuda_ ? detail::device_free_bytes(device_) : 0; }
 int Context::device_of_pointer(const void* pointer) { return detail::device_of_pointer_impl(pointer); }
 
 bool Context::built_with_cuda() {

@@ -399,6 +399,18 @@ std::optional<TileOptions> tiles_asked(const Args& a, const WatershedOptions& o,
     return tiles;
 }
 
+/// Tiles for a relief the device cannot hold whole (~32 bytes a pixel, beyond the relief and the
+/// labels): the run then succeeds in tiles instead of failing, with the same labels.
+std::optional<TileOptions> tiles_when_too_large(const Args& a, const WatershedOptions& o, const Context& ctx,
+                                                const CubeShape& shape) {
+    if (!ctx.is_cuda() || o.volume || !untileable(a, o).empty()) return std::nullopt;
+    const double need = double(shape.num_pixels()) * double(32 + 4 + dtype_size(shape.dtype)), free = double(ctx.device_free_bytes());
+    if (need <= 0.8 * free) return std::nullopt;
+    say(a.common, "watershed: the relief needs about " + std::to_string(std::llround(need / 1e6)) + " MB of device memory and " +
+                      std::to_string(std::llround(free / 1e6)) + " MB are free: it runs in tiles (the same labels)");
+    return TileOptions{};
+}
+
 void run_watershed(const Args& a) {
     CommonOptions common = a.common;
     const WatershedOptions o = resolved(a);
@@ -413,6 +425,7 @@ void run_watershed(const Args& a) {
                            " bands; the relief is one band (pick one with --bands B, or --volume: the bands are z-slices)");
     if (!relief.file) check_pictures_of(a, relief.cube);
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
+    const bool automatic = !tiles && (tiles = tiles_when_too_large(a, o, ctx, shape)).has_value();
     const std::unique_ptr<Secondary> secondary = read_secondaries(a, shape, o.volume, timings);
     const TransferTotals copies = ctx.transfer_totals();
     const bool tiled = tiles.has_value();
@@ -441,6 +454,7 @@ void run_watershed(const Args& a) {
     if (t) {
         j["tiled"] = tiled_json(t->run);
         j["tiled"]["rounds"] = t->rounds;
+        j["tiled"]["automatic"] = automatic;  // no tile flag: the relief did not fit the device
         j["input"]["windowed"] = relief.file.has_value();
     }
     report(common, j, timings,
@@ -574,8 +588,8 @@ Action add_watershed(CLI::App& root) {
         "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the relief in tiles with a 1-pixel\n"
         "halo; the tiles exchange plateau distances until they agree, then their labels are joined: the labels equal\n"
         "the whole run's. A raw file (ENVI, .npy, GeoTIFF) is then read by windows. Without these flags the relief runs\n"
-        "whole (faster while it fits: ~32 bytes of device memory per pixel). --levels, --h-min, --min-area, --markers\n"
-        "and --volume need the whole relief (no tiles).");
+        "whole (faster while it fits: ~32 bytes of device memory per pixel); on a GPU without room for it, in tiles\n"
+        "(tiled.automatic in --json). --levels, --h-min, --min-area, --markers and --volume need the whole relief.");
     input_file(app->add_option("IN", a->input, "the relief: one band (any format cubekit reads), or a volume with --volume"))->required();
     app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
     add_flags(*app, *a);
