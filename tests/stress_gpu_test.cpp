@@ -138,14 +138,14 @@ TEST(GpuOutOfMemory, CliExitsFourAndWritesNothing) {
 // hook) runs in tiles unasked, with the whole run's labels; --json says so (tiled.automatic).
 TEST(GpuOutOfMemory, WatershedCliTilesAReliefTheDeviceCannotHold) {
     REQUIRE_GPU();
-    const fs::path dir = cubekit::testing::temp_dir("ws-auto-tiles");
+    const std::filesystem::path dir = cubekit::testing::temp_dir("ws-auto-tiles");
     write_cube(cubekit::testing::random_cube(900, 700, 1, DType::F32, 7, 0.0, 1.0), dir / "relief.npy");  // ~40 bytes a pixel: 25 MB
-    const std::string args = " " + q(dir / "relief.npy") + " ";
-    const auto whole = cubekit::testing::run_cli("watershed" + args + q(dir / "whole.npy") + " --backend cuda --json --quiet");
+    const std::string args = " " + cubekit::testing::q(dir / "relief.npy") + " ";
+    const auto whole = cubekit::testing::run_cli("watershed" + args + cubekit::testing::q(dir / "whole.npy") + " --backend cuda --json --quiet");
     ASSERT_EQ(whole.exit_code, 0) << whole.err;
     EXPECT_EQ(whole.out.find("\"tiled\""), std::string::npos);
     setenv("CUBEKIT_DEVICE_FREE_BYTES", "8000000", 1);
-    const auto small = cubekit::testing::run_cli("watershed" + args + q(dir / "tiled.npy") + " --backend cuda --json");
+    const auto small = cubekit::testing::run_cli("watershed" + args + cubekit::testing::q(dir / "tiled.npy") + " --backend cuda --json");
     unsetenv("CUBEKIT_DEVICE_FREE_BYTES");
     ASSERT_EQ(small.exit_code, 0) << small.err;
     EXPECT_NE(small.err.find("runs in tiles"), std::string::npos) << small.err;
