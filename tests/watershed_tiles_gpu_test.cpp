@@ -108,6 +108,16 @@ TEST(WatershedTilesGpu, SmallForSanitizers) {
             }
 }
 
+// The racecheck run's share (racecheck tracks every shared-memory access: minutes for the case above):
+// the six reliefs, 8-connectivity, no mask.
+TEST(WatershedTilesGpu, SmallForRacecheck) {
+    REQUIRE_GPU();
+    for (const auto& [name, relief] : testing::watershed_test_reliefs(23, 17, 11)) {
+        SCOPED_TRACE(name);
+        expect_tiled_equals_whole(gpu, relief, {}, {}, {.lanes = 2, .tile_width = 6, .tile_height = 5});
+    }
+}
+
 // Tiles of one to six pixels on a small scene: plateaus crossing many tiles, many rounds.
 TEST(WatershedTilesGpu, TinyTilesEqualCpuWhole) {
     REQUIRE_GPU();
