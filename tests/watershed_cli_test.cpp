@@ -273,6 +273,7 @@ TEST(WatershedCli, TilesGiveTheWholeLabelsAndReportThemselves) {
     const nlohmann::json sj = nlohmann::json::parse(seg_tiles.out);
     EXPECT_EQ(sj["tiled"]["watershed"]["tiles"], 48);
     EXPECT_EQ(sj["tiled"]["rcmg"]["tiles"], 48);
+    EXPECT_TRUE(sj["input"]["windowed"].get<bool>());  // ENVI: the RCMG's tiles read by windows
     const auto seg_refused = run_cli("segment " + q(samson()) + " " + q(dir / "sx.npy") + " --tile-size 17x13 --regions-out " +
                                      q(dir / "r.csv"));
     EXPECT_EQ(seg_refused.exit_code, 2);

@@ -487,12 +487,16 @@ void write_regions(const Args& a, const Input& in, const std::vector<RegionStats
     written.add(a.regions_out, "regions", "csv");
 }
 
-/// segment in tiles: the RCMG in tiles into host memory, then the watershed of it in tiles.
-SegmentResult segment_in_tiles(const Context& ctx, const Cube& cube, const RcmgOptions& r, const WatershedOptions& o,
-                               const WatershedInputs& inputs, TileOptions tiles, nlohmann::json& report) {
-    SegmentResult out{Cube::uninitialized(cube.width(), cube.height(), 1, r.out_type),
-                      Cube::uninitialized(cube.width(), cube.height(), 1, DType::I32), 0};
-    report["rcmg"] = tiled_json(rcmg_tiled(ctx, cube, out.gradient.mutable_view(), r, tiles));
+/// segment in tiles: the RCMG in tiles into host memory (the cube read by windows when `file` is
+/// open), then the watershed of it in tiles.
+SegmentResult segment_in_tiles(const Context& ctx, const Cube& cube, const std::optional<CubeFile>& file,
+                               const RcmgOptions& r, const WatershedOptions& o, const WatershedInputs& inputs,
+                               TileOptions tiles, nlohmann::json& report) {
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    SegmentResult out{Cube::uninitialized(shape.width, shape.height, 1, r.out_type),
+                      Cube::uninitialized(shape.width, shape.height, 1, DType::I32), 0};
+    report["rcmg"] = tiled_json(file ? rcmg_tiled(ctx, *file, out.gradient.mutable_view(), r, tiles)
+                                     : rcmg_tiled(ctx, cube, out.gradient.mutable_view(), r, tiles));
     const WatershedTiled w = watershed_tiled(ctx, out.gradient, out.labels.mutable_view(), o, inputs, tiles);
     report["watershed"] = tiled_json(w.run);
     report["watershed"]["rounds"] = w.rounds;
@@ -508,21 +512,30 @@ void run_segment(const Args& a) {
     std::optional<TileOptions> tiles = tiles_asked(a, o, common);
     check_output_names(a);
     Timings timings;
-    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, "segment", timings, a.input, [&] { return read_input(a.input, common); }, estimate_segment);
-    Context& ctx = prepared.ctx;
-    auto& in = prepared.input;
-    nlohmann::json& choice = prepared.backend_choice;
+    // In tiles an ENVI, .npy or GeoTIFF cube is read by windows (the RCMG's tiles); other formats whole.
+    const std::optional<CubeFile> file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
+    std::optional<Prepared<Input>> prepared;
+    if (file) {
+        // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+        auto work = context_for_work(common, "segment", timings, estimate_segment(file->shape()));
+        prepared.emplace(Prepared<Input>{std::move(work.first), Input{}, std::move(work.second)});
+    } else {
+        prepared.emplace(context_while_reading(
+            common, "segment", timings, a.input, [&] { return read_input(a.input, common); }, estimate_segment));
+    }
+    Context& ctx = prepared->ctx;
+    auto& in = prepared->input;
+    nlohmann::json& choice = prepared->backend_choice;
     const Cube& cube = in.cube;
-    check_rcmg_arguments(cube.shape(), rcmg_options);
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    check_rcmg_arguments(shape, rcmg_options);
     const std::unique_ptr<Secondary> secondary =
-        read_secondaries(a, {cube.width(), cube.height(), 1, DType::U8}, false, timings);
+        read_secondaries(a, {shape.width, shape.height, 1, DType::U8}, false, timings);
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     const TransferTotals copies = ctx.transfer_totals();
     nlohmann::json tiled;
     SegmentResult r = timings.time("segment", [&] {
-        return tiles ? segment_in_tiles(ctx, cube, rcmg_options, o, secondary->inputs(), *tiles, tiled)
+        return tiles ? segment_in_tiles(ctx, cube, file, rcmg_options, o, secondary->inputs(), *tiles, tiled)
                      : segment(ctx, cube, rcmg_options, o, secondary->inputs());
     });
     timings.split_transfers(ctx, copies, "segment");
@@ -534,17 +547,17 @@ void run_segment(const Args& a) {
         });
 
     const OutputList written = write_timed(timings, [&](OutputList& w) {
-        const double paint_ms = write_label_outputs(ctx, a, r.labels, o, cube.metadata(), w);
+        const double paint_ms = write_label_outputs(ctx, a, r.labels, o, file ? file->metadata() : cube.metadata(), w);
         if (!a.gradient_out.empty()) write_float_image(r.gradient, a.gradient_out, "gradient", common.write, w);
         if (!a.regions_out.empty()) write_regions(a, in, stats, w);
         return paint_ms;
     });
-    nlohmann::json j = run_json("segment", ctx, choice, a, cube.shape(), r.regions, r.labels, written);
-    if (tiles) j["tiled"] = tiled;
+    nlohmann::json j = run_json("segment", ctx, choice, a, shape, r.regions, r.labels, written);
+    if (tiles) j["tiled"] = tiled, j["input"]["windowed"] = file.has_value();
     j["parameters"] = {{"rcmg", parameters_json(rcmg_options)}, {"watershed", parameters_json(o)}};
     j["implementation"] = {{"rcmg", std::string(rcmg_implementation(ctx, rcmg_options))}};
     report(common, j, timings,
-           "segment: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", RCMG " +
+           "segment: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", RCMG " +
                std::to_string(rcmg_options.connectivity) + "-connectivity reject " + std::to_string(rcmg_options.reject) +
                ", watershed " + std::to_string(o.connectivity) + "-connectivity: " + std::to_string(r.regions) + " regions");
 }
@@ -612,8 +625,9 @@ Action add_segment(CLI::App& root) {
         "  cubekit segment data/samson/samson_1.img regions.npy --png regions.png --regions-out regions.csv\n"
         "  cubekit segment scene.mat labels.hdr --var data --connectivity 4 --levels 32 --gradient-out g.png --json\n"
         "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the RCMG and the watershed in tiles\n"
-        "(the cube is read whole; the labels and gradient equal the whole run's; --json adds tiled.rcmg and\n"
-        "tiled.watershed). Not with --levels, --h-min, --min-area, --markers or --regions-out.");
+        "(an ENVI, .npy or GeoTIFF cube read by windows, other formats whole; the labels and gradient equal the whole\n"
+        "run's; --json adds tiled.rcmg and tiled.watershed). Not with --levels, --h-min, --min-area, --markers or\n"
+        "--regions-out.");
     input_file(app->add_option("IN", a->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", a->output, "i32 labels: .npy or .hdr/.img (ENVI)")->required();
     add_flags(*app, *a);
