@@ -1,6 +1,7 @@
 #pragma once
 // Helpers the benchmarks share.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -26,6 +27,18 @@ inline bool parse_out_flag(int argc, char** argv, const char* name, std::string&
         }
     }
     return true;
+}
+
+/// Median wall time (ms, host clock) of `runs` calls of work(); the caller warms up first if it wants.
+inline double wall_median_ms(const std::function<void()>& work, int runs) {
+    std::vector<double> ms;
+    for (int r = 0; r < runs; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        work();
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
 }
 
 // Mirror-tiles `scene` (its first `bands` bands) to width × height: the seams are reflected so the

@@ -32,14 +32,7 @@ namespace {
 
 double median_ms(int runs, const std::function<void()>& work) {
     work();  // warm-up
-    std::vector<double> ms;
-    for (int r = 0; r < runs; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        work();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return bench::wall_median_ms(work, runs);
 }
 
 void row(const std::string& what, double ms, double bytes, const std::string& check) {

@@ -40,16 +40,7 @@ struct Relief {
     Cube host;
 };
 
-double wall_ms(const std::function<void()>& work, int runs) {
-    std::vector<double> ms;
-    for (int r = 0; r < runs; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        work();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-}
+double wall_ms(const std::function<void()>& work, int runs) { return bench::wall_median_ms(work, runs); }
 
 std::string fmt(double v, int digits = 3) {
     char b[64];

@@ -9,6 +9,7 @@
 #include <future>
 #include <type_traits>
 #include <utility>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,18 @@ auto context_while_reading(const CommonOptions& common, const std::string& task,
     T in = timings.time("read", read);
     auto [ctx, choice] = context_for_work(common, task, timings, estimate(shape_of(in)));
     return {std::move(ctx), std::move(in), std::move(choice)};
+}
+
+/// context_while_reading, unless `file` is open (a tiled run reads it by windows): then the context
+/// alone, for the file's shape, and an empty input.
+template <class Read, class Estimate>
+auto context_for_input(const CommonOptions& common, const std::string& task, Timings& timings,
+                       const std::filesystem::path& path, const std::optional<CubeFile>& file, Read&& read,
+                       Estimate&& estimate) -> Prepared<std::invoke_result_t<Read&>> {
+    using T = std::invoke_result_t<Read&>;
+    if (!file) return context_while_reading(common, task, timings, path, std::forward<Read>(read), std::forward<Estimate>(estimate));
+    auto [ctx, choice] = context_for_work(common, task, timings, estimate(file->shape()));
+    return {std::move(ctx), T{}, std::move(choice)};
 }
 
 /// A human-readable line on stderr (suppressed by --quiet).

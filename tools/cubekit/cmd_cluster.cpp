@@ -227,18 +227,12 @@ void cluster_command(const ClusterArgs& a) {
     // (Only with tiles: k-means reads the scene at every iteration, so a scene that fits is read whole.)
     std::optional<CubeFile> file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
     const auto estimate = [&](const CubeShape& s) { return estimate_kmeans(s, options.k); };
-    std::optional<Prepared<Input>> prepared;
-    if (file) {
-        // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-        auto work_context = context_for_work(common, "cluster", timings, estimate(file->shape()));
-        prepared.emplace(Prepared<Input>{std::move(work_context.first), Input{}, std::move(work_context.second)});
-    } else {
-        prepared.emplace(context_while_reading(
-            common, "cluster", timings, a.input, [&] { return read_input(a.input, common); }, estimate));
-    }
-    Context& ctx = prepared->ctx;
-    const Input& in = prepared->input;
-    nlohmann::json& choice = prepared->backend_choice;
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_for_input(common, "cluster", timings, a.input, file, [&] { return read_input(a.input, common); },
+                                      estimate);
+    Context& ctx = prepared.ctx;
+    const Input& in = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     const Cube& cube = in.cube;
     const CubeShape shape = file ? file->shape() : cube.shape();
     const Metadata& metadata = file ? file->metadata() : cube.metadata();

@@ -298,18 +298,13 @@ void quantize_command(const QuantizeArgs& a) {
     // In tiles a raw file (ENVI, .npy, GeoTIFF) is read by windows; PNG and JPEG are read whole.
     const std::optional<CubeFile> file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
     const auto estimate = [&](const CubeShape& s) { return estimate_kmeans(s, job.options.k); };
-    std::optional<Prepared<Cube>> prepared;
-    if (file) {
-        auto work_context = context_for_work(common, "quantize", timings, estimate(file->shape()));
-        prepared.emplace(Prepared<Cube>{std::move(work_context.first), Cube{}, std::move(work_context.second)});
-    } else {
-        prepared.emplace(context_while_reading(
-            common, "quantize", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate));
-    }
-    Context& ctx = prepared->ctx;
-    const Cube& image = prepared->input;
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_for_input(common, "quantize", timings, a.input, file,
+                                      [&] { return read_input(a.input, common).cube; }, estimate);
+    Context& ctx = prepared.ctx;
+    const Cube& image = prepared.input;
     const CubeShape shape = file ? file->shape() : image.shape();
-    nlohmann::json& choice = prepared->backend_choice;
+    nlohmann::json& choice = prepared.backend_choice;
     // PNG stores alpha as the last channel (grey+alpha, RGBA): it is not a colour to cluster.
     job.alpha_last = common.bands.empty() && (shape.bands == 2 || shape.bands == 4) &&
                      detect_format(a.input) == FileFormat::Png;

@@ -514,18 +514,12 @@ void run_segment(const Args& a) {
     Timings timings;
     // In tiles an ENVI, .npy or GeoTIFF cube is read by windows (the RCMG's tiles); other formats whole.
     const std::optional<CubeFile> file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
-    std::optional<Prepared<Input>> prepared;
-    if (file) {
-        // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-        auto work = context_for_work(common, "segment", timings, estimate_segment(file->shape()));
-        prepared.emplace(Prepared<Input>{std::move(work.first), Input{}, std::move(work.second)});
-    } else {
-        prepared.emplace(context_while_reading(
-            common, "segment", timings, a.input, [&] { return read_input(a.input, common); }, estimate_segment));
-    }
-    Context& ctx = prepared->ctx;
-    auto& in = prepared->input;
-    nlohmann::json& choice = prepared->backend_choice;
+    // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
+    auto prepared = context_for_input(common, "segment", timings, a.input, file, [&] { return read_input(a.input, common); },
+                                      estimate_segment);
+    Context& ctx = prepared.ctx;
+    auto& in = prepared.input;
+    nlohmann::json& choice = prepared.backend_choice;
     const Cube& cube = in.cube;
     const CubeShape shape = file ? file->shape() : cube.shape();
     check_rcmg_arguments(shape, rcmg_options);
