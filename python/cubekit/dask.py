@@ -207,7 +207,7 @@ def _kmeans_labels(block, mask, x0, y0, labelling, threads):
     return _on_chunk_kind(_cubekit.kmeans_piece_labels(ctx, block, int(x0), int(y0), mask, labelling), block)
 
 
-def kmeans(cube, mask=None, threads=0, **keywords):
+def _kmeans_fit(cube, mask, threads, keywords, function):
     """cubekit.kmeans over the chunks of a dask array: every pass of k-means (the first pass, the init
     sample, each Lloyd iteration, the final counts) is a round of per-chunk tasks whose small answers
     (exact integer sums, ranges, sampled pixels) are merged exactly on the client, so the labels,
@@ -229,12 +229,12 @@ def kmeans(cube, mask=None, threads=0, **keywords):
     import dask
     for name in ("backend", "device", "out", *_runtime.TILE_KEYWORDS):
         if keywords.get(name) is not None:
-            raise ValueError(f"cubekit.dask.kmeans: {name!r} is not taken here (each chunk runs where it lives)")
+            raise ValueError(f"cubekit.dask.{function}: {name!r} is not taken here (each chunk runs where it lives)")
     a = da.asarray(cube)
     if a.ndim == 2:
         a = a[:, :, None]
     if a.ndim != 3:
-        raise ValueError(f"cubekit.dask.kmeans: cube has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
+        raise ValueError(f"cubekit.dask.{function}: cube has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
     if a.numblocks[2] != 1:
         a = a.rechunk({2: -1})  # every pixel's spectrum whole in one chunk
     h, w, b = (int(n) for n in a.shape)
@@ -248,7 +248,7 @@ def kmeans(cube, mask=None, threads=0, **keywords):
         if m.ndim == 3 and m.shape[2] == 1:
             m = m[:, :, 0]
         if tuple(m.shape) != (h, w):
-            raise ValueError(f"cubekit.dask.kmeans: mask has shape {tuple(m.shape)}; expected ({h}, {w})")
+            raise ValueError(f"cubekit.dask.{function}: mask has shape {tuple(m.shape)}; expected ({h}, {w})")
         used = (m != 0) & ~da.isnan(m) if m.dtype.kind == "f" else m != 0
         masks = used.astype(np.uint8).rechunk(a.chunks[:2]).to_delayed()
     like = np.zeros((1, 1, b), a.dtype)
@@ -275,7 +275,85 @@ def kmeans(cube, mask=None, threads=0, **keywords):
     args = [a] + ([used.astype(np.uint8).rechunk(a.chunks[:2])[:, :, None]] if mask is not None else [])
     labels = da.map_blocks(chunk, *args, drop_axis=2, dtype=np.int32,
                            meta=np.empty((0, 0), np.int32))
-    return _kmeans.KMeansResult(labels=labels, **d)
+    return labels, d
+
+
+def kmeans(cube, mask=None, threads=0, **keywords):
+    d_labels, d = _kmeans_fit(cube, mask, threads, keywords, "kmeans")
+    d.pop("palette")
+    return _kmeans.KMeansResult(labels=d_labels, **d)
+
+
+kmeans.__doc__ = _kmeans_fit.__doc__
+
+
+def _paint_chunk(block, labels, palette, channels):
+    """A chunk painted with the palette where its label is >= 0 (excluded pixels keep their values), in
+    the chunk's own kind of array (CuPy chunks on their GPU)."""
+    if _runtime.array_kind(block) == "cupy":
+        import cupy as xp
+    else:
+        xp = np
+    out = block.copy()
+    labels = labels[:, :, 0]
+    inside = labels >= 0
+    colours = xp.asarray(palette)[xp.where(inside, labels, 0)]
+    out[:, :, :channels] = xp.where(inside[:, :, None], colours, block[:, :, :channels])
+    return out
+
+
+def quantize(image, mask=None, alpha=False, threads=0, **keywords):
+    """cubekit.quantize (a plain fit) over the chunks of a dask array: the palette fitted by
+    cubekit.dask.kmeans' exact merges, then every chunk painted where it lives, so ``image``, ``labels``,
+    ``palette``, ``centroids`` and ``counts`` equal ``cubekit.quantize(image.compute(), ...)``'s bit for
+    bit (the inertia within 1e-12, 1e-9 with CuPy chunks). Returns a QuantizeResult whose ``image`` (the
+    input's shape and type) and ``labels`` (H, W) are lazy; the fit runs when this is called. Keywords:
+    the k-means options (k, seed, max_iter, tol, n_init, init, init_sample, empty), ``mask``, ``alpha``
+    (the last channel is alpha: copied, not clustered), ``threads``. A given palette, colorspace 'lab',
+    dithering and legacy need the whole image (cubekit.quantize).
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> x = np.random.default_rng(4).integers(0, 255, (90, 80, 3)).astype(np.uint8)
+    >>> q = cubekit.dask.quantize(da.from_array(x, chunks=(30, 40, 3)), k=8, seed=2)
+    >>> bool((q.image.compute() == cubekit.quantize(x, k=8, seed=2).image).all())
+    True
+    """
+    da = _dask_array()
+    for name, plain in (("palette", None), ("colorspace", "rgb"), ("dither", "none"), ("legacy", False),
+                        ("init_centroids", None)):
+        if keywords.get(name, plain) not in (plain, None):
+            raise ValueError(f"cubekit.dask.quantize: {name} = {keywords[name]!r} needs the whole image; use "
+                             "cubekit.quantize")
+        keywords.pop(name, None)
+    a = da.asarray(image)
+    ndim = a.ndim
+    if ndim == 2:
+        a = a[:, :, None]
+    if ndim not in (2, 3):
+        raise ValueError(f"cubekit.dask.quantize: image has {ndim} dimensions; expected (H, W) or (H, W, B)")
+    if a.numblocks[2] != 1:
+        a = a.rechunk({2: -1})
+    channels = int(a.shape[2]) - (1 if alpha else 0)
+    if channels < 1:
+        raise ValueError(f"cubekit.dask.quantize: alpha = True needs at least 2 channels; the image has {a.shape[2]}")
+    labels, d = _kmeans_fit(a[:, :, :channels], mask, threads, keywords, "quantize")
+    palette_all = np.asarray(d.pop("palette"))
+    counts = np.asarray(d.pop("counts"))
+    used = int(np.count_nonzero(counts))  # sorted by count: the empty clusters come last
+    integer = np.dtype(a.dtype).kind in "biu"
+    painted = da.map_blocks(_paint_chunk, a, labels[:, :, None], palette_all, channels, dtype=a.dtype,
+                            meta=da.utils.meta_from_array(a, ndim=3))
+    if ndim == 2:
+        painted = painted[:, :, 0]
+    valid = max(int(d["valid_pixels"]), 1)
+    parameters = dict(d["parameters"], colorspace="rgb", dither="none")
+    return _kmeans.QuantizeResult(
+        image=painted, labels=labels, palette=palette_all[:used], centroids=np.asarray(d["centroids"])[:used] if integer else None,
+        counts=counts[:used], fractions=counts[:used] / valid, palette_size=used, k=d["k"], k_effective=d["k_effective"],
+        inertia=d["inertia"], iterations=d["iterations"], converged=d["converged"], valid_pixels=d["valid_pixels"],
+        winner=d["winner"], restarts=d["restarts"], history=d["history"], channels=channels, dtype=d["dtype"],
+        colorspace="rgb", dither="none", mode="fit", implementation=d["implementation"], parameters=parameters,
+        warnings=d["warnings"])
 
 
 def _pixelwise(cube, function, dtype, outputs=None):

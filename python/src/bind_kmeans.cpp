@@ -213,7 +213,9 @@ void bind_kmeans(py::module_& m) {
         .def("feed", [](Pieces& p, const std::vector<std::string>& parts) { p.run.feed(parts); })
         .def("result", [](Pieces& p) {
             const KmeansResult r = p.run.result();
-            return cluster_dict(p.ctx, r, CubeShape{r.width, r.height, r.bands, r.dtype, Layout::BIP}, p.options, "fit");
+            py::dict d = cluster_dict(p.ctx, r, CubeShape{r.width, r.height, r.bands, r.dtype, Layout::BIP}, p.options, "fit");
+            d["palette"] = table(r.palette, std::size_t(std::max(r.bands, 1)), r.dtype);  // cubekit.dask.quantize paints with it
+            return d;
         })
         .def("labelling", [](const Pieces& p) { return py::bytes(p.run.labelling()); });
     // kmeans_piece(ctx, piece (h, w[, b]) NumPy, x0, y0, mask (h, w) uint8 or None, request) -> bytes

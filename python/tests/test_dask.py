@@ -224,6 +224,40 @@ def test_kmeans_on_a_distributed_local_cluster():
     assert np.array_equal(got, whole.labels) and np.array_equal(r.centroids, whole.centroids)
 
 
+@pytest.mark.parametrize("shape, dtype, alpha", [((47, 39, 3), np.uint8, False), ((47, 39, 4), np.uint8, True),
+                                                 ((47, 39), np.uint16, False), ((47, 39, 3), np.float32, False)])
+@pytest.mark.parametrize("chunks", [(17, 13), (7, 9), (-1, -1)])
+def test_quantize_chunks_equal_whole(shape, dtype, alpha, chunks):
+    """The painted image, labels, palette, centroids and counts of cubekit.quantize, bit for bit, with a
+    mask (excluded pixels keep their values) and alpha copied."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 250, shape).astype(dtype) if dtype != np.float32 else rng.random(shape).astype(dtype)
+    mask = np.ones(shape[:2], bool)
+    mask[::5, ::4] = False
+    keywords = {"k": 6, "seed": 3, "init_sample": 500, "max_iter": 25, "alpha": alpha}
+    whole = cubekit.quantize(x, mask=mask, **keywords)
+    got = cubekit.dask.quantize(da.from_array(x, chunks=chunks + (-1,) * (len(shape) - 2)), mask=mask, **keywords)
+    image = got.image.compute()
+    assert image.shape == x.shape and image.dtype == x.dtype
+    assert np.array_equal(image, whole.image) and np.array_equal(got.labels.compute(), whole.labels)
+    assert np.array_equal(got.palette, whole.palette) and np.array_equal(got.counts, whole.counts)
+    assert (got.centroids is None) == (whole.centroids is None)
+    if whole.centroids is not None:
+        assert np.array_equal(got.centroids, whole.centroids)
+    assert got.palette_size == whole.palette_size and got.iterations == whole.iterations
+    assert got.inertia == pytest.approx(whole.inertia, rel=1e-12)
+    assert np.array_equal(got.fractions, whole.fractions) and got.channels == whole.channels
+
+
+def test_quantize_refusals():
+    x = da.from_array(np.zeros((10, 12, 3), np.uint8) + 3, chunks=(5, 6, 3))
+    for bad in ({"palette": [[0, 0, 0]]}, {"dither": "floyd-steinberg"}, {"colorspace": "lab"}, {"legacy": True}):
+        with pytest.raises(ValueError, match="needs the whole image"):
+            cubekit.dask.quantize(x, **bad)
+    with pytest.raises(ValueError, match="at least 2 channels"):
+        cubekit.dask.quantize(x[:, :, :1], alpha=True)
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64])
 @pytest.mark.parametrize("chunks", [(13, 11, 2), (-1, -1, 1), (5, 40, 3)])
 def test_zernike_chunks_equal_whole(dtype, chunks):
@@ -360,7 +394,8 @@ def test_watershed_on_a_distributed_local_cluster():
 
 def test_docstring_examples_run():
     import doctest
-    for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed):
+    for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed,
+              cubekit.dask.quantize, cubekit.dask.kmeans):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)

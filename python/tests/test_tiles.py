@@ -345,6 +345,23 @@ def test_zernike_groups_on_every_device():
     assert got.backend == "cuda" and got.tiled["tiles"] == 4
 
 
+def test_quantize_paint_chunk_function_on_cupy():
+    """cubekit.dask.quantize's painting of a chunk (the GPU machine has no Dask): CuPy chunks painted on
+    their GPU with the fit's labels and palette give the whole call's image, excluded pixels kept."""
+    cp = pytest.importorskip("cupy")
+    import cubekit.dask as d
+    x = np.random.default_rng(18).integers(0, 255, (41, 37, 4)).astype(np.uint8)
+    mask = np.ones((41, 37), bool)
+    mask[::3, ::5] = False
+    whole = cubekit.quantize(x, k=7, seed=4, mask=mask, alpha=True)
+    for r0, c0 in ((0, 0), (20, 11), (33, 30)):
+        block = cp.asarray(x[r0:r0 + 13, c0:c0 + 17])
+        labels = cp.asarray(whole.labels[r0:r0 + 13, c0:c0 + 17])[:, :, None]
+        painted = d._paint_chunk(block, labels, whole.palette, 3)
+        assert isinstance(painted, cp.ndarray)
+        assert np.array_equal(painted.get(), whole.image[r0:r0 + 13, c0:c0 + 17])
+
+
 def test_kmeans_tiles_on_every_device_and_chunk_functions_on_cupy():
     """The GPU machine has no Dask: the per-chunk functions of cubekit.dask.kmeans on CuPy chunks (each
     part computed on the GPU), driven and merged as cubekit.dask.kmeans drives them, give the whole
