@@ -592,7 +592,10 @@ def watershed(image, connectivity=8, mask=None, return_regions=False, **common):
         masks = list(grown_mask.to_delayed().reshape(-1))
     scene = (width, height)
     piece = dask.delayed(lambda w, k, seeds, m: _watershed_piece(w, m, scene, cores[k], seeds, connectivity, common)[1:])
-    for dirty in iter(exchange.dirty, []):
+    for rounds, dirty in enumerate(iter(exchange.dirty, []), 1):
+        if rounds > width * height + 1:  # at most one round per pixel can make progress (tiled.cpp)
+            raise RuntimeError(f"cubekit.dask.watershed: the chunks did not agree after {rounds - 1} rounds: a fault, "
+                               "please report it")
         reports = dask.compute(*[piece(windows[k], k, exchange.seeds(k), masks[k]) for k in dirty])
         for k, r in zip(dirty, reports):
             exchange.report(k, *r)

@@ -22,6 +22,7 @@
 #include <climits>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -111,7 +112,14 @@ WatershedTiled run_tiled(const Context& ctx, const detail::TileSource& s, const 
         pieces[i] = compute_piece(c, f, seeds[i], in, mask ? &*mask : nullptr, options.connectivity, out);
     };
     k.wanted = [&](const Tile& t) { return dirty[plan.index(t)] != 0; };
+    // A shortest way out of a plateau crosses tile borders at most once per pixel, and each round carries
+    // the exact distances across at least one more crossing: more rounds than pixels is a fault (a tile
+    // reporting values it did not compute made the rounds endless once, 2026-11-28), not slow progress.
+    const std::int64_t max_rounds = std::int64_t(s.width) * s.height + 1;
     for (std::vector<std::size_t> run = exchange.dirty(); !run.empty(); run = exchange.dirty()) {
+        if (result.rounds >= max_rounds)
+            throw std::logic_error(std::string(kWhere) + ": the tiles did not agree after " + std::to_string(result.rounds) +
+                                   " rounds (at most one per pixel is possible): a fault, please report it");
         if (++result.rounds > 1)
             ctx.log(std::string(kWhere) + ": plateau distances cross tile borders; round " + std::to_string(result.rounds) +
                     " runs " + std::to_string(run.size()) + " tile(s) again");
