@@ -614,6 +614,33 @@ def watershed(image, connectivity=8, mask=None, return_regions=False, **common):
     return (labels, int(regions)) if return_regions else labels
 
 
+def segment(cube, connectivity=8, rcmg_connectivity=None, mask=None, **keywords):
+    """cubekit.segment over the chunks of a dask array: cubekit.dask.rcmg (halo 1), then
+    cubekit.dask.watershed of that gradient, so ``labels``, ``gradient`` and ``count`` equal
+    ``cubekit.segment(cube.compute(), statistics=False)``'s bit for bit. Returns a SegmentResult whose
+    ``labels`` (H, W) int32 and ``gradient`` (H, W) are lazy (the plateau exchange runs when this is
+    called) and ``regions`` is None (the per-region statistics need the whole cube: cubekit.segment).
+    Keywords: the RCMG's (reject, out_type, ...); ``connectivity`` sets both the watershed's neighbours
+    and, unless ``rcmg_connectivity`` is given, the RCMG window; ``mask`` as cubekit.dask.watershed's.
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> x = np.random.default_rng(3).random((64, 48, 5)).astype(np.float32)
+    >>> s = cubekit.dask.segment(da.from_array(x, chunks=(20, 16, 5)))
+    >>> w = cubekit.segment(x, statistics=False)
+    >>> bool((s.labels.compute() == w.labels).all()) and s.count == w.count
+    True
+    """
+    from ._watershed import SegmentResult
+    for name, plain in (("markers", None), ("levels", 0), ("h_min", 0), ("min_area", 1), ("statistics", False),
+                        ("out", None)):
+        value = keywords.pop(name, plain)
+        if value is not None and (plain is None or value is not plain and value != plain):
+            raise ValueError(f"cubekit.dask.segment: {name} = {value!r} needs the whole cube; use cubekit.segment")
+    gradient = rcmg(cube, connectivity=connectivity if rcmg_connectivity is None else rcmg_connectivity, **keywords)
+    labels, count = watershed(gradient, connectivity=connectivity, mask=mask, return_regions=True)
+    return SegmentResult(labels=labels, gradient=gradient, count=count, regions=None)
+
+
 def _zernike_chunk(block, max_order, keywords):
     """The moments (images, count) complex128 of a chunk's images (its bands), where the chunk lives."""
     if block.ndim == 2:

@@ -392,10 +392,34 @@ def test_watershed_on_a_distributed_local_cluster():
     assert np.array_equal(got, whole)
 
 
+@pytest.mark.parametrize("keywords", [{}, {"connectivity": 4}, {"rcmg_connectivity": 4, "reject": 0},
+                                      {"out_type": "f64"}])
+def test_segment_chunks_equal_whole(keywords):
+    x = (np.random.default_rng(21).integers(0, 6, (53, 47, 3)) * 10).astype(np.uint16)  # plateaus across chunks
+    whole = cubekit.segment(x, statistics=False, **keywords)
+    mask = np.ones((53, 47), bool)
+    mask[20:24, :] = False
+    masked = cubekit.segment(x, statistics=False, mask=mask, **keywords)
+    for chunks in ((17, 13, 3), (9, 47, 2)):
+        got = cubekit.dask.segment(da.from_array(x, chunks=chunks), **keywords)
+        assert np.array_equal(got.gradient.compute(), whole.gradient)
+        assert np.array_equal(got.labels.compute(), whole.labels) and got.count == whole.count
+        with_mask = cubekit.dask.segment(da.from_array(x, chunks=chunks), mask=mask, **keywords)
+        assert np.array_equal(with_mask.labels.compute(), masked.labels) and with_mask.count == masked.count
+
+
+def test_segment_refusals():
+    x = da.from_array(np.ones((10, 12, 2), np.float32), chunks=(5, 6, 2))
+    for bad in ({"levels": 8}, {"h_min": 2.0}, {"min_area": 5}, {"markers": np.ones((10, 12), np.int32)},
+                {"statistics": True}):
+        with pytest.raises(ValueError, match="needs the whole cube"):
+            cubekit.dask.segment(x, **bad)
+
+
 def test_docstring_examples_run():
     import doctest
     for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed,
-              cubekit.dask.quantize, cubekit.dask.kmeans):
+              cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)
