@@ -21,6 +21,12 @@ void synchronize_stream(void* stream);
 /// Bytes of device memory free on `device` now (cudaMemGetInfo); 0 in a CPU-only build.
 std::size_t device_free_bytes(int device);
 
+/// The stream-ordered pool returns memory to the driver at every synchronisation once it holds
+/// more than its release threshold (default 0); keeping a call's scratch size lets a caller that
+/// synchronises between calls (a benchmark, a loop over scenes, a pass over tiles) reuse it instead of
+/// re-mapping it. Nothing in a CPU-only build.
+void keep_pool_memory(const Context& ctx, std::size_t bytes);
+
 /// Whether `pointer` is page-locked host memory known to CUDA (cudaMallocHost, cudaHostRegister, a
 /// CuPy or PyTorch pinned buffer): the copy engines read and write it directly. False in a CPU build.
 bool is_page_locked(const void* pointer);

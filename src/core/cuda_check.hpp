@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/cuda_backend.hpp"  // keep_pool_memory, device_free_bytes
 #include "cubekit/context.hpp"
 #include "cubekit/error.hpp"
 
@@ -41,10 +42,6 @@ inline cudaStream_t stream_of(const Context& ctx) { return static_cast<cudaStrea
 /// is refused. For flags, counts and other small read-backs.
 bool read_small(const Context& ctx, const void* device, void* host, std::size_t bytes);
 
-/// The stream-ordered pool returns memory to the driver at every synchronisation once it holds
-/// more than its release threshold (default 0); keeping a call's scratch size lets a caller that
-/// synchronises between calls (a benchmark, a loop over scenes) reuse it instead of re-mapping it.
-void keep_pool_memory(const Context& ctx, std::size_t bytes);
 
 }  // namespace cubekit::detail
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -71,11 +72,23 @@ bool is_page_locked(const void* pointer) {
     return a.type == cudaMemoryTypeHost;
 }
 
-void* open_cuda_stream(int device, std::string& device_name, void* borrowed) {
-    CUBEKIT_CUDA_CHECK(cudaSetDevice(device));
+namespace {
+// cudaGetDeviceProperties queries every attribute (slow: it is called for each Context, and the tile
+// runners make a Context per worker and pass); the name is read once per device.
+std::string device_name_of(int device) {
+    static std::mutex mutex;
+    static std::map<int, std::string> names;
+    const std::lock_guard lock(mutex);
+    if (const auto it = names.find(device); it != names.end()) return it->second;
     cudaDeviceProp prop{};
     CUBEKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    device_name = prop.name;
+    return names[device] = prop.name;
+}
+}  // namespace
+
+void* open_cuda_stream(int device, std::string& device_name, void* borrowed) {
+    CUBEKIT_CUDA_CHECK(cudaSetDevice(device));
+    device_name = device_name_of(device);
     if (borrowed) return borrowed;
     cudaStream_t stream = nullptr;
     CUBEKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -13,6 +13,7 @@ void close_cuda_stream(void*, int) noexcept {}
 void synchronize_stream(void*) {}
 std::size_t device_free_bytes(int) { return 0; }
 bool is_page_locked(const void*) { return false; }
+void keep_pool_memory(const Context&, std::size_t) {}
 void copy_cube_cuda(const Context&, const CubeView&, const MutableCubeView&) {
     throw DeviceError("copy_cube: device memory needs CUDA; this cubekit was built without it");
 }

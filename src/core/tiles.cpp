@@ -336,6 +336,9 @@ void cuda_worker(Shared& s, int device) {
         omp_set_num_threads(s.threads_per_worker);  // this thread's OpenMP teams (the staging copies)
         const std::size_t in_bpp = std::size_t(s.in.bands) * dtype_size(s.in.dtype);
         const std::size_t out_bpp = std::size_t(s.k.out_bands) * dtype_size(s.k.out_dtype);
+        // The pool keeps this worker's buffers and its kernel's scratch mapped after the pass: a family
+        // that runs several passes over the tiles (k-means: one per iteration) does not map them again.
+        keep_pool_memory(wctx, s.max_pixels * (in_bpp + out_bpp + s.k.device_work_bytes_per_pixel));
         Lane lane{wctx, device, {}, {}, DeviceBuffer(wctx, s.max_pixels * in_bpp), DeviceBuffer(wctx, s.max_pixels * out_bpp)};
         if (!s.direct_in) lane.pin_in.emplace(s.max_pixels * in_bpp);
         if (!s.direct_out) lane.pin_out.emplace(s.max_pixels * out_bpp);
