@@ -128,6 +128,11 @@ def _shape(x, function: str, name: str = "image"):
     return shape[0], shape[1], (shape[2] if len(shape) == 3 else 1)
 
 
+def _source_shape(image, function: str):
+    """(H, W, B) of a tiled call's input: a file's from its header, an array's own."""
+    return _cubekit.file_shape(_runtime.fspath_or(image)) if _runtime.is_path(image) else _shape(image, function)
+
+
 def _mask(mask, h: int, w: int, function: str):
     """The mask as a C-contiguous uint8 (H, W) array: nonzero and not NaN = used."""
     if mask is None:
@@ -199,10 +204,7 @@ def _kmeans_tiled(image, keywords, tiles):
         init_centroids = keywords.pop("init")
     ctx, progress = _runtime.begin_tiled(image, keywords, tiles, "kmeans")
     source = _runtime.fspath_or(image)
-    if _runtime.is_path(image):
-        h, w, b = _cubekit.file_shape(source)
-    else:
-        h, w, b = _shape(image, "kmeans")
+    h, w, b = _source_shape(image, "kmeans")
     centroids = _explicit_centroids(keywords, init_centroids, b)
     labels, d = _cubekit.kmeans_tiled(ctx, source, keywords, _mask(mask, h, w, "kmeans"), centroids, _CLUSTER_K,
                                       tiles, progress)
@@ -298,10 +300,7 @@ def _quantize_tiled(image, keywords, tiles, mask, palette, colorspace, dither, a
                          "devices and tile_size (and pass an array, not a path)")
     ctx, progress = _runtime.begin_tiled(image, keywords, tiles, "quantize")
     source = _runtime.fspath_or(image)
-    if _runtime.is_path(image):
-        h, w, _ = _cubekit.file_shape(source)
-    else:
-        h, w, _ = _shape(image, "quantize")
+    h, w, _ = _source_shape(image, "quantize")
     painted, labels, d = _cubekit.quantize_tiled(ctx, source, keywords, _mask(mask, h, w, "quantize"), colorspace,
                                                  dither, alpha, tiles, progress)
     if not _runtime.is_path(image) and np.ndim(image) == 2:
