@@ -135,6 +135,24 @@ TEST(ClassifyCli, TilesGiveTheWholeMapsAndScores) {
         EXPECT_EQ(w["vote"], t["vote"]);
         EXPECT_FALSE(w.contains("tiled"));
         for (const char* step : {"predict", "rcmg", "watershed"}) EXPECT_GT(t["tiled"][step]["tiles"].get<int>(), 1) << step;
+        EXPECT_FALSE(t["input"]["windowed"].get<bool>());  // training gathers spectra: the cube read whole
+        // With a saved model the cube (.npy) is read by windows: the same maps and scores.
+        const std::string model = (s.dir / (classifier + ".model")).string();
+        ASSERT_EQ(run_cli("classify " + q(s.cube) + " " + q(s.dir / "m.npy") + flags + " --model-out " + q(model)).exit_code, 0);
+        const std::string apply = " --model-in " + q(model) + " --test " + q(s.test) +
+                                  " --segment watershed --backend cpu --json --quiet --pixelwise-out ";
+        const auto saved = run_cli("classify " + q(s.cube) + " " + q(s.dir / "sw.npy") + apply + q(s.dir / "swp.npy"));
+        ASSERT_EQ(saved.exit_code, 0) << saved.err;
+        const auto windows = run_cli("classify " + q(s.cube) + " " + q(s.dir / "sv.npy") + apply + q(s.dir / "svp.npy") +
+                                     " --memory-limit 8K");
+        ASSERT_EQ(windows.exit_code, 0) << windows.err;
+        EXPECT_TRUE(testing::cubes_identical(read_cube(s.dir / "sw.npy"), read_cube(s.dir / "sv.npy")));
+        EXPECT_TRUE(testing::cubes_identical(read_cube(s.dir / "swp.npy"), read_cube(s.dir / "svp.npy")));
+        const nlohmann::json sj = nlohmann::json::parse(saved.out), vj = nlohmann::json::parse(windows.out);
+        EXPECT_TRUE(vj["input"]["windowed"].get<bool>());
+        EXPECT_GT(vj["tiled"]["predict"]["tiles"].get<int>(), 2);
+        EXPECT_EQ(sj["regions"], vj["regions"]);
+        EXPECT_EQ(sj["pixelwise"], vj["pixelwise"]);
     }
     const auto refused = run_cli("classify " + q(s.cube) + " " + q(s.dir / "x.npy") + " --train " + q(s.train) +
                                  " --segment watershed --levels 8 --tile-size 7x5");

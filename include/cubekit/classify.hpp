@@ -27,6 +27,7 @@
 #include "cubekit/context.hpp"
 #include "cubekit/tiles.hpp"
 #include "cubekit/cube.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/options.hpp"
 
 namespace cubekit {
@@ -195,13 +196,18 @@ SvmPrediction predict_svm(const Context& ctx, const CubeView& cube, const SvmMod
 
 /// The pixel-wise maps in tiles (issue 17): `classes` is a host W×H×1 i32 view (any strides); each
 /// tile is predicted on its own (halo 0), so the map equals predict_svm's / predict_class_means'
-/// classes exactly. Tiles as tiles.hpp's options (budgets, devices).
+/// classes exactly. Tiles as tiles.hpp's options (budgets, devices). The cube is a host view, or a
+/// file read by windows (a scene larger than memory, classified with a saved model).
 ///
 ///     cubekit::Cube map(W, H, 1, cubekit::DType::I32);
 ///     cubekit::predict_svm_tiled(gpu, cube, model, map.mutable_view(), {.device_memory_limit = 1ull << 30});
 TiledRun predict_svm_tiled(const Context& ctx, const CubeView& cube, const SvmModel& model, const MutableCubeView& classes,
                            const TileOptions& tiles = {});
+TiledRun predict_svm_tiled(const Context& ctx, const CubeFile& cube, const SvmModel& model, const MutableCubeView& classes,
+                           const TileOptions& tiles = {});
 TiledRun predict_class_means_tiled(const Context& ctx, const CubeView& cube, const ClassMeans& model,
+                                   const MutableCubeView& classes, const TileOptions& tiles = {});
+TiledRun predict_class_means_tiled(const Context& ctx, const CubeFile& cube, const ClassMeans& model,
                                    const MutableCubeView& classes, const TileOptions& tiles = {});
 
 /// The model as LIBSVM's model file at `path` (svm_save_model: support vectors with 8 significant

@@ -23,18 +23,40 @@ TiledRun predict_in_tiles(const Context& ctx, const detail::TileSource& s, const
     return detail::run_local_tiles(ctx, s, classes, k, tiles, where);
 }
 
-}  // namespace
-
-TiledRun predict_svm_tiled(const Context& ctx, const CubeView& cube, const SvmModel& model, const MutableCubeView& classes,
-                           const TileOptions& tiles) {
+template <class Source>
+TiledRun svm_in_tiles(const Context& ctx, const Source& cube, const SvmModel& model, const MutableCubeView& classes,
+                      const TileOptions& tiles) {
     return predict_in_tiles(ctx, detail::tile_source(cube), classes, tiles, "predict_svm_tiled",
                             [&](const Context& c, const CubeView& in) { return predict_svm(c, in, model).classes; });
 }
 
-TiledRun predict_class_means_tiled(const Context& ctx, const CubeView& cube, const ClassMeans& model,
-                                   const MutableCubeView& classes, const TileOptions& tiles) {
+template <class Source>
+TiledRun means_in_tiles(const Context& ctx, const Source& cube, const ClassMeans& model, const MutableCubeView& classes,
+                        const TileOptions& tiles) {
     return predict_in_tiles(ctx, detail::tile_source(cube), classes, tiles, "predict_class_means_tiled",
                             [&](const Context& c, const CubeView& in) { return predict_class_means(c, in, model); });
+}
+
+}  // namespace
+
+TiledRun predict_svm_tiled(const Context& ctx, const CubeView& cube, const SvmModel& model, const MutableCubeView& classes,
+                           const TileOptions& tiles) {
+    return svm_in_tiles(ctx, cube, model, classes, tiles);
+}
+
+TiledRun predict_svm_tiled(const Context& ctx, const CubeFile& cube, const SvmModel& model, const MutableCubeView& classes,
+                           const TileOptions& tiles) {
+    return svm_in_tiles(ctx, cube, model, classes, tiles);
+}
+
+TiledRun predict_class_means_tiled(const Context& ctx, const CubeView& cube, const ClassMeans& model,
+                                   const MutableCubeView& classes, const TileOptions& tiles) {
+    return means_in_tiles(ctx, cube, model, classes, tiles);
+}
+
+TiledRun predict_class_means_tiled(const Context& ctx, const CubeFile& cube, const ClassMeans& model,
+                                   const MutableCubeView& classes, const TileOptions& tiles) {
+    return means_in_tiles(ctx, cube, model, classes, tiles);
 }
 
 }  // namespace cubekit

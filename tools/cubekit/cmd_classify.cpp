@@ -349,20 +349,27 @@ void model_step(const Context& ctx, const Args& a, const Cube& cube, const Label
     }
 }
 
-/// The pixel-wise map of the model (an external class map is already there).
-void predict_step(const Context& ctx, const Args& a, const Cube& cube, Run& run, Timings& t) {
+/// The pixel-wise map of the model (an external class map is already there); in tiles from the file
+/// when it is read by windows.
+void predict_step(const Context& ctx, const Args& a, const Cube& cube, const std::optional<CubeFile>& file, Run& run,
+                  Timings& t) {
     if (!run.model) return;
     const std::string source = a.model_in.empty() ? "" : "--model-in " + a.model_in + ": ";
     if (!run.tiles) {
         run.pixelwise = timed_step(ctx, t, "predict", [&] { return predict(ctx, cube, *run.model, source); });
         return;
     }
-    run.pixelwise = Cube::uninitialized(cube.width(), cube.height(), 1, DType::I32);
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    run.pixelwise = Cube::uninitialized(shape.width, shape.height, 1, DType::I32);
     const Model& m = *run.model;
+    const MutableCubeView map = run.pixelwise.mutable_view();
     const TiledRun r = timed_step(ctx, t, "predict", [&] {
         try {
-            return m.svm ? predict_svm_tiled(ctx, cube, *m.svm, run.pixelwise.mutable_view(), *run.tiles)
-                         : predict_class_means_tiled(ctx, cube, *m.means, run.pixelwise.mutable_view(), *run.tiles);
+            if (file)
+                return m.svm ? predict_svm_tiled(ctx, *file, *m.svm, map, *run.tiles)
+                             : predict_class_means_tiled(ctx, *file, *m.means, map, *run.tiles);
+            return m.svm ? predict_svm_tiled(ctx, cube, *m.svm, map, *run.tiles)
+                         : predict_class_means_tiled(ctx, cube, *m.means, map, *run.tiles);
         } catch (const InvalidInput& e) {
             throw InvalidInput(source + e.what());
         }
@@ -370,13 +377,18 @@ void predict_step(const Context& ctx, const Args& a, const Cube& cube, Run& run,
     run.tiled["predict"] = tiled_json(r);
 }
 
-void segment_step(const Context& ctx, const Args& a, const Cube& cube, Run& run, Timings& t) {
+void segment_step(const Context& ctx, const Args& a, const Cube& cube, const std::optional<CubeFile>& file, Run& run,
+                  Timings& t) {
     RcmgOptions ro;
     ro.connectivity = a.flags.watershed.connectivity;
     if (run.tiles) {  // the RCMG and the watershed in tiles: the same regions
-        Cube gradient = Cube::uninitialized(cube.width(), cube.height(), 1, ro.out_type);
-        run.tiled["rcmg"] = tiled_json(timed_step(ctx, t, "rcmg", [&] { return rcmg_tiled(ctx, cube, gradient.mutable_view(), ro, *run.tiles); }));
-        Cube labels = Cube::uninitialized(cube.width(), cube.height(), 1, DType::I32);
+        const CubeShape shape = file ? file->shape() : cube.shape();
+        Cube gradient = Cube::uninitialized(shape.width, shape.height, 1, ro.out_type);
+        run.tiled["rcmg"] = tiled_json(timed_step(ctx, t, "rcmg", [&] {
+            return file ? rcmg_tiled(ctx, *file, gradient.mutable_view(), ro, *run.tiles)
+                        : rcmg_tiled(ctx, cube, gradient.mutable_view(), ro, *run.tiles);
+        }));
+        Cube labels = Cube::uninitialized(shape.width, shape.height, 1, DType::I32);
         const WatershedTiled w = timed_step(ctx, t, "watershed", [&] {
             return watershed_tiled(ctx, gradient, labels.mutable_view(), a.flags.watershed, {}, *run.tiles);
         });
@@ -401,10 +413,10 @@ void legend_classes(Run& run) {
     c.erase(std::unique(c.begin(), c.end()), c.end());
 }
 
-OutputList write_outputs(const Args& a, const Cube& cube, Run& run) {
+OutputList write_outputs(const Args& a, const Metadata& metadata, Run& run) {
     const Cube& final_map = run.vote ? run.vote->classes : run.pixelwise;
     for (Cube* m : {&run.pixelwise, run.vote ? &run.vote->classes : nullptr})
-        if (m) m->metadata() = cube.metadata().georeference();
+        if (m) m->metadata() = metadata.georeference();
     OutputList outputs;
     try {
         write_map(final_map, a.output, "classes", run.classes, a.common, outputs);
@@ -427,10 +439,10 @@ OutputList write_outputs(const Args& a, const Cube& cube, Run& run) {
     return outputs;
 }
 
-nlohmann::json run_json(const Args& a, const Context& ctx, const nlohmann::json& choice, const Cube& cube,
+nlohmann::json run_json(const Args& a, const Context& ctx, const nlohmann::json& choice, const CubeShape& shape,
                         const Labels& labels, const Run& run) {
     nlohmann::json j = summary("classify", ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}};
     j["parameters"] = parameters_json(a.flags);
     j["parameters"]["classifier"] = run.model ? std::string(enum_name(run.model->classifier)) : a.classifier;
     j["parameters"]["segment"] = a.segment;
@@ -479,22 +491,27 @@ void classify_command(const Args& a) {
     const bool decide_later = common.context.backend == Backend::Auto && common.context.device < 0;
     CommonOptions first = common;
     if (decide_later) first.context.backend = Backend::Cpu;
-    Prepared<Cube> p = context_while_reading(
-        first, "classify", t, a.input, [&] { return read_input(a.input, common).cube; },
+    // In tiles with a saved model (no training spectra to gather), a raw cube is read by windows.
+    const std::optional<CubeFile> file = run.tiles && !a.model_in.empty() && classifier_of(a)
+                                             ? open_windowed(a.input, common, true, t)
+                                             : std::nullopt;
+    Prepared<Cube> p = context_for_input(
+        first, "classify", t, a.input, file, [&] { return read_input(a.input, common).cube; },
         [](const CubeShape&) { return WorkEstimate{}; });  // not consulted: the backend is cpu or given
     const Cube& cube = p.input;
-    const Labels labels = t.time("read", [&] { return read_run_labels(p.ctx, a, cube.shape()); });
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    const Labels labels = t.time("read", [&] { return read_run_labels(p.ctx, a, shape); });
     model_step(p.ctx, a, cube, labels, run, t);
     if (decide_later) {
         const std::int64_t support_vectors = run.model && run.model->svm ? std::int64_t(run.model->svm->num_sv()) : 0;
         std::tie(p.ctx, p.backend_choice) = context_for_work(
-            common, "classify", t, estimate_classify(cube.shape(), support_vectors, a.segment == "watershed"));
+            common, "classify", t, estimate_classify(shape, support_vectors, a.segment == "watershed"));
     }
     const Context& ctx = p.ctx;
     const nlohmann::json& choice = p.backend_choice;
     if (run.tiles) check_tile_devices(a.tiles, *run.tiles, ctx);
-    predict_step(ctx, a, cube, run, t);
-    if (a.segment == "watershed") segment_step(ctx, a, cube, run, t);
+    predict_step(ctx, a, cube, file, run, t);
+    if (a.segment == "watershed") segment_step(ctx, a, cube, file, run, t);
     legend_classes(run);
     if (labels.test) {
         const auto score = [&](const Cube& map) {
@@ -507,9 +524,9 @@ void classify_command(const Args& a) {
         run.pixel_scores = t.time("score", [&] { return score(run.pixelwise); });
         if (run.vote) run.region_scores = t.time("score", [&] { return score(run.vote->classes); });
     }
-    const OutputList outputs = t.time("write", [&] { return write_outputs(a, cube, run); });
+    const OutputList outputs = t.time("write", [&] { return write_outputs(a, file ? file->metadata() : cube.metadata(), run); });
 
-    say(common, "classify: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
+    say(common, "classify: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", " +
                     (run.model ? std::string(enum_name(run.model->classifier)) : "class map " + a.classifier) +
                     (run.vote ? ", " + std::to_string(run.regions) + " watershed regions" : ""));
     if (run.model && run.model->svm)
@@ -519,7 +536,8 @@ void classify_command(const Args& a) {
     if (run.region_scores) say(common, scores_line("region vote", *run.region_scores));
     if (!labels.test) say(common, "  no test labels (--test or --train-fraction): no scores");
     for (const auto& o : outputs.json()) say(common, "  wrote " + o["path"].get<std::string>());
-    nlohmann::json j = run_json(a, ctx, choice, cube, labels, run);
+    nlohmann::json j = run_json(a, ctx, choice, shape, labels, run);
+    if (run.tiles) j["input"]["windowed"] = file.has_value();
     j["outputs"] = outputs.json();
     emit_json(common, j, t);
 }
@@ -543,8 +561,9 @@ Action add_classify(CLI::App& root) {
         "  cubekit classify scene.hdr classes.npy --train train.png --test test.png --classifier sam --model-out sam.json\n"
         "  cubekit classify scene.hdr voted.npy --classifier svm_map.npy --segment watershed --test test.png\n"
         "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size run the prediction, the RCMG and the\n"
-        "watershed in tiles (the cube is read whole; the maps equal the whole run's; --json adds tiled.predict,\n"
-        "tiled.rcmg, tiled.watershed). Not with --levels, --h-min or --min-area.");
+        "watershed in tiles (with --model-in an ENVI, .npy or GeoTIFF cube is read by windows, else whole; the maps\n"
+        "equal the whole run's; --json adds tiled.predict, tiled.rcmg, tiled.watershed). Not with --levels, --h-min or\n"
+        "--min-area.");
     input_file(app->add_option("IN", a->input, "input cube (any format cubekit reads; --var names a MATLAB variable)"))->required();
     app->add_option("OUT", a->output, "class map: .npy or ENVI (i32), or .png (colours with a legend)")->required();
     input_file(app->add_option("--train", a->train, "training labels, W x H (0 = unlabelled); FILE.mat:VAR for a MATLAB variable"));
