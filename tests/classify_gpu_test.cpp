@@ -121,6 +121,13 @@ TEST(ClassifyGpu, SvmMatchesCpuTwin) {
     const ClassMeans means = train_class_means(cpu_context(), cube, train, Classifier::Sam);
     predict_class_means_tiled(gpu, cube, means, tiled.mutable_view(), {.device_memory_limit = 64 << 10});
     EXPECT_TRUE(cubes_identical(predict_class_means(cpu_context(), cube, means), tiled));
+    // From a file read by windows (classify --model-in in tiles).
+    const auto file = testing::temp_dir("classify_gpu_tiles") / "cube.npy";
+    write_cube(cube, file);
+    predict_svm_tiled(gpu, CubeFile(file), m, tiled.mutable_view(), {.device_memory_limit = 64 << 10});
+    EXPECT_TRUE(cubes_identical(predict_svm(gpu, cube, m).classes, tiled));
+    predict_class_means_tiled(gpu, CubeFile(file), means, tiled.mutable_view(), {.lanes = 2, .tile_width = 20, .tile_height = 9});
+    EXPECT_TRUE(cubes_identical(predict_class_means(cpu_context(), cube, means), tiled));
     const auto cube_path = testing::shared_data_path("classification/salinas_a/SalinasA_corrected.mat");
     const auto gt_path = testing::shared_data_path("classification/salinas_a/SalinasA_gt.mat");
     if (!cube_path || !gt_path) GTEST_SKIP() << "Salinas-A is absent (../shared/data/classification/salinas_a)";
