@@ -47,6 +47,12 @@ def _begin(x, keywords, function):
 
 
 def classify(cube, train, classifier="svm", segment=None, **keywords):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles:
+        if _runtime.array_kind(cube) != "numpy":
+            raise ValueError("classify: the tile keywords take a NumPy cube; this one is on a CUDA device already")
+        if tiles.get("devices") is not None and keywords.get("backend") in (None, "auto"):
+            keywords["backend"] = "cuda"
     ctx, kind, progress = _begin(cube, keywords, "classify")
     _check_keywords(keywords, _CLASSIFY, "classify")
     if not isinstance(classifier, str):
@@ -54,7 +60,7 @@ def classify(cube, train, classifier="svm", segment=None, **keywords):
     if segment is not None and not isinstance(segment, str):
         raise ValueError(f"classify: segment = {segment!r}; expected 'watershed' or None")
     train = _labels(train, "classify", "train")
-    return _cubekit.classify(ctx, _as_input(cube, kind), train, classifier, segment or "none", keywords, progress)
+    return _cubekit.classify(ctx, _as_input(cube, kind), train, classifier, segment or "none", keywords, progress, tiles)
 
 
 def region_vote(regions, class_map, **keywords):
@@ -98,6 +104,9 @@ cube : array (H, W, B), any dtype; NumPy (device arrays are brought to the host)
 train : (H, W) training labels (0 = unlabelled)
 classifier : 'svm' | 'sam' | 'mindist'
 segment : None | 'watershed'
+memory_limit, device_memory_limit, devices, tile_size : optional
+    The prediction, the RCMG and the watershed in tiles (NumPy cube; ``devices`` implies the GPU):
+    the same maps, exactly. Training reads the labelled pixels of the whole cube.
 
 Returns
 -------
@@ -115,7 +124,11 @@ Example
 >>> r = cubekit.classify(cube, train, classifier="mindist")
 >>> r["classes"][4].tolist()
 [3, 3, 3, 3, 7, 7, 7, 7]
+>>> t = cubekit.classify(cube, train, classifier="mindist", segment="watershed", tile_size=(3, 3))
+>>> bool((t["classes"] == cubekit.classify(cube, train, classifier="mindist", segment="watershed")["classes"]).all())
+True
 """, out=False)
+_runtime.with_tile_keywords(classify)
 
 _declare(region_vote, [("regions", _EMPTY), ("class_map", _EMPTY)],
          _VOTE + [("return_stats", False, "also return the vote's counts (a dict)", None)], """

@@ -81,8 +81,27 @@ py::dict vote_dict(const VoteStats& s) {
 
 /// classify(ctx, cube, train, classifier, segment, keywords, progress) -> dict: classes, pixelwise,
 /// regions (None without segment), model, vote (None without segment).
+// The prediction, the RCMG and the watershed in tiles (tile keywords): the whole call's maps, exactly.
+Cube classify_in_tiles(const Context& ctx, const CubeView& cube, const std::optional<SvmModel>& svm,
+                       const std::optional<ClassMeans>& means, bool segment, const ClassifyKeywords& k, const TileOptions& t,
+                       std::optional<WatershedResult>& regions, std::optional<VoteResult>& vote) {
+    Cube map(cube.width(), cube.height(), 1, DType::I32);
+    if (svm) predict_svm_tiled(ctx, cube, *svm, map.mutable_view(), t);
+    else predict_class_means_tiled(ctx, cube, *means, map.mutable_view(), t);
+    if (!segment) return map;
+    RcmgOptions ro;
+    ro.connectivity = k.watershed.connectivity;
+    Cube gradient(cube.width(), cube.height(), 1, ro.out_type);
+    rcmg_tiled(ctx, cube, gradient.mutable_view(), ro, t);
+    regions.emplace(WatershedResult{Cube(cube.width(), cube.height(), 1, DType::I32), 0});
+    regions->regions = watershed_tiled(ctx, gradient, regions->labels.mutable_view(), k.watershed, {}, t).regions;
+    vote = region_vote(ctx, regions->labels, map, k.vote);
+    return map;
+}
+
 py::dict classify_binding(PyContext& c, py::handle cube, py::handle train, const std::string& classifier,
-                          const std::string& segment, const py::dict& keywords, py::object progress) {
+                          const std::string& segment, const py::dict& keywords, py::object progress,
+                          const py::dict& tiles) {
     const ClassifyKeywords k = options_from<ClassifyKeywords>(keywords, "classify");
     const Classifier which = parse_enum<Classifier>(classifier, "classify: classifier");
     if (segment != "none" && segment != "watershed")
@@ -93,9 +112,11 @@ py::dict classify_binding(PyContext& c, py::handle cube, py::handle train, const
     std::optional<ClassMeans> means;
     std::optional<WatershedResult> regions;
     std::optional<VoteResult> vote;
+    const std::optional<TileOptions> tiled = tiles.empty() ? std::nullopt : std::optional(tile_options_from(tiles));
     Cube pixelwise = c.run(std::move(progress), [&](const Context& ctx) {
         if (which == Classifier::Svm) svm = train_svm(ctx, in.view, labels.view, k.svm);
         else means = train_class_means(ctx, in.view, labels.view, which);
+        if (tiled) return classify_in_tiles(ctx, in.view, svm, means, segment == "watershed", k, *tiled, regions, vote);
         Cube map = svm ? predict_svm(ctx, in.view, *svm).classes : predict_class_means(ctx, in.view, *means);
         if (segment == "watershed") {
             RcmgOptions ro;

@@ -46,6 +46,29 @@ def test_classify_with_watershed_segmentation():
     np.testing.assert_array_equal(again, r["classes"])
 
 
+@pytest.mark.parametrize("classifier", ["svm", "sam"])
+def test_classify_in_tiles_equals_whole(classifier):
+    """The tile keywords: prediction, RCMG and watershed in tiles give the whole call's maps and vote."""
+    cube, train, _test = blocks(2)
+    keywords = {"classifier": classifier, "segment": "watershed", "cv_folds": 3}
+    whole = cubekit.classify(cube, train, **keywords)
+    for tiles in ({"tile_size": (7, 5)}, {"memory_limit": "4K"}):
+        got = cubekit.classify(cube, train, **keywords, **tiles)
+        for key in ("classes", "pixelwise", "regions"):
+            np.testing.assert_array_equal(got[key], whole[key])
+        assert got["vote"] == whole["vote"] and got["model"]["classes"] == whole["model"]["classes"]
+
+
+def test_classify_in_tiles_on_every_device():
+    cp = pytest.importorskip("cupy")
+    cube, train, _test = blocks(3)
+    whole = cubekit.classify(cube, train, classifier="mindist", segment="watershed")
+    got = cubekit.classify(cube, train, classifier="mindist", segment="watershed",
+                           devices=list(range(cp.cuda.runtime.getDeviceCount())), tile_size=(11, 6))
+    for key in ("classes", "pixelwise", "regions"):
+        np.testing.assert_array_equal(got[key], whole[key])
+
+
 def test_region_vote_stats_and_dtypes():
     regions = np.array([[1, 1, 1, 2, 2, 2, 3, 3]], np.uint16)
     classes = np.array([[5, 5, 7, 4, 6, 0, 0, 0]], np.float64)  # a MATLAB map
