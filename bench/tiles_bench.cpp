@@ -66,14 +66,7 @@ Cube mirror_tile(const Cube& scene, int width, int height) {
 template <class F>
 double median_wall_ms(F&& f, int runs = 3) {
     f();  // warm-up: pools, pinned buffers, module loading
-    std::vector<double> ms;
-    for (int r = 0; r < runs; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return bench::wall_median_ms(f, runs);
 }
 
 std::string read_text(const std::string& path) {
