@@ -278,9 +278,21 @@ QuantizedImage quantize_on_host(const Context& ctx, const CubeView& image, const
     return q;
 }
 
+/// The palette of a plain fit whose labels are already in the caller's view (kmeans_into,
+/// kmeans_tiled): its used entries, which need no renumbering because the clusters are sorted by
+/// decreasing count (the empty ones last; legacy, which does not sort, goes the host way).
+Painting sorted_fit_painting(const KmeansResult& r, std::size_t c, DType image_dtype) {
+    std::vector<std::int32_t> renumber;
+    const std::vector<double> centroids = dtype_is_float(image_dtype) ? std::vector<double>{} : r.centroids;
+    Painting painting = keep_used(r.palette, centroids, c, r.counts, renumber);
+    for (std::size_t j = 0; j < renumber.size(); ++j)
+        if (renumber[j] >= 0 && renumber[j] != std::int32_t(j))
+            throw std::logic_error("quantize: unsorted clusters in a plain fit");
+    return painting;
+}
+
 /// A plain fit with the outputs where the context computes: kmeans_into paints and labels in
-/// place. Its labels need no renumbering: clusters are sorted by decreasing count, so the empty
-/// ones (dropped from the palette) come last (legacy, which does not sort, goes the host way).
+/// place (sorted_fit_painting: no renumbering).
 QuantizedImage quantize_in_place(const Context& ctx, const CubeView& image, const MutableCubeView& out,
                                  const MutableCubeView& labels, const QuantizeImageOptions& o, const Plan& p) {
     const auto t0 = Clock::now();
@@ -289,12 +301,7 @@ QuantizedImage quantize_in_place(const Context& ctx, const CubeView& image, cons
     KmeansResult r = kmeans_into(ctx, c < bands ? image.band_range(0, c) : image, labels, k,
                                  c < bands ? out.band_range(0, c) : out);
     if (c < bands) copy_cube(ctx, image.band_range(c, bands - c), out.band_range(c, bands - c));
-    std::vector<std::int32_t> renumber;
-    const std::vector<double> centroids = dtype_is_float(image.dtype()) ? std::vector<double>{} : r.centroids;
-    Painting painting = keep_used(r.palette, centroids, std::size_t(c), r.counts, renumber);
-    for (std::size_t j = 0; j < renumber.size(); ++j)
-        if (renumber[j] >= 0 && renumber[j] != std::int32_t(j))
-            throw std::logic_error("quantize: unsorted clusters in a plain fit");
+    Painting painting = sorted_fit_painting(r, std::size_t(c), image.dtype());
     QuantizedImage q = result_of(std::move(painting), std::move(r), p);
     q.implementation = std::string(kmeans_implementation(ctx, clustered_shape(image, p), k));
     q.fit_ms = ms_since(t0);
@@ -342,12 +349,7 @@ QuantizeTiled fit_in_tiles(const Context& ctx, const Source& colour, const CubeS
     const auto t0 = Clock::now();
     const KmeansOptions k = fit_options(o, p);
     KmeansTiled t = kmeans_tiled(ctx, colour, labels, k, tiles, out_colour);
-    std::vector<std::int32_t> renumber;
-    const std::vector<double> centroids = dtype_is_float(colour_shape.dtype) ? std::vector<double>{} : t.result.centroids;
-    Painting painting = keep_used(t.result.palette, centroids, std::size_t(p.channels), t.result.counts, renumber);
-    for (std::size_t j = 0; j < renumber.size(); ++j)  // sorted by count: the empty clusters last
-        if (renumber[j] >= 0 && renumber[j] != std::int32_t(j))
-            throw std::logic_error("quantize: unsorted clusters in a plain fit");
+    Painting painting = sorted_fit_painting(t.result, std::size_t(p.channels), colour_shape.dtype);
     QuantizeTiled r{.q = result_of(std::move(painting), std::move(t.result), p), .run = t.run, .passes = t.passes};
     r.q.implementation = std::string(kmeans_implementation(ctx, colour_shape, k));
     r.q.fit_ms = ms_since(t0);
