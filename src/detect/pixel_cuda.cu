@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cuda_backend.hpp"
 #include "core/cuda_check.hpp"
 #include "cubekit/buffer.hpp"
 #include "cubekit/error.hpp"
@@ -334,6 +335,7 @@ Uploaded upload_group(const Context& ctx, const RbfnGroup& g, std::span<float* c
                       weight = put(g.weight.data(), g.weight.size() * 4), offset = put(g.offset.data(), g.offset.size() * 4),
                       gain = put(g.gain.data(), g.gain.size() * 4), bias = put(g.bias.data(), g.bias.size() * 4),
                       first = put(g.first.data(), g.first.size() * 4), out = put(scores.data(), scores.size() * sizeof(float*));
+    keep_pool_memory(ctx, host.size());  // mapped across calls, not again after each synchronisation
     Uploaded u{DeviceBuffer(ctx, host.size()), {}};
     // Pageable → device without waiting: the runtime stages the source before returning (the CUDA
     // API's documented behaviour for asynchronous copies from pageable memory), so the launches
