@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cubekit/detect.hpp"
+#include "cubekit/io.hpp"
 #include "detect/detect_internal.hpp"
 #include "detect_testing.hpp"
 #include "testing.hpp"
@@ -169,6 +170,73 @@ TEST(DetectMultires, InvariantsOnRandomNetworks) {
                 children += (w.width > (m.block << (w.level - 1)) ? 2 : 1) * (w.height > (m.block << (w.level - 1)) ? 2 : 1);
         EXPECT_EQ(r.levels[i].evaluated, children);
     }
+}
+
+void expect_identical(const std::vector<Window>& a, const std::vector<Window>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].x0, b[i].x0);
+        EXPECT_EQ(a[i].y0, b[i].y0);
+        EXPECT_EQ(a[i].width, b[i].width);
+        EXPECT_EQ(a[i].height, b[i].height);
+        EXPECT_EQ(a[i].level, b[i].level);
+        EXPECT_EQ(a[i].outcome, b[i].outcome);
+        EXPECT_EQ(a[i].at_min_scale, b[i].at_min_scale);
+        EXPECT_TRUE(a[i].y1 == b[i].y1 || (std::isnan(a[i].y1) && std::isnan(b[i].y1)));
+        EXPECT_TRUE(a[i].y2 == b[i].y2 || (std::isnan(a[i].y2) && std::isnan(b[i].y2)));
+    }
+}
+
+void expect_identical(const MultiresResult& a, const MultiresResult& b) {
+    expect_identical(a.detections, b.detections);
+    expect_identical(a.trace, b.trace);
+    ASSERT_EQ(a.levels.size(), b.levels.size());
+    for (std::size_t i = 0; i < a.levels.size(); ++i) {
+        EXPECT_EQ(a.levels[i].evaluated, b.levels[i].evaluated);
+        EXPECT_EQ(a.levels[i].positive, b.levels[i].positive);
+        EXPECT_EQ(a.levels[i].accepted, b.levels[i].accepted);
+        EXPECT_EQ(a.levels[i].split, b.levels[i].split);
+    }
+    EXPECT_EQ(a.skipped_samples, b.skipped_samples);
+    EXPECT_EQ(a.top_level, b.top_level);
+}
+
+// In tiles (tile sizes rounded down to whole blocks, one block at least), from memory and from a file
+// read by windows under a host budget: the whole call's windows, counts and outputs bit for bit.
+TEST(DetectMultires, TiledEqualsWhole) {
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(seed);
+    Cube cube = testing::random_cube(83, 61, 6, DType::F32, seed, 0, 1, Layout::BIP);
+    cube.at<float>(9, 50, 2) = std::nanf("");
+    cube.at<float>(80, 3, 0) = INFINITY;
+    const auto dir = testing::temp_dir("multires_tiles");
+    write_cube(cube, dir / "c.npy");
+    const CubeFile file(dir / "c.npy");
+    // σ of uniform samples is ~0.2887: the root splits, smaller windows go either way.
+    MultiresModel m = testing::step_multires(6, 0.2, 0.295);
+    for (int min_window : {8, 16}) {
+        m.min_window = min_window;
+        const MultiresResult whole = detect_multires(cpu_context(), cube, m, {.trace = true});
+        ASSERT_GT(whole.trace.size(), 5u) << "too few windows evaluated to tell";
+        EXPECT_EQ(whole.skipped_samples, 2);
+        for (auto [tw, th] : std::vector<std::pair<int, int>>{{1, 1}, {13, 7}, {16, 40}, {83, 24}}) {
+            SCOPED_TRACE(::testing::Message() << "tiles " << tw << "x" << th << " min_window " << min_window);
+            TiledRun run;
+            expect_identical(whole, detect_multires_tiled(cpu_context(), cube, m, {.trace = true},
+                                                          {.tile_width = tw, .tile_height = th}, &run));
+            EXPECT_GT(run.tiles, 1u);
+            EXPECT_EQ(run.tile_width % 8, 0);
+            EXPECT_EQ(run.tile_height % 8, 0);
+            expect_identical(whole, detect_multires_tiled(cpu_context(), file, m, {.trace = true},
+                                                          {.tile_width = tw, .tile_height = th}));
+        }
+        TiledRun budget;
+        expect_identical(whole, detect_multires_tiled(cpu_context(), file, m, {.trace = true}, {.memory_limit = 24 << 10}, &budget));
+        EXPECT_GT(budget.tiles, 1u);
+        EXPECT_LE(budget.peak_bytes, std::size_t(24 << 10));
+    }
+    EXPECT_THROW(detect_multires_tiled(cpu_context(), cube, testing::step_multires(5), {}, {.tile_width = 8, .tile_height = 8}),
+                 InvalidInput);
 }
 
 TEST(DetectMultires, BadInputs) {

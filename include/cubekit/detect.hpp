@@ -183,6 +183,21 @@ struct MultiresResult {
 MultiresResult detect_multires(const Context& ctx, const CubeView& cube, const MultiresModel& model,
                                const MultiresOptions& options = {});
 
+/// detect_multires in tiles (tiles.hpp) of a host cube or of a file read by windows, within the budgets
+/// of `tiles` and over its devices. Level 0 of the pyramid (every block's finite-sample count and
+/// f64 sums, per band) is computed tile by tile; the tiles are cut at multiples of the block (a
+/// requested or chosen tile size is rounded down to one, at least one block), so every block lies in
+/// one tile and its sums are the whole call's. The levels above and the descent then run once on the
+/// assembled level 0 (⌈W/b⌉·⌈H/b⌉·bands·20 bytes) on the context's backend, so the result equals
+/// detect_multires' on the same backend. `run` (optional) receives what the tiling did.
+///
+///     cubekit::CubeFile f("flight_line.hdr");
+///     auto r = cubekit::detect_multires_tiled(gpu, f, model, {}, {.device_memory_limit = 1 << 30});
+MultiresResult detect_multires_tiled(const Context& ctx, const CubeView& cube, const MultiresModel& model,
+                                     const MultiresOptions& options = {}, const TileOptions& tiles = {}, TiledRun* run = nullptr);
+MultiresResult detect_multires_tiled(const Context& ctx, const CubeFile& file, const MultiresModel& model,
+                                     const MultiresOptions& options = {}, const TileOptions& tiles = {}, TiledRun* run = nullptr);
+
 /// The window feature σ (m values, spec §B.3 step 3) of every node of the quad-tree at `level`
 /// (row-major over the level's grid), from the same pyramid detection uses; training and tests use it.
 /// `counts` gets each node's per-band finite-sample counts (nodes×m) when not null.

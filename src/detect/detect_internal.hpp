@@ -74,11 +74,25 @@ struct TreeGeometry {
 };
 
 TreeGeometry tree_geometry(const CubeView& cube, int block);
+TreeGeometry tree_geometry(int width, int height, int bands, int block);
 
 /// CPU reference of the level-0 block sums (row-major pixel order inside a block, f64) and of
 /// the levels above (children TL, TR, BL, BR). Returns levels 0..top; counts skipped samples.
 std::vector<PyramidLevel> build_pyramid_cpu(const Context& ctx, const CubeView& cube, const TreeGeometry& g,
                                             std::int64_t& skipped);
+
+/// The level-0 block sums alone (CPU), and the levels 1..g.top above a level 0 (however it was
+/// computed: whole, or assembled from tiles whose edges fall on block edges).
+PyramidLevel block_sums_cpu(const Context& ctx, const CubeView& cube, const TreeGeometry& g, std::int64_t& skipped);
+std::vector<PyramidLevel> pyramid_from_level0(PyramidLevel level0, const TreeGeometry& g);
+
+/// detect_multires' checks: the options and model, then the model against a cube of `bands` bands.
+void check_multires(const MultiresModel& model, const MultiresOptions& options);
+void check_multires_bands(const MultiresModel& model, int bands);
+/// The levels above a level 0 and the descent, on the context's backend (CUDA: uploaded once); the
+/// result of detect_multires on a scene with this level 0.
+MultiresResult detect_from_level0(const Context& ctx, PyramidLevel level0, std::int64_t skipped, const TreeGeometry& g,
+                                  const MultiresModel& model, const MultiresOptions& options);
 
 /// σ_c = sqrt(max(0, (S2 − S1·S1/n)/n)) of one node (false when some band has n = 0).
 bool node_feature(const PyramidLevel& level, std::int64_t node, int bands, double* sigma);
@@ -90,6 +104,11 @@ MultiresResult descend_cpu(const std::vector<PyramidLevel>& pyramid, const TreeG
 /// CUDA: the whole search (block sums, pyramid, descent) on a device view `multires_cuda_accepts` took.
 bool multires_cuda_accepts(const CubeView& cube);
 MultiresResult detect_multires_cuda(const Context& ctx, const CubeView& cube, const TreeGeometry& g,
+                                    const MultiresModel& model, const MultiresOptions& options);
+/// CUDA: the level-0 block sums of a device view, downloaded; and the levels above and the descent
+/// from a host level 0 (uploaded once). `skipped`: the non-finite samples left out of level 0.
+PyramidLevel block_sums_cuda(const Context& ctx, const CubeView& cube, const TreeGeometry& g, std::int64_t& skipped);
+MultiresResult detect_multires_cuda(const Context& ctx, const PyramidLevel& level0, std::int64_t skipped, const TreeGeometry& g,
                                     const MultiresModel& model, const MultiresOptions& options);
 /// CUDA: the σ of every node at `level` (nodes × bands) and their counts.
 std::vector<double> window_features_cuda(const Context& ctx, const CubeView& cube, const TreeGeometry& g, int level,

@@ -38,14 +38,18 @@ std::string_view multires_implementation(const Context& ctx) { return ctx.is_cud
 
 namespace detail {
 
-TreeGeometry tree_geometry(const CubeView& cube, int block) {
+TreeGeometry tree_geometry(int width, int height, int bands, int block) {
     TreeGeometry g;
-    g.width = cube.width();
-    g.height = cube.height();
-    g.bands = cube.bands();
+    g.width = width;
+    g.height = height;
+    g.bands = bands;
     g.block = block;
-    g.top = multires_top_level(g.width, g.height, block);
+    g.top = multires_top_level(width, height, block);
     return g;
+}
+
+TreeGeometry tree_geometry(const CubeView& cube, int block) {
+    return tree_geometry(cube.width(), cube.height(), cube.bands(), block);
 }
 
 void sort_windows(MultiresResult& r) {
@@ -59,14 +63,34 @@ void sort_windows(MultiresResult& r) {
 
 }  // namespace detail
 
-MultiresResult detect_multires(const Context& ctx, const CubeView& cube, const MultiresModel& model,
-                               const MultiresOptions& options) {
+namespace detail {
+
+void check_multires(const MultiresModel& model, const MultiresOptions& options) {
     check_fields(options, "detect_multires");
     validate(model, "model");
-    check_cube(cube, "detect_multires");
-    if (model.ann1.inputs != cube.bands())
+}
+
+void check_multires_bands(const MultiresModel& model, int bands) {
+    if (model.ann1.inputs != bands)
         throw InvalidInput("model: ann1.inputs = " + std::to_string(model.ann1.inputs) + " but the cube has " +
-                           std::to_string(cube.bands()) + " bands");
+                           std::to_string(bands) + " bands");
+}
+
+MultiresResult detect_from_level0(const Context& ctx, PyramidLevel level0, std::int64_t skipped, const TreeGeometry& g,
+                                  const MultiresModel& model, const MultiresOptions& options) {
+    if (ctx.is_cuda()) return detect_multires_cuda(ctx, level0, skipped, g, model, options);
+    MultiresResult r = descend_cpu(pyramid_from_level0(std::move(level0), g), g, model, options);
+    r.skipped_samples = skipped;
+    return r;
+}
+
+}  // namespace detail
+
+MultiresResult detect_multires(const Context& ctx, const CubeView& cube, const MultiresModel& model,
+                               const MultiresOptions& options) {
+    detail::check_multires(model, options);
+    check_cube(cube, "detect_multires");
+    detail::check_multires_bands(model, cube.bands());
     const detail::TreeGeometry g = detail::tree_geometry(cube, model.block);
     ctx.log("detect multires: " + std::string(multires_implementation(ctx)) + ", " + cube.describe() + ", " +
             std::to_string(g.top + 1) + " levels");
@@ -121,6 +145,13 @@ MultiresResult detect_multires_cuda(const Context&, const CubeView&, const TreeG
 }
 std::vector<double> window_features_cuda(const Context&, const CubeView&, const TreeGeometry&, int, std::vector<std::int64_t>*) {
     throw DeviceError("window_features: this cubekit was built without CUDA");
+}
+PyramidLevel block_sums_cuda(const Context&, const CubeView&, const TreeGeometry&, std::int64_t&) {
+    throw DeviceError("detect multires: this cubekit was built without CUDA");
+}
+MultiresResult detect_multires_cuda(const Context&, const PyramidLevel&, std::int64_t, const TreeGeometry&, const MultiresModel&,
+                                    const MultiresOptions&) {
+    throw DeviceError("detect multires: this cubekit was built without CUDA");
 }
 }  // namespace cubekit::detail
 #endif

@@ -77,20 +77,29 @@ bool positive(const MlpModel& net, const double* sigma, double& y) {
 
 }  // namespace
 
-std::vector<PyramidLevel> build_pyramid_cpu(const Context& ctx, const CubeView& cube, const TreeGeometry& g,
-                                            std::int64_t& skipped) {
-    std::vector<PyramidLevel> pyramid;
-    pyramid.push_back(empty_level(g, 0));
+PyramidLevel block_sums_cpu(const Context& ctx, const CubeView& cube, const TreeGeometry& g, std::int64_t& skipped) {
+    PyramidLevel level0 = empty_level(g, 0);
     skipped = 0;
     visit_dtype(cube.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        block_sums(ctx, cube.typed<T>(), g, pyramid[0], skipped);
+        block_sums(ctx, cube.typed<T>(), g, level0, skipped);
     });
+    return level0;
+}
+
+std::vector<PyramidLevel> pyramid_from_level0(PyramidLevel level0, const TreeGeometry& g) {
+    std::vector<PyramidLevel> pyramid;
+    pyramid.push_back(std::move(level0));
     for (int l = 1; l <= g.top; ++l) {
         pyramid.push_back(empty_level(g, l));
         merge_children(pyramid[std::size_t(l) - 1], pyramid[std::size_t(l)], g.bands);
     }
     return pyramid;
+}
+
+std::vector<PyramidLevel> build_pyramid_cpu(const Context& ctx, const CubeView& cube, const TreeGeometry& g,
+                                            std::int64_t& skipped) {
+    return pyramid_from_level0(block_sums_cpu(ctx, cube, g, skipped), g);
 }
 
 bool node_feature(const PyramidLevel& level, std::int64_t node, int bands, double* sigma) {

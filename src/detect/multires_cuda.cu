@@ -288,8 +288,13 @@ bool multires_cuda_accepts(const CubeView& cube) {
     return s.x >= 0 && s.y >= 0 && s.b >= 0;
 }
 
-MultiresResult detect_multires_cuda(const Context& ctx, const CubeView& cube, const TreeGeometry& g, const MultiresModel& model,
-                                    const MultiresOptions& options) {
+namespace {
+
+// The search on the pyramid `make_pyramid(arena, skipped)` takes from the arena and queues (the
+// block sums add the non-finite samples they leave out to *skipped, device memory).
+template <class MakePyramid>
+MultiresResult search(const Context& ctx, const TreeGeometry& g, const MultiresModel& model, const MultiresOptions& options,
+                      MakePyramid&& make_pyramid) {
     int lmin = 0;
     while ((g.block << lmin) < model.min_window) ++lmin;
     lmin = std::min(lmin, g.top);
@@ -326,7 +331,7 @@ MultiresResult detect_multires_cuda(const Context& ctx, const CubeView& cube, co
     // with the counters, so no uninitialised memory is copied.
     const std::size_t head_size = std::min<std::size_t>(64 * 1024, head_bytes + total_nodes * sizeof(DeviceWindow));
     CUBEKIT_CUDA_CHECK(cudaMemsetAsync(counts, 0, head_size, stream));
-    const std::vector<DeviceLevel> pyramid = build_pyramid(ctx, cube, g, g.top, arena, stats + 4 * levels);
+    const std::vector<DeviceLevel> pyramid = make_pyramid(arena, stats + 4 * levels);
     for (int l = lmin; l <= g.top; ++l) tree.level[l] = pyramid[std::size_t(l)];
     const UploadedNets nets = upload_nets(ctx, model);
 
@@ -396,6 +401,24 @@ MultiresResult detect_multires_cuda(const Context& ctx, const CubeView& cube, co
     for (const DeviceWindow& w : found) r.detections.push_back(to_window(w, g));
     for (const DeviceWindow& w : traced) r.trace.push_back(to_window(w, g));
     sort_windows(r);
+    return r;
+}
+
+}  // namespace
+
+MultiresResult detect_multires_cuda(const Context& ctx, const CubeView& cube, const TreeGeometry& g, const MultiresModel& model,
+                                    const MultiresOptions& options) {
+    return search(ctx, g, model, options, [&](Arena& arena, unsigned long long* skipped) {
+        return build_pyramid(ctx, cube, g, g.top, arena, skipped);
+    });
+}
+
+MultiresResult detect_multires_cuda(const Context& ctx, const PyramidLevel& level0, std::int64_t skipped, const TreeGeometry& g,
+                                    const MultiresModel& model, const MultiresOptions& options) {
+    MultiresResult r = search(ctx, g, model, options, [&](Arena& arena, unsigned long long*) {
+        return upload_pyramid(ctx, level0, g, arena);
+    });
+    r.skipped_samples = skipped;
     return r;
 }
 

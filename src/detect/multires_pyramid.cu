@@ -188,16 +188,65 @@ __global__ void merge_kernel(MergeLevels<Depth> m, int bands) {
     store(top, std::size_t(t), merged<Depth, LeafSigma>(m.level, node % top.gx, node / top.gx, c, bands));
 }
 
-}  // namespace
+// σ of every (node, band) of a level whose sums are set (a level 0 uploaded with no merge after it).
+__global__ void level_sigma_kernel(DeviceLevel level, std::int64_t values) {
+    const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t < values) store_sigma(level, std::size_t(t), Sums{level.n[t], level.s1[t], level.s2[t]});
+}
 
-std::vector<DeviceLevel> build_pyramid(const Context& ctx, const CubeView& cube, const TreeGeometry& g, int top, Arena& arena,
-                                       unsigned long long* skipped) {
+std::vector<DeviceLevel> take_levels(Arena& arena, const TreeGeometry& g, int top) {
     std::vector<DeviceLevel> levels;
     for (int l = 0; l <= top; ++l) {
         const std::size_t values = level_values(g, l);
         levels.push_back({arena.take<std::int32_t>(values), arena.take<double>(values), arena.take<double>(values),
                           arena.take<double>(values), g.grid_x(l), g.grid_y(l)});
     }
+    return levels;
+}
+
+// Levels 1..top from level 0 (whose σ the first merge stores).
+void queue_merges(const Context& ctx, const std::vector<DeviceLevel>& levels, const TreeGeometry& g, int top) {
+    const cudaStream_t stream = stream_of(ctx);
+    auto merge = [&](auto depth_tag, auto leaf_sigma_tag, int l) {  // levels l .. l + Depth − 1 from level l − 1
+        constexpr int Depth = decltype(depth_tag)::value;
+        MergeLevels<Depth> m;
+        for (int k = 0; k <= Depth; ++k) m.level[k] = levels[std::size_t(l - 1 + k)];
+        const std::int64_t threads = std::int64_t(level_values(g, l + Depth - 1));
+        const dim3 grid(unsigned((threads + 255) / 256)), block(256);
+        merge_kernel<Depth, decltype(leaf_sigma_tag)::value><<<grid, block, 0, stream>>>(m, g.bands);
+        CUBEKIT_CHECK_LAUNCH(ctx, "merge_kernel", grid, block);
+        return l + Depth;
+    };
+    using Two = std::integral_constant<int, 2>;
+    using One = std::integral_constant<int, 1>;
+    for (int l = 1; l <= top;) {
+        const bool two = top - l + 1 >= 2;
+        if (l == 1) l = two ? merge(Two{}, std::true_type{}, l) : merge(One{}, std::true_type{}, l);
+        else l = two ? merge(Two{}, std::false_type{}, l) : merge(One{}, std::false_type{}, l);
+    }
+}
+
+// A device level's counts and sums, downloaded.
+PyramidLevel download_level(const Context& ctx, const DeviceLevel& d, std::size_t values) {
+    PyramidLevel host;
+    host.gx = d.gx;
+    host.gy = d.gy;
+    host.n.resize(values);
+    host.s1.resize(values);
+    host.s2.resize(values);
+    const cudaStream_t stream = stream_of(ctx);
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host.n.data(), d.n, values * 4, cudaMemcpyDeviceToHost, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host.s1.data(), d.s1, values * 8, cudaMemcpyDeviceToHost, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host.s2.data(), d.s2, values * 8, cudaMemcpyDeviceToHost, stream));
+    ctx.synchronize();
+    return host;
+}
+
+}  // namespace
+
+std::vector<DeviceLevel> build_pyramid(const Context& ctx, const CubeView& cube, const TreeGeometry& g, int top, Arena& arena,
+                                       unsigned long long* skipped) {
+    std::vector<DeviceLevel> levels = take_levels(arena, g, top);
     const cudaStream_t stream = stream_of(ctx);
     const bool bands_fastest = cube.strides().b == 1 && cube.bands() > 1;
     // Level 0's σ: with the sums when no merge follows, else in the first merge.
@@ -222,23 +271,26 @@ std::vector<DeviceLevel> build_pyramid(const Context& ctx, const CubeView& cube,
             block_sums_kernel<T, false><<<grid, block, 0, stream>>>(cube.typed<T>(), levels[0], g.block, bands_fastest, skipped);
         CUBEKIT_CHECK_LAUNCH(ctx, "block_sums_kernel", grid, block);
     });
-    auto merge = [&](auto depth_tag, auto leaf_sigma_tag, int l) {  // levels l .. l + Depth − 1 from level l − 1
-        constexpr int Depth = decltype(depth_tag)::value;
-        MergeLevels<Depth> m;
-        for (int k = 0; k <= Depth; ++k) m.level[k] = levels[std::size_t(l - 1 + k)];
-        const std::int64_t threads = std::int64_t(level_values(g, l + Depth - 1));
-        const dim3 grid(unsigned((threads + 255) / 256)), block(256);
-        merge_kernel<Depth, decltype(leaf_sigma_tag)::value><<<grid, block, 0, stream>>>(m, g.bands);
-        CUBEKIT_CHECK_LAUNCH(ctx, "merge_kernel", grid, block);
-        return l + Depth;
-    };
-    using Two = std::integral_constant<int, 2>;
-    using One = std::integral_constant<int, 1>;
-    for (int l = 1; l <= top;) {
-        const bool two = top - l + 1 >= 2;
-        if (l == 1) l = two ? merge(Two{}, std::true_type{}, l) : merge(One{}, std::true_type{}, l);
-        else l = two ? merge(Two{}, std::false_type{}, l) : merge(One{}, std::false_type{}, l);
+    queue_merges(ctx, levels, g, top);
+    return levels;
+}
+
+std::vector<DeviceLevel> upload_pyramid(const Context& ctx, const PyramidLevel& level0, const TreeGeometry& g, Arena& arena) {
+    std::vector<DeviceLevel> levels = take_levels(arena, g, g.top);
+    const std::size_t values = level_values(g, 0);
+    if (level0.n.size() != values || level0.s1.size() != values || level0.s2.size() != values)
+        throw std::logic_error("detect multires: level 0 does not match the tree");
+    const cudaStream_t stream = stream_of(ctx);
+    // Pageable → device: the runtime stages the source before returning, so level0 may go after.
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(levels[0].n, level0.n.data(), values * 4, cudaMemcpyHostToDevice, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(levels[0].s1, level0.s1.data(), values * 8, cudaMemcpyHostToDevice, stream));
+    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(levels[0].s2, level0.s2.data(), values * 8, cudaMemcpyHostToDevice, stream));
+    if (g.top == 0) {
+        const dim3 grid(unsigned((values + 255) / 256)), block(256);
+        level_sigma_kernel<<<grid, block, 0, stream>>>(levels[0], std::int64_t(values));
+        CUBEKIT_CHECK_LAUNCH(ctx, "level_sigma_kernel", grid, block);
     }
+    queue_merges(ctx, levels, g, g.top);
     return levels;
 }
 
@@ -261,25 +313,32 @@ std::vector<double> window_features_cuda(const Context& ctx, const CubeView& cub
     unsigned long long* skipped = arena.take<unsigned long long>(1);
     CUBEKIT_CUDA_CHECK(cudaMemsetAsync(skipped, 0, sizeof(unsigned long long), stream_of(ctx)));
     const std::vector<DeviceLevel> pyramid = build_pyramid(ctx, cube, g, level, arena, skipped);
-    const DeviceLevel& d = pyramid[std::size_t(level)];
     const std::size_t values = level_values(g, level);
-    PyramidLevel host;
-    host.gx = d.gx;
-    host.gy = d.gy;
-    host.n.resize(values);
-    host.s1.resize(values);
-    host.s2.resize(values);
-    const cudaStream_t stream = stream_of(ctx);
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host.n.data(), d.n, values * 4, cudaMemcpyDeviceToHost, stream));
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host.s1.data(), d.s1, values * 8, cudaMemcpyDeviceToHost, stream));
-    CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(host.s2.data(), d.s2, values * 8, cudaMemcpyDeviceToHost, stream));
-    ctx.synchronize();
+    const PyramidLevel host = download_level(ctx, pyramid[std::size_t(level)], values);
     const std::int64_t nodes = std::int64_t(host.gx) * host.gy;
     std::vector<double> features(values, std::numeric_limits<double>::quiet_NaN());
     for (std::int64_t node = 0; node < nodes; ++node)
         node_feature(host, node, g.bands, features.data() + std::size_t(node) * g.bands);
     if (counts) counts->assign(host.n.begin(), host.n.end());
     return features;
+}
+
+PyramidLevel block_sums_cuda(const Context& ctx, const CubeView& cube, const TreeGeometry& g, std::int64_t& skipped) {
+    Arena arena;
+    add_pyramid(arena, g, 0);
+    arena.add(sizeof(unsigned long long));
+    arena.allocate(ctx);
+    auto* d_skipped = arena.take<unsigned long long>(1);
+    CUBEKIT_CUDA_CHECK(cudaMemsetAsync(d_skipped, 0, sizeof(unsigned long long), stream_of(ctx)));
+    const std::vector<DeviceLevel> pyramid = build_pyramid(ctx, cube, g, 0, arena, d_skipped);
+    PyramidLevel level0 = download_level(ctx, pyramid[0], level_values(g, 0));
+    unsigned long long count = 0;
+    if (!read_small(ctx, d_skipped, &count, sizeof count)) {
+        CUBEKIT_CUDA_CHECK(cudaMemcpyAsync(&count, d_skipped, sizeof count, cudaMemcpyDeviceToHost, stream_of(ctx)));
+        ctx.synchronize();
+    }
+    skipped = std::int64_t(count);
+    return level0;
 }
 
 }  // namespace cubekit::detail

@@ -58,4 +58,7 @@ void add_pyramid(Arena& arena, const TreeGeometry& g, int top);
 std::vector<DeviceLevel> build_pyramid(const Context& ctx, const CubeView& cube, const TreeGeometry& g, int top, Arena& arena,
                                        unsigned long long* skipped);
 
+/// Takes levels 0..g.top from the arena, uploads a host level 0 into the first and queues the merges.
+std::vector<DeviceLevel> upload_pyramid(const Context& ctx, const PyramidLevel& level0, const TreeGeometry& g, Arena& arena);
+
 }  // namespace cubekit::detail

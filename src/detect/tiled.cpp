@@ -1,10 +1,15 @@
 // The pixel detectors in tiles (tiles.hpp): local with no halo (a pixel's score is its own), so each
 // tile's scores are the whole-scene scores. The RBF network's objects come from the whole score map;
 // the classical detectors apply statistics fitted beforehand (global, on the whole scene or saved).
+// The multi-resolution search: its block sums in tiles cut at block edges, then one descent.
 #include <cmath>
 #include <cstdint>
 
+#include <algorithm>
+#include <mutex>
+
 #include "core/tiled_local.hpp"
+#include "detect/detect_internal.hpp"
 #include "detect/classical_internal.hpp"
 #include "cubekit/detect.hpp"
 #include "cubekit/detect_classical.hpp"
@@ -54,6 +59,56 @@ std::vector<PixelResult> detect_source(const Context& ctx, const detail::TileSou
         if (options.objects) objects_from_scores(ctx, r.score, r.threshold, options, r);
     }
     return results;
+}
+
+MultiresResult multires_source(const Context& ctx, const detail::TileSource& source, const MultiresModel& model,
+                               const MultiresOptions& options, const TileOptions& tiles, TiledRun* run) {
+    detail::check_multires(model, options);
+    if (source.width < 1 || source.height < 1 || source.bands < 1)
+        throw InvalidInput("detect_multires: the cube is empty (" + std::to_string(source.width) + "x" +
+                           std::to_string(source.height) + "x" + std::to_string(source.bands) + ")");
+    detail::check_multires_bands(model, source.bands);
+    const int b = model.block;
+    const detail::TreeGeometry g = detail::tree_geometry(source.width, source.height, source.bands, b);
+    detail::PyramidLevel level0;
+    level0.gx = g.grid_x(0);
+    level0.gy = g.grid_y(0);
+    const std::size_t m = std::size_t(g.bands), values = std::size_t(level0.gx) * std::size_t(level0.gy) * m;
+    level0.n.resize(values);
+    level0.s1.resize(values);
+    level0.s2.resize(values);
+    // A tile's level 0 on either backend: about 20 bytes per band and block, a small share of a pixel.
+    const std::size_t sums_bpp = (20 * m + std::size_t(b) * b - 1) / (std::size_t(b) * b) + 1;
+    detail::LocalTileKernel kernel;
+    kernel.out_bands = 0;
+    kernel.device_work_bytes_per_pixel = sums_bpp + sums_bpp / 2;  // + σ on the device
+    kernel.host_work_bytes_per_pixel = sums_bpp;
+    TileOptions cut = tiles;  // whole blocks per tile
+    const auto [tw, th] = detail::local_tile_size(ctx, source, kernel, tiles, "detect multires");
+    cut.tile_width = std::max(b, tw / b * b);
+    cut.tile_height = std::max(b, th / b * b);
+    std::mutex mutex;
+    std::int64_t skipped = 0;
+    kernel.run_tile = [&](const Context& c, const Tile& tile, const CubeView& in, const MutableCubeView&) {
+        const detail::TreeGeometry tg = detail::tree_geometry(in.width(), in.height(), in.bands(), b);
+        std::int64_t part_skipped = 0;
+        const detail::PyramidLevel part = c.is_cuda() ? detail::block_sums_cuda(c, in, tg, part_skipped)
+                                                      : detail::block_sums_cpu(c, in, tg, part_skipped);
+        const int i0 = tile.x0 / b, j0 = tile.y0 / b;
+        for (int j = 0; j < part.gy; ++j) {  // the tile's rows of nodes, in place (disjoint between tiles)
+            const std::size_t from = std::size_t(j) * std::size_t(part.gx) * m;
+            const std::size_t to = (std::size_t(j0 + j) * std::size_t(level0.gx) + std::size_t(i0)) * m;
+            const std::size_t count = std::size_t(part.gx) * m;
+            std::copy_n(part.n.begin() + std::ptrdiff_t(from), count, level0.n.begin() + std::ptrdiff_t(to));
+            std::copy_n(part.s1.begin() + std::ptrdiff_t(from), count, level0.s1.begin() + std::ptrdiff_t(to));
+            std::copy_n(part.s2.begin() + std::ptrdiff_t(from), count, level0.s2.begin() + std::ptrdiff_t(to));
+        }
+        const std::lock_guard lock(mutex);
+        skipped += part_skipped;
+    };
+    const TiledRun done = detail::run_local_tiles(ctx, source, MutableCubeView{}, kernel, cut, "detect multires");
+    if (run) *run = done;
+    return detail::detect_from_level0(ctx, std::move(level0), skipped, g, model, options);
 }
 
 TiledRun apply_source(const Context& ctx, const detail::TileSource& source, const BackgroundStats& stats,
@@ -124,6 +179,16 @@ std::vector<PixelResult> detect_pixels_tiled(const Context& ctx, const CubeView&
 std::vector<PixelResult> detect_pixels_tiled(const Context& ctx, const CubeFile& file, std::span<const RbfnModel> models,
                                              const PixelOptions& options, const TileOptions& tiles, TiledRun* run) {
     return detect_source(ctx, detail::tile_source(file), models, options, tiles, run);
+}
+
+MultiresResult detect_multires_tiled(const Context& ctx, const CubeView& cube, const MultiresModel& model,
+                                     const MultiresOptions& options, const TileOptions& tiles, TiledRun* run) {
+    return multires_source(ctx, detail::tile_source(cube), model, options, tiles, run);
+}
+
+MultiresResult detect_multires_tiled(const Context& ctx, const CubeFile& file, const MultiresModel& model,
+                                     const MultiresOptions& options, const TileOptions& tiles, TiledRun* run) {
+    return multires_source(ctx, detail::tile_source(file), model, options, tiles, run);
 }
 
 }  // namespace cubekit
