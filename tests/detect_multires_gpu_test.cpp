@@ -196,6 +196,51 @@ TEST(DetectMultiresGpu, DenseNetworksOverTheWholeTreeMatchTheCpu) {
     }
 }
 
+// In tiles on the device (block sums tile by tile on the workers' streams, then the device descent
+// from the assembled level 0), from memory and from a file under a device budget: the whole device
+// call's windows and outputs bit for bit.
+TEST(DetectMultiresGpu, TiledEqualsWholeOnTheDevice) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(seed);
+    Cube cube = testing::random_cube(203, 77, 8, DType::F32, seed, 0, 1, Layout::BIP);
+    cube.at<float>(100, 40, 3) = std::nanf("");
+    const auto dir = testing::temp_dir("multires_tiles_gpu");
+    write_cube(cube, dir / "c.npy");
+    const CubeFile file(dir / "c.npy");
+    const MultiresModel m = testing::step_multires(8, 0.2, 0.295);
+    const MultiresOptions o{.trace = true};
+    const MultiresResult whole = detect_multires(gpu, cube, m, o);
+    ASSERT_GT(whole.trace.size(), 5u);
+    auto identical = [](const std::vector<Window>& a, const std::vector<Window>& b) {
+        ASSERT_EQ(a.size(), b.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            EXPECT_EQ(a[i].x0, b[i].x0);
+            EXPECT_EQ(a[i].y0, b[i].y0);
+            EXPECT_EQ(a[i].level, b[i].level);
+            EXPECT_EQ(a[i].outcome, b[i].outcome);
+            EXPECT_TRUE(a[i].y1 == b[i].y1 || (std::isnan(a[i].y1) && std::isnan(b[i].y1)));
+            EXPECT_TRUE(a[i].y2 == b[i].y2 || (std::isnan(a[i].y2) && std::isnan(b[i].y2)));
+        }
+    };
+    for (auto [tw, th] : std::vector<std::pair<int, int>>{{8, 8}, {40, 24}, {203, 16}}) {
+        SCOPED_TRACE(::testing::Message() << "tiles " << tw << "x" << th);
+        TiledRun run;
+        const MultiresResult t = detect_multires_tiled(gpu, cube, m, o, {.tile_width = tw, .tile_height = th}, &run);
+        EXPECT_GT(run.tiles, 1u);
+        identical(whole.detections, t.detections);
+        identical(whole.trace, t.trace);
+        EXPECT_EQ(whole.skipped_samples, t.skipped_samples);
+    }
+    TiledRun run;
+    const MultiresResult f = detect_multires_tiled(gpu, file, m, o, {.device_memory_limit = 64 << 10}, &run);
+    EXPECT_GT(run.tiles, 1u);
+    identical(whole.detections, f.detections);
+    identical(whole.trace, f.trace);
+    EXPECT_EQ(whole.skipped_samples, f.skipped_samples);
+    expect_same(detect_multires(cpu_context(), cube, m, o), f);
+}
+
 TEST(DetectMultiresGpu, FeaturesBitIdenticalOnRealData) {
     REQUIRE_GPU();
     const auto path = testing::shared_data_path("target_detection/HYDICE.mat");

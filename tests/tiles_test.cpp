@@ -314,6 +314,29 @@ TEST(TilesCli, DetectRbfnTileSizeWritesTheSameOutputs) {
     EXPECT_FALSE(std::filesystem::exists(dir / "b.npy"));
 }
 
+// cubekit detect multires with tile flags writes the same window list, raster and overlay as without.
+TEST(TilesCli, DetectMultiresTileSizeWritesTheSameOutputs) {
+    const auto dir = testing::temp_dir("tiles_cli_multires");
+    const std::uint64_t seed = testing::test_seed();
+    write_cube(testing::random_cube(57, 45, 4, DType::F32, seed, 0, 1, Layout::BIP), dir / "c.npy");
+    write_model(testing::step_multires(4, 0.2, 0.295), dir / "m.json");
+    const std::string base = "detect multires " + testing::q(dir / "c.npy") + " ";
+    const std::string model = " --model " + testing::q(dir / "m.json") + " --backend cpu --quiet";
+    const auto whole = testing::run_cli(base + testing::q(dir / "w.npy") + model);
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    const auto tiled = testing::run_cli(base + testing::q(dir / "t.npy") + model + " --tile-size 20x10 --json");
+    ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
+    const nlohmann::json j = nlohmann::json::parse(tiled.out);
+    EXPECT_EQ(j["tiled"]["tile_width"].get<int>(), 16);  // rounded down to whole 8-pixel blocks
+    EXPECT_EQ(j["tiled"]["tile_height"].get<int>(), 8);
+    EXPECT_EQ(j["tiled"]["tiles"].get<int>(), 4 * 6);
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.npy"), read_cube(dir / "t.npy")));
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.overlay.png"), read_cube(dir / "t.overlay.png")));
+    const auto windows = [](const std::filesystem::path& p) { return nlohmann::json::parse(std::ifstream(p))["detections"]; };
+    EXPECT_EQ(windows(dir / "w.windows.json"), windows(dir / "t.windows.json"));
+    EXPECT_GT(windows(dir / "w.windows.json").size(), 0u);
+}
+
 }  // namespace
 }  // namespace cubekit
 

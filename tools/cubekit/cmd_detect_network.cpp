@@ -26,6 +26,7 @@ struct MultiresArgs {
     CommonOptions common;
     std::string input, output, model;
     MultiresOptions options;
+    TileFlags tiles;
 };
 
 nlohmann::json model_summary(const std::string& path, int bands, int hidden, double threshold, const std::string& name) {
@@ -153,7 +154,10 @@ Cube detection_raster(const std::vector<Window>& windows, int width, int height)
 }
 
 void run_multires(const MultiresArgs& a) {
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
+    std::optional<TileOptions> tiles;
+    if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
+    if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     const std::string ext = std::filesystem::path(a.output).extension().string();
     const bool out_json = ext == ".json";
     if (!out_json) output_format(a.output);
@@ -172,8 +176,16 @@ void run_multires(const MultiresArgs& a) {
     auto& cube = prepared.input;
     nlohmann::json& choice = prepared.backend_choice;
     check_bands(a.model, model.ann1.inputs, cube);
+    if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     auto t0 = std::chrono::steady_clock::now();
-    const MultiresResult r = detect_multires(ctx, cube, model, a.options);
+    std::optional<TiledRun> tiled;
+    MultiresResult r;
+    if (use_tiles(tiles, ctx, cube.num_bytes())) {
+        tiled.emplace();
+        r = detect_multires_tiled(ctx, cube, model, a.options, tiles.value_or(TileOptions{}), &*tiled);
+    } else {
+        r = detect_multires(ctx, cube, model, a.options);
+    }
     const double compute_ms = elapsed_ms(t0);
 
     t0 = std::chrono::steady_clock::now();
@@ -203,6 +215,7 @@ void run_multires(const MultiresArgs& a) {
     j["model"] = {{"path", a.model}, {"bands", model.ann1.inputs}, {"block", model.block}, {"min_window", model.min_window}};
     j["parameters"] = parameters_json(a.options);
     j["implementation"] = std::string(multires_implementation(ctx));
+    if (tiled) j["tiled"] = tiled_json(*tiled);
     j["detections"] = windows_json(r.detections);
     nlohmann::json levels = nlohmann::json::array();
     for (const MultiresLevelCount& c : r.levels)
@@ -252,14 +265,18 @@ void add_detect_networks(CLI::App& detect, NestedActions& actions) {
         "else the window splits into four.\n"
         "Outputs: OUT = .json (the window list), .png (the overlay) or .npy/ENVI (int32 raster: 1-based window index,\n"
         "0 = none); beside it <stem>.windows.json, <stem>.windows.csv and <stem>.overlay.png.\n"
-        "Example:\n"
-        "  cubekit detect multires sea.npy boxes.json --model castaways.json --trace --json");
+        "Examples:\n"
+        "  cubekit detect multires sea.npy boxes.json --model castaways.json --trace --json\n"
+        "  cubekit detect multires big.hdr boxes.json --model castaways.json --device-memory-limit 1G\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size compute the block sums in tiles cut at\n"
+        "block edges (the same windows); on a GPU an input of 64 MiB or more is always streamed in tiles.");
     input_file(app->add_option("IN", multires->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", multires->output, "windows: .json, .png overlay, or .npy/ENVI raster")->required();
     input_file(app->add_option("--model", multires->model, "multi-resolution model file (JSON, type multires)"))->required();
     bind_flags(*app, multires->options);
     add_common_flags(*app, multires->common);
     add_output_flags(*app, multires->common);
+    add_tile_flags(*app, multires->tiles);
     actions[app] = [multires] { run_multires(*multires); };
 }
 
