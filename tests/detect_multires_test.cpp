@@ -1,6 +1,7 @@
 // Multi-resolution detection, CPU reference: the oracles of spec detect.md §B.6.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "cubekit/detect.hpp"
@@ -237,6 +238,43 @@ TEST(DetectMultires, TiledEqualsWhole) {
     }
     EXPECT_THROW(detect_multires_tiled(cpu_context(), cube, testing::step_multires(5), {}, {.tile_width = 8, .tile_height = 8}),
                  InvalidInput);
+}
+
+// The block sums of pieces cut at block edges, side by side, are the scene's; the search from them
+// is the whole call's; sums that do not fit the scene or model are refused.
+TEST(DetectMultires, BlockSumsOfPiecesAreTheScenes) {
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(seed);
+    Cube cube = testing::random_cube(45, 30, 3, DType::F32, seed, 0, 1, Layout::BIP);
+    cube.at<float>(20, 20, 1) = std::nanf("");
+    const BlockSums whole = multires_block_sums(cpu_context(), cube, 8);
+    ASSERT_EQ(whole.gx, 6);
+    ASSERT_EQ(whole.gy, 4);
+    EXPECT_EQ(whole.skipped, 1);
+    std::int64_t skipped = 0;
+    for (auto [x0, y0, w, h] : std::vector<std::array<int, 4>>{{0, 0, 16, 8}, {16, 0, 29, 8}, {0, 8, 16, 22}, {16, 8, 29, 22}}) {
+        const BlockSums part = multires_block_sums(cpu_context(), cube.view().window(x0, y0, w, h), 8);
+        skipped += part.skipped;
+        for (int j = 0; j < part.gy; ++j)
+            for (int i = 0; i < part.gx; ++i)
+                for (int c = 0; c < 3; ++c) {
+                    const std::size_t a = (std::size_t(j) * part.gx + i) * 3 + c;
+                    const std::size_t z = (std::size_t(y0 / 8 + j) * whole.gx + (x0 / 8 + i)) * 3 + c;
+                    ASSERT_EQ(part.n[a], whole.n[z]);
+                    ASSERT_EQ(part.s1[a], whole.s1[z]);
+                    ASSERT_EQ(part.s2[a], whole.s2[z]);
+                }
+    }
+    EXPECT_EQ(skipped, whole.skipped);
+    const MultiresModel m = testing::step_multires(3, 0.2, 0.295);
+    expect_identical(detect_multires(cpu_context(), cube, m, {.trace = true}),
+                     detect_multires_from_sums(cpu_context(), whole, 45, 30, m, {.trace = true}));
+    EXPECT_THROW(detect_multires_from_sums(cpu_context(), whole, 45, 33, m), InvalidInput);  // a 6×4 grid is not 45×33's
+    MultiresModel m16 = m;
+    m16.block = 16;
+    m16.min_window = 16;
+    EXPECT_THROW(detect_multires_from_sums(cpu_context(), whole, 45, 30, m16), InvalidInput);
+    EXPECT_THROW(multires_block_sums(cpu_context(), cube, 6), InvalidInput);
 }
 
 TEST(DetectMultires, BadInputs) {

@@ -198,6 +198,31 @@ MultiresResult detect_multires_tiled(const Context& ctx, const CubeView& cube, c
 MultiresResult detect_multires_tiled(const Context& ctx, const CubeFile& file, const MultiresModel& model,
                                      const MultiresOptions& options = {}, const TileOptions& tiles = {}, TiledRun* run = nullptr);
 
+/// Level 0 of the multi-resolution pyramid (spec §B.3 steps 1–2): per block of block × block pixels
+/// (the last ones clipped) and band, the finite-sample count and the f64 sums Σx, Σx² (pixels in
+/// row-major order inside a block), node-major ([node][band], nodes row-major over gx × gy).
+/// Pieces of a scene cut at multiples of the block (tiles, Dask chunks) have the scene's sums for
+/// their blocks, so their sums side by side are the scene's.
+struct BlockSums {
+    int gx = 0, gy = 0, bands = 0, block = 8;
+    std::vector<std::int32_t> n;
+    std::vector<double> s1, s2;
+    std::int64_t skipped = 0;  ///< non-finite samples left out
+};
+
+/// The block sums of a cube on the context's backend (CPU and CUDA sums are bit-identical). Throws
+/// InvalidInput for an empty cube or a block that is not a power of two.
+BlockSums multires_block_sums(const Context& ctx, const CubeView& cube, int block);
+
+/// detect_multires of a width × height scene from its block sums (sums.block must be the model's,
+/// sums.gx × sums.gy the scene's grid): the same result as detect_multires on the scene, on the same
+/// backend. Throws InvalidInput naming what does not match.
+///
+///     auto sums = cubekit::multires_block_sums(ctx, piece, 8);   // per piece, then placed side by side
+///     auto r = cubekit::detect_multires_from_sums(ctx, scene_sums, W, H, model);
+MultiresResult detect_multires_from_sums(const Context& ctx, BlockSums sums, int width, int height, const MultiresModel& model,
+                                         const MultiresOptions& options = {});
+
 /// The window feature σ (m values, spec §B.3 step 3) of every node of the quad-tree at `level`
 /// (row-major over the level's grid), from the same pyramid detection uses; training and tests use it.
 /// `counts` gets each node's per-band finite-sample counts (nodes×m) when not null.

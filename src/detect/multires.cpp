@@ -107,6 +107,49 @@ MultiresResult detect_multires(const Context& ctx, const CubeView& cube, const M
     return r;
 }
 
+BlockSums multires_block_sums(const Context& ctx, const CubeView& cube, int block) {
+    check_cube(cube, "multires_block_sums");
+    if (!is_power_of_two(block)) throw InvalidInput("multires_block_sums: block = " + std::to_string(block) + "; expected a power of two");
+    detail::TreeGeometry g = detail::tree_geometry(cube, block);
+    g.top = 0;
+    BlockSums sums;
+    detail::PyramidLevel level0;
+    if (ctx.is_cuda()) {
+        std::optional<CubeInLayout> converted;
+        level0 = detail::block_sums_cuda(ctx, device_input(ctx, cube, converted), g, sums.skipped);
+    } else {
+        std::optional<CubeInLayout> host;
+        if (cube.on_device()) host.emplace(ctx, cube, Layout::BIP, Memory::Host);
+        level0 = detail::block_sums_cpu(ctx, host ? host->view() : cube, g, sums.skipped);
+    }
+    sums.gx = level0.gx;
+    sums.gy = level0.gy;
+    sums.bands = cube.bands();
+    sums.block = block;
+    sums.n = std::move(level0.n);
+    sums.s1 = std::move(level0.s1);
+    sums.s2 = std::move(level0.s2);
+    return sums;
+}
+
+MultiresResult detect_multires_from_sums(const Context& ctx, BlockSums sums, int width, int height, const MultiresModel& model,
+                                         const MultiresOptions& options) {
+    detail::check_multires(model, options);
+    if (width < 1 || height < 1) throw InvalidInput("detect_multires_from_sums: the scene is " + std::to_string(width) + "x" + std::to_string(height));
+    detail::check_multires_bands(model, sums.bands);
+    if (sums.block != model.block)
+        throw InvalidInput("detect_multires_from_sums: the sums are of " + std::to_string(sums.block) + "-pixel blocks, the model's block is " +
+                           std::to_string(model.block));
+    const detail::TreeGeometry g = detail::tree_geometry(width, height, sums.bands, model.block);
+    const std::size_t values = std::size_t(g.grid_x(0)) * std::size_t(g.grid_y(0)) * std::size_t(g.bands);
+    if (sums.gx != g.grid_x(0) || sums.gy != g.grid_y(0) || sums.n.size() != values || sums.s1.size() != values || sums.s2.size() != values)
+        throw InvalidInput("detect_multires_from_sums: the sums hold " + std::to_string(sums.gx) + "x" + std::to_string(sums.gy) +
+                           " blocks; a " + std::to_string(width) + "x" + std::to_string(height) + " scene has " +
+                           std::to_string(g.grid_x(0)) + "x" + std::to_string(g.grid_y(0)));
+    detail::PyramidLevel level0{sums.gx, sums.gy, std::move(sums.n), std::move(sums.s1), std::move(sums.s2)};
+    return detail::detect_from_level0(ctx, std::move(level0), sums.skipped, g, model, options);
+}
+
 std::vector<double> window_features(const Context& ctx, const CubeView& cube, int block, int level,
                                     std::vector<std::int64_t>* counts) {
     check_cube(cube, "window_features");

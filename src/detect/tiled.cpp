@@ -69,15 +69,16 @@ MultiresResult multires_source(const Context& ctx, const detail::TileSource& sou
                            std::to_string(source.height) + "x" + std::to_string(source.bands) + ")");
     detail::check_multires_bands(model, source.bands);
     const int b = model.block;
-    const detail::TreeGeometry g = detail::tree_geometry(source.width, source.height, source.bands, b);
-    detail::PyramidLevel level0;
-    level0.gx = g.grid_x(0);
-    level0.gy = g.grid_y(0);
-    const std::size_t m = std::size_t(g.bands), values = std::size_t(level0.gx) * std::size_t(level0.gy) * m;
-    level0.n.resize(values);
-    level0.s1.resize(values);
-    level0.s2.resize(values);
-    // A tile's level 0 on either backend: about 20 bytes per band and block, a small share of a pixel.
+    BlockSums sums;
+    sums.gx = (source.width + b - 1) / b;
+    sums.gy = (source.height + b - 1) / b;
+    sums.bands = source.bands;
+    sums.block = b;
+    const std::size_t m = std::size_t(source.bands), values = std::size_t(sums.gx) * std::size_t(sums.gy) * m;
+    sums.n.resize(values);
+    sums.s1.resize(values);
+    sums.s2.resize(values);
+    // A tile's block sums on either backend: about 20 bytes per band and block, a small share of a pixel.
     const std::size_t sums_bpp = (20 * m + std::size_t(b) * b - 1) / (std::size_t(b) * b) + 1;
     detail::LocalTileKernel kernel;
     kernel.out_bands = 0;
@@ -88,27 +89,23 @@ MultiresResult multires_source(const Context& ctx, const detail::TileSource& sou
     cut.tile_width = std::max(b, tw / b * b);
     cut.tile_height = std::max(b, th / b * b);
     std::mutex mutex;
-    std::int64_t skipped = 0;
     kernel.run_tile = [&](const Context& c, const Tile& tile, const CubeView& in, const MutableCubeView&) {
-        const detail::TreeGeometry tg = detail::tree_geometry(in.width(), in.height(), in.bands(), b);
-        std::int64_t part_skipped = 0;
-        const detail::PyramidLevel part = c.is_cuda() ? detail::block_sums_cuda(c, in, tg, part_skipped)
-                                                      : detail::block_sums_cpu(c, in, tg, part_skipped);
+        const BlockSums part = multires_block_sums(c, in, b);
         const int i0 = tile.x0 / b, j0 = tile.y0 / b;
-        for (int j = 0; j < part.gy; ++j) {  // the tile's rows of nodes, in place (disjoint between tiles)
+        for (int j = 0; j < part.gy; ++j) {  // the tile's rows of blocks, in place (disjoint between tiles)
             const std::size_t from = std::size_t(j) * std::size_t(part.gx) * m;
-            const std::size_t to = (std::size_t(j0 + j) * std::size_t(level0.gx) + std::size_t(i0)) * m;
+            const std::size_t to = (std::size_t(j0 + j) * std::size_t(sums.gx) + std::size_t(i0)) * m;
             const std::size_t count = std::size_t(part.gx) * m;
-            std::copy_n(part.n.begin() + std::ptrdiff_t(from), count, level0.n.begin() + std::ptrdiff_t(to));
-            std::copy_n(part.s1.begin() + std::ptrdiff_t(from), count, level0.s1.begin() + std::ptrdiff_t(to));
-            std::copy_n(part.s2.begin() + std::ptrdiff_t(from), count, level0.s2.begin() + std::ptrdiff_t(to));
+            std::copy_n(part.n.begin() + std::ptrdiff_t(from), count, sums.n.begin() + std::ptrdiff_t(to));
+            std::copy_n(part.s1.begin() + std::ptrdiff_t(from), count, sums.s1.begin() + std::ptrdiff_t(to));
+            std::copy_n(part.s2.begin() + std::ptrdiff_t(from), count, sums.s2.begin() + std::ptrdiff_t(to));
         }
         const std::lock_guard lock(mutex);
-        skipped += part_skipped;
+        sums.skipped += part.skipped;
     };
     const TiledRun done = detail::run_local_tiles(ctx, source, MutableCubeView{}, kernel, cut, "detect multires");
     if (run) *run = done;
-    return detail::detect_from_level0(ctx, std::move(level0), skipped, g, model, options);
+    return detect_multires_from_sums(ctx, std::move(sums), source.width, source.height, model, options);
 }
 
 TiledRun apply_source(const Context& ctx, const detail::TileSource& source, const BackgroundStats& stats,
