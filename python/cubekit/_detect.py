@@ -228,6 +228,12 @@ def _begin_no_out(x, keywords, function):
 
 
 def detect_multires(cube, model, **keywords):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(cube):  # the block sums in tiles (a NumPy array or a file read by windows)
+        ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, "detect_multires")
+        text, source, _ = _model_text(model, "detect_multires")
+        result, _run = _cubekit.detect_multires_tiled(ctx, _runtime.fspath_or(cube), text, source, keywords, tiles, progress)
+        return result
     ctx, kind, progress = _begin_no_out(cube, keywords, "detect_multires")
     cube = _as_input(cube, kind)
     text, source, _ = _model_text(model, "detect_multires")
@@ -541,8 +547,12 @@ right scale?") judge the per-band standard deviation; accepted windows are the d
 
 Parameters
 ----------
-cube : array (H, W) or (H, W, B), B = the networks' inputs; NumPy, CuPy or PyTorch CUDA
+cube : array (H, W) or (H, W, B), B = the networks' inputs; NumPy, CuPy or PyTorch CUDA; or a file
+    path (ENVI/.npy read by windows)
 model : a path, JSON text, or a dict with the model file's fields (type "multires")
+memory_limit, device_memory_limit, devices, tile_size : optional
+    Compute the block sums in tiles cut at block edges within these budgets / over these GPUs (as
+    cubekit.rcmg), then one search: the same result. NumPy array or path only.
 
 Returns
 -------
@@ -561,6 +571,7 @@ Example
 >>> sum(level["evaluated"] for level in r["levels"])
 9
 """, out=False)
+_runtime.with_tile_keywords(detect_multires)
 
 _declare(window_features, [("cube", _EMPTY), ("block", 8), ("level", 0)],
          [("return_counts", False, "also return the finite-sample counts per node and band", None)], """

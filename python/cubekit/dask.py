@@ -27,10 +27,10 @@ import numpy as np
 
 import dataclasses
 
-from . import _cubekit, _detect, _edges, _gradient, _kmeans, _labels, _pca, _runtime, _zernike
+from . import _cubekit, _edges, _gradient, _kmeans, _labels, _pca, _runtime, _zernike
 
 __all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "pca", "kmeans", "rbfn_scores", "rx", "matched_filter", "ace",
-           "cem", "label", "label_components", "remove_small_objects", "watershed", "zernike_moments"]
+           "cem", "detect_multires", "label", "label_components", "remove_small_objects", "watershed", "zernike_moments"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -356,67 +356,6 @@ def quantize(image, mask=None, alpha=False, threads=0, **keywords):
         warnings=d["warnings"])
 
 
-def _pixelwise(cube, function, dtype, outputs=None):
-    """function over the chunks of an (H, W, B) array (no halo: a pixel's result is its own), returning
-    (H, W) of `dtype`, or (H, W, outputs) when `outputs` is a count."""
-    da = _dask_array()
-    a = da.asarray(cube)
-    if a.ndim != 3:
-        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W, B)")
-    if a.numblocks[2] != 1:
-        a = a.rechunk({2: -1})  # every pixel's spectrum whole in one chunk
-    if outputs is None:
-        meta = da.utils.meta_from_array(a, ndim=2, dtype=dtype)
-        return a.map_blocks(function, drop_axis=2, dtype=dtype, meta=meta)
-    meta = da.utils.meta_from_array(a, ndim=3, dtype=dtype)
-    return a.map_blocks(function, chunks=a.chunks[:2] + ((outputs,),), dtype=dtype, meta=meta)
-
-
-def rbfn_scores(cube, models, **keywords):
-    """cubekit.rbfn_scores over the chunks of a dask array (no halo): (H, W) float32 for one model,
-    (H, W, K) for a list of K; equal to the whole-array call bit for bit on the same backend."""
-    if "out" in keywords:
-        raise ValueError("cubekit.dask.rbfn_scores: 'out' cannot be given (each chunk gets its own output)")
-    single = isinstance(models, (dict, str, bytes)) or hasattr(models, "__fspath__")
-    listed = [models] if single else list(models)
-    texts = [_detect._model_text(m, "rbfn_scores", "model")[0] for m in listed]  # read once, not per chunk
-    chosen = texts[0] if single else texts
-    return _pixelwise(cube, lambda block: _detect.rbfn_scores(block, chosen, **keywords), np.float32,
-                      None if single else len(listed))
-
-
-def _classical(function, name, cube, target, background, keywords):
-    if background is None:
-        raise ValueError(f"cubekit.dask.{name}: background is required (fit it once, e.g. "
-                         "cubekit.background_stats(sample), or read a statistics file): a per-chunk fit would differ")
-    if "out" in keywords:
-        raise ValueError(f"cubekit.dask.{name}: 'out' cannot be given (each chunk gets its own output)")
-    stats = _detect._stats_arg(background, name)
-    dtype = np.float32 if keywords.get("out_type", "f64") == "f32" else np.float64
-    extra = {} if target is None else {"target": _detect._target_arg(target, name)}
-    return _pixelwise(cube, lambda block: function(block, background=stats, **extra, **keywords), dtype)
-
-
-def rx(cube, background=None, **keywords):
-    """cubekit.rx (global RX) over the chunks of a dask array with the given background statistics."""
-    return _classical(_detect.rx, "rx", cube, None, background, keywords)
-
-
-def matched_filter(cube, target, background=None, **keywords):
-    """cubekit.matched_filter over the chunks of a dask array with the given background statistics."""
-    return _classical(_detect.matched_filter, "matched_filter", cube, target, background, keywords)
-
-
-def ace(cube, target, background=None, **keywords):
-    """cubekit.ace over the chunks of a dask array with the given background statistics."""
-    return _classical(_detect.ace, "ace", cube, target, background, keywords)
-
-
-def cem(cube, target, background=None, **keywords):
-    """cubekit.cem over the chunks of a dask array with the given background statistics."""
-    return _classical(_detect.cem, "cem", cube, target, background, keywords)
-
-
 # ---- Connected components ---------------------------------------------------------------------------
 
 def _label_chunk(block, x0, y0, connectivity, common):
@@ -683,3 +622,7 @@ def zernike_moments(images, max_order=None, **keywords):
     info = {key: value for key, value in vars(probe).items() if key not in ("values", "ndim")}
     info["images"] = b
     return _zernike.ZernikeResult(values, info, ndim)
+
+
+# The detectors live in their own module (this one's size); they are part of cubekit.dask.
+from ._dask_detect import ace, cem, detect_multires, matched_filter, rbfn_scores, rx  # noqa: E402

@@ -197,17 +197,8 @@ py::list window_list(const std::vector<Window>& windows) {
     return l;
 }
 
-/// detect_multires(ctx, cube, model_text, source, keywords, progress) -> dict (the CLI's JSON names).
-py::dict detect_multires_binding(PyContext& c, py::handle cube, const std::string& text, const std::string& source,
-                                 const py::dict& keywords, py::object progress) {
-    const MultiresOptions o = options_from<MultiresOptions>(keywords, "detect_multires");
-    const MultiresModel model = multires_model_from_json(text, source);
-    const ArrayView in = array_view(cube, "detect_multires", "cube");
-    std::string implementation;
-    const MultiresResult r = c.run(std::move(progress), [&](const Context& ctx) {
-        implementation = std::string(multires_implementation(ctx));
-        return detect_multires(ctx, in.view, model, o);
-    });
+/// The search's result with the CLI's JSON names.
+py::dict multires_dict(const MultiresResult& r, const std::string& implementation) {
     py::dict d;
     d["detections"] = window_list(r.detections);
     d["trace"] = window_list(r.trace);
@@ -228,6 +219,88 @@ py::dict detect_multires_binding(PyContext& c, py::handle cube, const std::strin
     d["top_level"] = r.top_level;
     d["implementation"] = implementation;
     return d;
+}
+
+/// detect_multires(ctx, cube, model_text, source, keywords, progress) -> dict (the CLI's JSON names).
+py::dict detect_multires_binding(PyContext& c, py::handle cube, const std::string& text, const std::string& source,
+                                 const py::dict& keywords, py::object progress) {
+    const MultiresOptions o = options_from<MultiresOptions>(keywords, "detect_multires");
+    const MultiresModel model = multires_model_from_json(text, source);
+    const ArrayView in = array_view(cube, "detect_multires", "cube");
+    std::string implementation;
+    const MultiresResult r = c.run(std::move(progress), [&](const Context& ctx) {
+        implementation = std::string(multires_implementation(ctx));
+        return detect_multires(ctx, in.view, model, o);
+    });
+    return multires_dict(r, implementation);
+}
+
+/// detect_multires_tiled(ctx, cube_or_path, model_text, source, keywords, tiles, progress) -> (dict, run):
+/// the block sums in tiles (a NumPy array or a file read by windows), then one search.
+py::tuple detect_multires_tiled_binding(PyContext& c, py::handle cube, const std::string& text, const std::string& source,
+                                        const py::dict& keywords, const py::dict& tiles, py::object progress) {
+    const MultiresOptions o = options_from<MultiresOptions>(keywords, "detect_multires");
+    const MultiresModel model = multires_model_from_json(text, source);
+    const TileOptions t = tile_options_from(tiles);
+    const TiledInput in = tiled_input(cube, "detect_multires");
+    std::string implementation;
+    auto [r, run] = c.run(std::move(progress), [&](const Context& ctx) {
+        implementation = std::string(multires_implementation(ctx));
+        TiledRun done;
+        MultiresResult res = in.file ? detect_multires_tiled(ctx, *in.file, model, o, t, &done)
+                                     : detect_multires_tiled(ctx, in.array->view, model, o, t, &done);
+        return std::make_pair(std::move(res), done);
+    });
+    return py::make_tuple(multires_dict(r, implementation), tiled_dict(run));
+}
+
+/// multires_block_sums(ctx, cube, block, progress) -> (sums (gy, gx, B, 3) f64: the count, Σx, Σx²;
+/// skipped): the pieces of a Dask array, whose sums side by side are the scene's.
+py::tuple multires_block_sums_binding(PyContext& c, py::handle cube, int block, py::object progress) {
+    const ArrayView in = array_view(cube, "multires_block_sums", "cube");
+    const BlockSums s = c.run(std::move(progress), [&](const Context& ctx) { return multires_block_sums(ctx, in.view, block); });
+    std::vector<double> packed(s.n.size() * 3);
+    for (std::size_t v = 0; v < s.n.size(); ++v) {
+        packed[3 * v] = double(s.n[v]);
+        packed[3 * v + 1] = s.s1[v];
+        packed[3 * v + 2] = s.s2[v];
+    }
+    return py::make_tuple(array_of(packed, {py::ssize_t(s.gy), py::ssize_t(s.gx), py::ssize_t(s.bands), 3}), s.skipped);
+}
+
+/// detect_multires_from_sums(ctx, sums (gy, gx, B, 3) f64, skipped, width, height, model_text, source,
+/// keywords, progress) -> dict.
+py::dict detect_multires_from_sums_binding(PyContext& c, const py::array_t<double, py::array::c_style | py::array::forcecast>& sums,
+                                           std::int64_t skipped, int width, int height, const std::string& text,
+                                           const std::string& source, const py::dict& keywords, py::object progress) {
+    const MultiresOptions o = options_from<MultiresOptions>(keywords, "detect_multires");
+    const MultiresModel model = multires_model_from_json(text, source);
+    if (sums.ndim() != 4 || sums.shape(3) != 3)
+        throw InvalidInput("detect_multires_from_sums: sums must be (gy, gx, bands, 3); got " + std::to_string(sums.ndim()) + " dimensions");
+    BlockSums s;
+    s.gy = int(sums.shape(0));
+    s.gx = int(sums.shape(1));
+    s.bands = int(sums.shape(2));
+    s.block = model.block;
+    s.skipped = skipped;
+    const std::size_t values = std::size_t(s.gx) * std::size_t(s.gy) * std::size_t(s.bands);
+    const double* p = sums.data();
+    s.n.resize(values);
+    s.s1.resize(values);
+    s.s2.resize(values);
+    for (std::size_t v = 0; v < values; ++v) {
+        if (!(p[3 * v] >= 0 && p[3 * v] <= 2147483647.0 && p[3 * v] == std::floor(p[3 * v])))
+            throw InvalidInput("detect_multires_from_sums: sums[..., 0] holds the counts; " + std::to_string(p[3 * v]) + " is not one");
+        s.n[v] = std::int32_t(p[3 * v]);
+        s.s1[v] = p[3 * v + 1];
+        s.s2[v] = p[3 * v + 2];
+    }
+    std::string implementation;
+    const MultiresResult r = c.run(std::move(progress), [&](const Context& ctx) {
+        implementation = std::string(multires_implementation(ctx));
+        return detect_multires_from_sums(ctx, std::move(s), width, height, model, o);
+    });
+    return multires_dict(r, implementation);
 }
 
 /// window_features(ctx, cube, block, level, progress) -> (features, counts), each (gy, gx, B).
@@ -255,6 +328,9 @@ void bind_detect(py::module_& m) {
     m.def("rbfn_scores", &rbfn_scores_binding);
     m.def("rbfn_scores_tiled", &rbfn_scores_tiled_binding);
     m.def("detect_multires", &detect_multires_binding);
+    m.def("detect_multires_tiled", &detect_multires_tiled_binding);
+    m.def("multires_block_sums", &multires_block_sums_binding);
+    m.def("detect_multires_from_sums", &detect_multires_from_sums_binding);
     m.def("window_features", &window_features_binding);
     m.def("rbfn_implementation", [](PyContext& c, const py::dict& keywords) {
         return std::string(rbfn_implementation(c.context(), options_from<PixelOptions>(keywords, "detect_rbfn")));

@@ -69,6 +69,36 @@ def test_rbfn_scores_chunks_equal_whole(chunks):
     assert np.array_equal(both.compute(), cubekit.rbfn_scores(x, [one, two]))
 
 
+def _step_multires(bands, c1, c2):
+    def step(c):  # positive iff the first band's window std > c
+        w1 = [[1000.0] + [0.0] * (bands - 1)]
+        return {"type": "mlp", "inputs": bands, "hidden": 1, "W1": w1, "b1": [-1000.0 * c], "w2": [1.0], "b2": 0.0,
+                "in_min": [-1.0] * bands, "in_max": [1.0] * bands}
+    return {"type": "multires", "block": 8, "min_window": 8, "ann1": step(c1), "ann2": step(c2)}
+
+
+def _same_windows(a, b):
+    def key(w):
+        return {k: (None if v is None or (isinstance(v, float) and np.isnan(v)) else v) for k, v in w.items()}
+    assert [key(w) for w in a] == [key(w) for w in b]
+
+
+@pytest.mark.parametrize("chunks", [(24, 16, -1), (17, 13, 2), (64, 64, -1)])
+def test_detect_multires_from_chunk_sums_equals_whole(chunks):
+    """Chunks not cut at block edges are rechunked; the windows, outcomes and counts are the whole call's."""
+    x = _random((61, 83, 4), seed=8) / 1000.0  # uniform in [0, 1): sigma ~0.2887, so windows split and stop
+    x[40, 9, 2] = np.nan
+    model = _step_multires(4, 0.2, 0.295)
+    whole = cubekit.detect_multires(x, model, trace=True)
+    got = cubekit.dask.detect_multires(da.from_array(x, chunks=chunks), model, trace=True)
+    assert len(whole["trace"]) > 5
+    _same_windows(got["detections"], whole["detections"])
+    _same_windows(got["trace"], whole["trace"])
+    assert got["levels"] == whole["levels"] and got["skipped_samples"] == whole["skipped_samples"] == 1
+    with pytest.raises(ValueError, match="out"):
+        cubekit.dask.detect_multires(da.from_array(x, chunks=chunks), model, out=np.empty(1))
+
+
 @pytest.mark.parametrize("name", ["rx", "matched_filter", "ace", "cem"])
 def test_classical_chunks_equal_whole_with_given_statistics(name):
     x = _random((36, 29, 5), seed=5)
@@ -419,7 +449,7 @@ def test_segment_refusals():
 def test_docstring_examples_run():
     import doctest
     for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed,
-              cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment):
+              cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment, cubekit.dask.detect_multires):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)

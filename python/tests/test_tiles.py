@@ -94,6 +94,27 @@ def test_rbfn_scores_in_tiles_equal_whole(tmp_path):
         cubekit.rbfn_scores(x, model, memory_limit="lots")
 
 
+def test_detect_multires_in_tiles_equals_whole(tmp_path):
+    rng = np.random.default_rng(9)
+    x = rng.random((45, 70, 3)).astype(np.float32)
+
+    def step(c):
+        return {"type": "mlp", "inputs": 3, "hidden": 1, "W1": [[1000.0, 0.0, 0.0]], "b1": [-1000.0 * c], "w2": [1.0],
+                "b2": 0.0, "in_min": [-1.0] * 3, "in_max": [1.0] * 3}
+    model = {"type": "multires", "block": 8, "min_window": 8, "ann1": step(0.2), "ann2": step(0.295)}
+    whole = cubekit.detect_multires(x, model, trace=True)
+    assert len(whole["trace"]) > 5
+    for tiled in (cubekit.detect_multires(x, model, trace=True, tile_size=(13, 9)),
+                  cubekit.detect_multires(x, model, trace=True, memory_limit="8K")):
+        assert tiled["detections"] == whole["detections"] and tiled["levels"] == whole["levels"]
+        assert tiled["trace"] == whole["trace"]
+    cubekit.write(tmp_path / "c.npy", x)
+    from_file = cubekit.detect_multires(tmp_path / "c.npy", model, trace=True, memory_limit="8K")
+    assert from_file["detections"] == whole["detections"] and from_file["trace"] == whole["trace"]
+    with pytest.raises(ValueError, match="memory_limit"):
+        cubekit.detect_multires(x, model, memory_limit="lots")
+
+
 def _edge_cube(shape=(53, 41, 5), seed=3, dtype=np.float32):
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 9, shape).astype(np.float64)

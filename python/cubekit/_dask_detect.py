@@ -1,0 +1,134 @@
+"""The detectors on Dask arrays (cubekit.dask re-exports them): the pixel detectors chunk by chunk
+(no halo), and the multi-resolution search from every chunk's block sums."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from . import _cubekit, _detect, _runtime
+from .dask import _dask_array
+
+
+def _pixelwise(cube, function, dtype, outputs=None):
+    """function over the chunks of an (H, W, B) array (no halo: a pixel's result is its own), returning
+    (H, W) of `dtype`, or (H, W, outputs) when `outputs` is a count."""
+    da = _dask_array()
+    a = da.asarray(cube)
+    if a.ndim != 3:
+        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W, B)")
+    if a.numblocks[2] != 1:
+        a = a.rechunk({2: -1})  # every pixel's spectrum whole in one chunk
+    if outputs is None:
+        meta = da.utils.meta_from_array(a, ndim=2, dtype=dtype)
+        return a.map_blocks(function, drop_axis=2, dtype=dtype, meta=meta)
+    meta = da.utils.meta_from_array(a, ndim=3, dtype=dtype)
+    return a.map_blocks(function, chunks=a.chunks[:2] + ((outputs,),), dtype=dtype, meta=meta)
+
+
+def rbfn_scores(cube, models, **keywords):
+    """cubekit.rbfn_scores over the chunks of a dask array (no halo): (H, W) float32 for one model,
+    (H, W, K) for a list of K; equal to the whole-array call bit for bit on the same backend."""
+    if "out" in keywords:
+        raise ValueError("cubekit.dask.rbfn_scores: 'out' cannot be given (each chunk gets its own output)")
+    single = isinstance(models, (dict, str, bytes)) or hasattr(models, "__fspath__")
+    listed = [models] if single else list(models)
+    texts = [_detect._model_text(m, "rbfn_scores", "model")[0] for m in listed]  # read once, not per chunk
+    chosen = texts[0] if single else texts
+    return _pixelwise(cube, lambda block: _detect.rbfn_scores(block, chosen, **keywords), np.float32,
+                      None if single else len(listed))
+
+
+def _classical(function, name, cube, target, background, keywords):
+    if background is None:
+        raise ValueError(f"cubekit.dask.{name}: background is required (fit it once, e.g. "
+                         "cubekit.background_stats(sample), or read a statistics file): a per-chunk fit would differ")
+    if "out" in keywords:
+        raise ValueError(f"cubekit.dask.{name}: 'out' cannot be given (each chunk gets its own output)")
+    stats = _detect._stats_arg(background, name)
+    dtype = np.float32 if keywords.get("out_type", "f64") == "f32" else np.float64
+    extra = {} if target is None else {"target": _detect._target_arg(target, name)}
+    return _pixelwise(cube, lambda block: function(block, background=stats, **extra, **keywords), dtype)
+
+
+def rx(cube, background=None, **keywords):
+    """cubekit.rx (global RX) over the chunks of a dask array with the given background statistics."""
+    return _classical(_detect.rx, "rx", cube, None, background, keywords)
+
+
+def matched_filter(cube, target, background=None, **keywords):
+    """cubekit.matched_filter over the chunks of a dask array with the given background statistics."""
+    return _classical(_detect.matched_filter, "matched_filter", cube, target, background, keywords)
+
+
+def ace(cube, target, background=None, **keywords):
+    """cubekit.ace over the chunks of a dask array with the given background statistics."""
+    return _classical(_detect.ace, "ace", cube, target, background, keywords)
+
+
+def cem(cube, target, background=None, **keywords):
+    """cubekit.cem over the chunks of a dask array with the given background statistics."""
+    return _classical(_detect.cem, "cem", cube, target, background, keywords)
+
+
+_COMMON = ("backend", "device", "threads")
+
+
+def _block_sums_chunk(chunk, block, common):
+    """A chunk's block sums (gy, gx, B, 3): the count, the sum and the sum of squares (host NumPy)."""
+    ctx, _kind, _out, progress = _runtime.begin(chunk, dict(common), "detect_multires")
+    sums, _skipped = _cubekit.multires_block_sums(ctx, chunk, block, progress)
+    return sums
+
+
+def _whole_blocks(chunks, block):
+    """Chunk sizes along one axis cut at multiples of `block` (all but the last), as close to the given
+    ones as that allows."""
+    if all(c % block == 0 for c in chunks[:-1]):
+        return chunks
+    size = max(block, max(chunks) // block * block)
+    total = sum(chunks)
+    return tuple([size] * (total // size) + ([total % size] if total % size else []))
+
+
+def detect_multires(cube, model, **keywords):
+    """cubekit.detect_multires on a dask array: every chunk's block sums (spec B.3 steps 1-2; the
+    chunks are cut at multiples of the model's block, rechunked when they are not, with the bands in
+    one chunk), placed side by side on the client (about 24 bytes per band and block), then one
+    search from them. The same windows, outcomes and counts as the whole-array call; y1 and y2 bit
+    for bit when the search runs on the same backend (``backend``, ``device``, ``threads`` choose it
+    for the chunks and the client alike; auto: the CPU for the client's NumPy sums).
+
+    Returns the result dict of cubekit.detect_multires (computed, not lazy: the search needs every
+    chunk's sums).
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> def step(c):
+    ...     return {"type": "mlp", "inputs": 1, "hidden": 1, "W1": [[1000.0]], "b1": [-1000.0 * c],
+    ...             "w2": [1.0], "b2": 0.0, "in_min": [-1.0], "in_max": [1.0]}
+    >>> model = {"type": "multires", "block": 8, "min_window": 8, "ann1": step(0.01), "ann2": step(0.4)}
+    >>> img = np.zeros((128, 128), np.float32); img[48:64, 48:64] = 1
+    >>> r = cubekit.dask.detect_multires(da.from_array(img, chunks=(50, 40)), model)
+    >>> [(w["x0"], w["y0"], w["width"], w["height"]) for w in r["detections"]]
+    [(32, 32, 32, 32)]
+    """
+    da = _dask_array()
+    text, source, _ = _detect._model_text(model, "detect_multires")
+    block = int(json.loads(_cubekit.model_json(text, source, "multires"))["block"])
+    common = {k: keywords.pop(k) for k in _COMMON if k in keywords}
+    progress_keyword = {"progress": keywords.pop("progress")} if "progress" in keywords else {}
+    if "out" in keywords:
+        raise ValueError("cubekit.dask.detect_multires: 'out' cannot be given (the result is a dict of windows)")
+    a = da.asarray(cube)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3:
+        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W) or (H, W, B)")
+    a = a.rechunk({0: _whole_blocks(a.chunks[0], block), 1: _whole_blocks(a.chunks[1], block), 2: -1})
+    height, width, bands = (int(n) for n in a.shape)
+    out_chunks = (tuple(-(-c // block) for c in a.chunks[0]), tuple(-(-c // block) for c in a.chunks[1]), (bands,), (3,))
+    sums = a.map_blocks(_block_sums_chunk, block, common, chunks=out_chunks, new_axis=3, dtype=np.float64,
+                        meta=np.empty((0, 0, 0, 0), np.float64)).compute()
+    skipped = height * width * bands - int(sums[..., 0].sum(dtype=np.int64))  # the samples no count holds
+    ctx, _kind, progress = _detect._begin_no_out(sums, dict(common, **progress_keyword), "detect_multires")
+    return _cubekit.detect_multires_from_sums(ctx, sums, skipped, width, height, text, source, keywords, progress)
