@@ -115,6 +115,33 @@ def test_detect_multires_in_tiles_equals_whole(tmp_path):
         cubekit.detect_multires(x, model, memory_limit="lots")
 
 
+def test_detect_multires_chunk_sums_on_cupy_and_tiles_on_the_gpu():
+    """cubekit.dask.detect_multires' chunk function on CuPy pieces cut at block edges (the GPU machine has
+    no Dask): the pieces' sums side by side are the CPU's whole-scene sums bit for bit; and the search in
+    tiles on the GPU gives the whole GPU call's windows."""
+    cp = pytest.importorskip("cupy")
+    from cubekit import _dask_detect
+    rng = np.random.default_rng(10)
+    x = rng.random((45, 70, 4)).astype(np.float32)
+    x[30, 7, 1] = np.nan
+    whole = _dask_detect._block_sums_chunk(x, 8, {"backend": "cpu"})
+    assert whole.shape == (6, 9, 4, 3)
+    placed = np.zeros_like(whole)
+    for r0, r1, c0, c1 in ((0, 16, 0, 24), (0, 16, 24, 70), (16, 45, 0, 24), (16, 45, 24, 70)):
+        part = _dask_detect._block_sums_chunk(cp.asarray(x[r0:r1, c0:c1]), 8, {})
+        placed[r0 // 8:r0 // 8 + part.shape[0], c0 // 8:c0 // 8 + part.shape[1]] = part
+    assert np.array_equal(placed, whole, equal_nan=True)
+
+    def step(c):
+        return {"type": "mlp", "inputs": 4, "hidden": 1, "W1": [[1000.0, 0.0, 0.0, 0.0]], "b1": [-1000.0 * c],
+                "w2": [1.0], "b2": 0.0, "in_min": [-1.0] * 4, "in_max": [1.0] * 4}
+    model = {"type": "multires", "block": 8, "min_window": 8, "ann1": step(0.2), "ann2": step(0.295)}
+    on_gpu = cubekit.detect_multires(cp.asarray(x), model, trace=True)
+    tiled = cubekit.detect_multires(x, model, trace=True, backend="cuda", tile_size=(16, 16))
+    assert tiled["implementation"] == "cuda" and len(on_gpu["trace"]) > 5
+    assert tiled["detections"] == on_gpu["detections"] and tiled["trace"] == on_gpu["trace"]
+
+
 def _edge_cube(shape=(53, 41, 5), seed=3, dtype=np.float32):
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 9, shape).astype(np.float64)
