@@ -7,7 +7,11 @@ import json
 import numpy as np
 
 from . import _cubekit, _detect, _runtime
-from .dask import _dask_array
+
+
+def _dask_array():
+    from .dask import _dask_array as dask_array  # here, not at import: cubekit.dask imports this module
+    return dask_array()
 
 
 def _pixelwise(cube, function, dtype, outputs=None):
