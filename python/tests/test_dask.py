@@ -99,6 +99,20 @@ def test_detect_multires_from_chunk_sums_equals_whole(chunks):
         cubekit.dask.detect_multires(da.from_array(x, chunks=chunks), model, out=np.empty(1))
 
 
+@pytest.mark.parametrize("method", ["canny", "sobel", "log"])
+def test_baseline_edges_band_chunks_equal_whole(method):
+    x = _random((37, 45, 5), seed=9)
+    x[10:25, 12:30] += 400
+    whole = cubekit.baseline_edges(x, method=method).edges
+    assert whole.any()
+    got = cubekit.dask.baseline_edges(da.from_array(x, chunks=(16, 20, 2)), method=method).compute()
+    assert got.dtype == np.uint8 and np.array_equal(got, whole)
+    band = cubekit.dask.baseline_edges(da.from_array(x[:, :, 3], chunks=(10, 10)), method=method).compute()
+    assert np.array_equal(band, cubekit.baseline_edges(x[:, :, 3], method=method).edges)
+    with pytest.raises(TypeError, match="unknown keyword"):
+        cubekit.dask.baseline_edges(da.from_array(x), methd="sobel")
+
+
 @pytest.mark.parametrize("name", ["rx", "matched_filter", "ace", "cem"])
 def test_classical_chunks_equal_whole_with_given_statistics(name):
     x = _random((36, 29, 5), seed=5)
@@ -449,7 +463,7 @@ def test_segment_refusals():
 def test_docstring_examples_run():
     import doctest
     for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed,
-              cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment, cubekit.dask.detect_multires):
+              cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment, cubekit.dask.detect_multires, cubekit.dask.baseline_edges):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)
