@@ -347,6 +347,40 @@ TEST(BaselineEdges, BandsAreIndependentAndQuantisedByE1) {
     }
 }
 
+// In groups of whole bands (forced sizes and a host budget), from BSQ and BIP cubes: the whole call's
+// edges and thresholds bit for bit; a budget below one band is refused.
+TEST(BaselineEdges, InGroupsOfBandsEqualWhole) {
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Cube cube = testing::random_cube(41, 29, 7, DType::F32, seed, 0, 1);
+    for (int b = 0; b < 7; ++b)
+        for (int y = 8; y < 20; ++y)
+            for (int x = 10; x < 30; ++x) cube.at<float>(x, y, b) += 1.0f + 0.1f * float(b);
+    for (BaselineMethod m : kAll) {
+        SCOPED_TRACE(std::string(baseline_name(m)));
+        const BaselineResult whole = baseline_edges_with_thresholds(cpu_context(), cube, with(m));
+        std::int64_t edges = 0;
+        for (std::size_t i = 0; i < whole.edges.num_elements(); ++i) edges += whole.edges.data<std::uint8_t>()[i];
+        EXPECT_GT(edges, 0);
+        for (const TileOptions& t : {TileOptions{.tile_width = 1, .tile_height = 2}, TileOptions{.tile_width = 1, .tile_height = 7},
+                                     TileOptions{.memory_limit = 64 << 10}}) {
+            for (Layout l : {Layout::BSQ, Layout::BIP}) {
+                TiledRun run;
+                const BaselineResult g = baseline_edges_tiled(cpu_context(), cube.to_layout(l), with(m), t, &run);
+                EXPECT_TRUE(cubes_identical(whole.edges, g.edges));
+                ASSERT_EQ(g.thresholds.size(), whole.thresholds.size());
+                for (std::size_t b = 0; b < g.thresholds.size(); ++b) {
+                    EXPECT_EQ(g.thresholds[b].high, whole.thresholds[b].high);
+                    EXPECT_EQ(g.thresholds[b].low, whole.thresholds[b].low);
+                }
+                if (t.tile_height == 2) EXPECT_EQ(run.tiles, 4u);
+                if (t.memory_limit) EXPECT_LE(run.peak_bytes, t.memory_limit);
+            }
+        }
+    }
+    EXPECT_THROW(baseline_edges_tiled(cpu_context(), cube, {}, {.memory_limit = 4 << 10}), InvalidInput);
+}
+
 TEST(BaselineEdges, TinyImagesAndThreadCounts) {
     for (auto [w, h] : {std::pair{1, 1}, {1, 9}, {9, 1}, {2, 2}, {3, 3}, {2, 7}})
         for (BaselineMethod m : kAll) {

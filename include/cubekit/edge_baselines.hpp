@@ -30,6 +30,7 @@
 #include "cubekit/context.hpp"
 #include "cubekit/cube.hpp"
 #include "cubekit/options.hpp"
+#include "cubekit/tiles.hpp"
 
 namespace cubekit {
 
@@ -127,6 +128,18 @@ Cube baseline_edges(const Context& ctx, const CubeView& cube, const BaselineOpti
 ///     std::vector<BaselineThreshold> t = cubekit::baseline_edges_into(gpu, d_cube, d_edges, {.method = BaselineMethod::Sobel});
 std::vector<BaselineThreshold> baseline_edges_into(const Context& ctx, const CubeView& cube, const MutableCubeView& edges,
                                                    const BaselineOptions& options = {});
+
+/// baseline_edges_with_thresholds in groups of whole bands (tiles.hpp, issue 17): a host cube too large for
+/// the budgets of `tiles` (or dealt to several GPUs) runs a group of bands at a time; every band is
+/// processed on its own, so the edges and thresholds are the whole call's, bit for bit on the same
+/// backend. A forced tile size `1xN` (tile_height) means N bands a group. `run` (optional) receives
+/// what the grouping did (its `tiles` = groups). Throws as baseline_edges, and InvalidInput when a
+/// budget cannot hold one band.
+///
+///     BaselineResult r = cubekit::baseline_edges_tiled(gpu, cube, {.method = BaselineMethod::Canny},
+///                                                      {.device_memory_limit = 1 << 30, .devices = {0, 1}});
+BaselineResult baseline_edges_tiled(const Context& ctx, const CubeView& cube, const BaselineOptions& options = {},
+                                    TileOptions tiles = {}, TiledRun* run = nullptr);
 
 /// Comparison of a predicted edge map with a reference map (spec §6). d(p) is the exact Euclidean
 /// distance from p to the nearest edge pixel of the other map.
