@@ -419,5 +419,31 @@ TEST(BaselineGpu, DeviceInputMakesNoHostCopy) {
     }
 }
 
+// In groups of whole bands on the device (forced groups of 2 bands, a device budget, the context's
+// device and every visible one): the whole device call's edges and thresholds bit for bit.
+TEST(BaselineGpu, InGroupsOfBandsEqualWholeOnTheDevice) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Cube cube = testing::random_cube(97, 61, 7, DType::F32, seed, -1e3, 1e3, Layout::BIP);
+    std::vector<int> every(std::size_t(Context::cuda_device_count()));
+    for (std::size_t d = 0; d < every.size(); ++d) every[d] = int(d);
+    for (BaselineMethod m : kAll) {
+        SCOPED_TRACE(std::string(baseline_name(m)));
+        const BaselineResult whole = baseline_edges_with_thresholds(gpu, cube, BaselineOptions{.method = m});
+        for (const TileOptions& t : {TileOptions{.tile_width = 1, .tile_height = 2},
+                                     TileOptions{.device_memory_limit = std::size_t(97) * 61 * 60, .devices = every}}) {
+            TiledRun run;
+            const BaselineResult g = baseline_edges_tiled(gpu, cube, BaselineOptions{.method = m}, t, &run);
+            EXPECT_GT(run.tiles, 1u);
+            EXPECT_TRUE(testing::cubes_identical(whole.edges, g.edges));
+            for (std::size_t b = 0; b < whole.thresholds.size(); ++b) {
+                EXPECT_EQ(whole.thresholds[b].high, g.thresholds[b].high);
+                EXPECT_EQ(whole.thresholds[b].low, g.thresholds[b].low);
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace cubekit

@@ -314,6 +314,27 @@ TEST(TilesCli, DetectRbfnTileSizeWritesTheSameOutputs) {
     EXPECT_FALSE(std::filesystem::exists(dir / "b.npy"));
 }
 
+// cubekit edges-baseline in groups of bands writes the same map and thresholds as without.
+TEST(TilesCli, EdgesBaselineBandGroupsWriteTheSameOutputs) {
+    const auto dir = testing::temp_dir("tiles_cli_baseline");
+    const std::uint64_t seed = testing::test_seed();
+    Cube cube = testing::random_cube(33, 27, 5, DType::F32, seed, 0, 1, Layout::BIP);
+    for (int b = 0; b < 5; ++b)
+        for (int y = 5; y < 20; ++y)
+            for (int x = 6; x < 25; ++x) cube.at<float>(x, y, b) += 2.0f;
+    write_cube(cube, dir / "c.npy");
+    const std::string base = "edges-baseline " + testing::q(dir / "c.npy") + " ";
+    const auto whole = testing::run_cli(base + testing::q(dir / "w.npy") + " --method canny --backend cpu --json --quiet");
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    const auto tiled = testing::run_cli(base + testing::q(dir / "t.npy") + " --method canny --backend cpu --tile-size 1x2 --json --quiet");
+    ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
+    const nlohmann::json jw = nlohmann::json::parse(whole.out), jt = nlohmann::json::parse(tiled.out);
+    EXPECT_EQ(jt["tiled"]["tiles"].get<int>(), 3);
+    EXPECT_EQ(jw["bands"], jt["bands"]);
+    EXPECT_GT(jw["edge_pixels"].get<std::int64_t>(), 0);
+    EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.npy"), read_cube(dir / "t.npy")));
+}
+
 // cubekit detect multires with tile flags writes the same window list, raster and overlay as without.
 TEST(TilesCli, DetectMultiresTileSizeWritesTheSameOutputs) {
     const auto dir = testing::temp_dir("tiles_cli_multires");

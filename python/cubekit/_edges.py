@@ -299,6 +299,12 @@ def baseline_edges(image, **keywords):
 
 
 def _baseline_edges(image, keywords):
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles:  # in groups of whole bands
+        ctx, progress = _runtime.begin_tiled(image, keywords, tiles, "baseline_edges")
+        edges, (high, low), params, _run = _cubekit.baseline_edges_tiled(ctx, image, keywords, tiles, progress)
+        return BaselineResult(edges=edges, thresholds=np.asarray(high, np.float64), parameters=params,
+                              low_thresholds=np.asarray(low, np.float64) if params["method"] == "canny" else None)
     ctx, kind, out, progress = _runtime.begin(image, keywords, "baseline_edges")
     if out is None and kind != "numpy":
         out = _runtime.empty(kind, image, tuple(image.shape), "uint8")
@@ -327,6 +333,9 @@ Parameters
 ----------
 image : array (H, W) or (H, W, B)
     NumPy, CuPy or PyTorch CUDA; bool, (u)int8/16/32, float16/32/64; any strides.
+memory_limit, device_memory_limit, devices, tile_size : optional
+    Run groups of whole bands within these budgets / over these GPUs (as cubekit.rcmg; tile_size
+    (1, N) = N bands a group): the same maps and thresholds. NumPy only.
 
 Returns
 -------
@@ -342,6 +351,7 @@ Example
 >>> r.edges.shape, r.bands[0]["threshold"] > 0
 ((300, 451, 3), True)
 """)
+_runtime.with_tile_keywords(baseline_edges)
 
 _runtime.declare(canny, ["image"], [d for d in _BASELINE_DECLARATIONS if d[0] != "method"], """
 Canny edges with MATLAB R2016 ``edge(I, 'canny')`` defaults, band by band: the ``.edges`` of

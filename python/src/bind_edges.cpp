@@ -358,6 +358,23 @@ py::tuple baseline_binding(PyContext& c, py::handle image, py::object out, const
     return py::make_tuple(out, thresholds_lists(t), baseline_parameters(o));
 }
 
+/// baseline_edges_tiled(ctx, image, keywords, tiles, progress) -> (edges, (high, low), parameters, run): in
+/// groups of whole bands (NumPy in, NumPy out).
+py::tuple baseline_tiled_binding(PyContext& c, py::handle image, const py::dict& keywords, const py::dict& tiles,
+                                 py::object progress) {
+    const BaselineOptions o = options_from<BaselineOptions>(keywords, "baseline_edges");
+    check_baseline_options(o);
+    const TileOptions t = tile_options_from(tiles);
+    const ArrayView in = array_view(image, "baseline_edges", "image");
+    auto [r, run] = c.run(std::move(progress), [&](const Context& ctx) {
+        TiledRun done;
+        BaselineResult res = baseline_edges_tiled(ctx, in.view, o, t, &done);
+        return std::make_pair(std::move(res), done);
+    });
+    return py::make_tuple(to_numpy(std::move(r.edges), in.ndim == 2), thresholds_lists(r.thresholds), baseline_parameters(o),
+                          tiled_dict(run));
+}
+
 /// A one-band host map for score_edges: ValueError naming the argument otherwise.
 ArrayView score_map(py::handle obj, const char* name) {
     ArrayView v = array_view(obj, "edge_score", name);
@@ -408,6 +425,7 @@ py::dict score_binding(py::handle predicted, py::handle reference, const py::dic
 void bind_baselines(py::module_& m) {
     m.def("baseline_edges_declarations", &declarations<BaselineOptions>);
     m.def("baseline_edges", &baseline_binding);
+    m.def("baseline_edges_tiled", &baseline_tiled_binding);
     m.def("edge_score_declarations", &declarations<ScoreOptions>);
     m.def("edge_score", &score_binding);
 }

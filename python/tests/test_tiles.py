@@ -94,6 +94,20 @@ def test_rbfn_scores_in_tiles_equal_whole(tmp_path):
         cubekit.rbfn_scores(x, model, memory_limit="lots")
 
 
+@pytest.mark.parametrize("method", ["canny", "roberts"])
+def test_baseline_edges_in_band_groups_equal_whole(method):
+    x = np.random.default_rng(11).random((33, 40, 5)).astype(np.float32)
+    x[6:25, 9:30] += 2
+    whole = cubekit.baseline_edges(x, method=method)
+    assert whole.edges.any()
+    for keywords in ({"tile_size": (1, 2)}, {"memory_limit": "64K"}):
+        got = cubekit.baseline_edges(x, method=method, **keywords)
+        assert np.array_equal(got.edges, whole.edges)
+        assert np.array_equal(got.thresholds, whole.thresholds)
+    with pytest.raises(ValueError, match="raise it"):
+        cubekit.baseline_edges(x, method=method, memory_limit="2K")
+
+
 def test_detect_multires_in_tiles_equals_whole(tmp_path):
     rng = np.random.default_rng(9)
     x = rng.random((45, 70, 3)).astype(np.float32)

@@ -13,6 +13,7 @@
 #include "cubekit/io.hpp"
 #include "option_flags.hpp"
 #include "outputs.hpp"
+#include "tile_flags.hpp"
 
 namespace cubekit::cli {
 
@@ -22,6 +23,7 @@ struct BaselineArgs {
     CommonOptions common;
     std::string input, output;
     BaselineOptions options;
+    TileFlags tiles;
 };
 
 /// The declared parameters as they apply: σ as run (MATLAB's default resolved; null for the mask
@@ -53,9 +55,12 @@ nlohmann::json band_json(const BaselineResult& result, const BaselineOptions& o,
 }
 
 void baseline_command(const BaselineArgs& a) {
-    const CommonOptions& common = a.common;
+    CommonOptions common = a.common;
     const BaselineOptions& options = a.options;
     check_baseline_options(options);  // refuse bad options and OUT before reading anything
+    std::optional<TileOptions> tiles;
+    if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
+    if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     const FileFormat format = output_format(a.output);
     check_output_folder(a.output);
     if (format != FileFormat::Png && format != FileFormat::Npy)
@@ -72,9 +77,14 @@ void baseline_command(const BaselineArgs& a) {
     if (format == FileFormat::Png && cube.bands() != 1)
         throw InvalidInput("edges-baseline: OUT " + a.output + " is a PNG, which holds one band, and IN has " +
                            std::to_string(cube.bands()) + " bands; pick one with --bands N or write .npy");
+    if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     const TransferTotals copies = ctx.transfer_totals();
-    const BaselineResult result =
-        timings.time("edges", [&] { return baseline_edges_with_thresholds(ctx, cube, options); });
+    std::optional<TiledRun> tiled;
+    const BaselineResult result = timings.time("edges", [&] {
+        if (!tiles) return baseline_edges_with_thresholds(ctx, cube, options);
+        tiled.emplace();
+        return baseline_edges_tiled(ctx, cube, options, *tiles, &*tiled);
+    });
     timings.split_transfers(ctx, copies, "edges");
     timings.time("write", [&] { write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write); });
 
@@ -82,6 +92,7 @@ void baseline_command(const BaselineArgs& a) {
     nlohmann::json j = summary("edges-baseline", ctx, choice);
     j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
     j["parameters"] = baseline_parameters(options);
+    if (tiled) j["tiled"] = tiled_json(*tiled);
     j["bands"] = band_json(result, options, total);
     j["edge_pixels"] = total;
     j["outputs"] = nlohmann::json::array({{{"path", a.output}, {"format", std::string(format_name(format))},
@@ -107,12 +118,16 @@ Action add_edges_baseline(CLI::App& root) {
         "Outputs: .png (one band: edges 255, else 0) or .npy ((H, W) or (H, W, B) u8, edges 1, else 0).\n"
         "Examples:\n"
         "  cubekit edges-baseline camera.png canny.png\n"
-        "  cubekit edges-baseline scene.mat sobel.npy --var data --method sobel --bands 10-19 --json");
+        "  cubekit edges-baseline scene.mat sobel.npy --var data --method sobel --bands 10-19 --json\n"
+        "  cubekit edges-baseline big.hdr canny.npy --device-memory-limit 2G --devices all\n"
+        "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size 1xN run groups of whole bands (N a\n"
+        "group when forced), the same maps and thresholds; the input is read whole.");
     input_file(app->add_option("IN", args->input, "input image or cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->output, "output map: .png (one band) or .npy")->required();
     bind_flags(*app, args->options);
     add_common_flags(*app, args->common);
     add_output_flags(*app, args->common);
+    add_tile_flags(*app, args->tiles);
     return [args] { baseline_command(*args); };
 }
 
