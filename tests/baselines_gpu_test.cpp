@@ -432,7 +432,7 @@ TEST(BaselineGpu, InGroupsOfBandsEqualWholeOnTheDevice) {
         SCOPED_TRACE(std::string(baseline_name(m)));
         const BaselineResult whole = baseline_edges_with_thresholds(gpu, cube, BaselineOptions{.method = m});
         for (const TileOptions& t : {TileOptions{.tile_width = 1, .tile_height = 2},
-                                     TileOptions{.device_memory_limit = std::size_t(97) * 61 * 60, .devices = every}}) {
+                                     TileOptions{.device_memory_limit = std::size_t(97) * 61 * 60, .devices = every, .lanes = 1}}) {
             TiledRun run;
             const BaselineResult g = baseline_edges_tiled(gpu, cube, BaselineOptions{.method = m}, t, &run);
             EXPECT_GT(run.tiles, 1u);
