@@ -10,6 +10,7 @@
 #include "cubekit/detect.hpp"
 #include "cubekit/io.hpp"
 #include "detect_testing.hpp"
+#include "multires_testing.hpp"
 #include "testing.hpp"
 
 namespace cubekit {
@@ -17,34 +18,8 @@ namespace {
 
 using testing::cpu_context;
 
-void expect_same_windows(const std::vector<Window>& a, const std::vector<Window>& b) {
-    ASSERT_EQ(a.size(), b.size());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        EXPECT_EQ(a[i].x0, b[i].x0);
-        EXPECT_EQ(a[i].y0, b[i].y0);
-        EXPECT_EQ(a[i].width, b[i].width);
-        EXPECT_EQ(a[i].height, b[i].height);
-        EXPECT_EQ(a[i].level, b[i].level);
-        EXPECT_EQ(a[i].at_min_scale, b[i].at_min_scale);
-        EXPECT_EQ(a[i].outcome, b[i].outcome);
-        EXPECT_NEAR(a[i].y1, b[i].y1, 1e-12);
-        if (std::isnan(a[i].y2)) EXPECT_TRUE(std::isnan(b[i].y2));
-        else EXPECT_NEAR(a[i].y2, b[i].y2, 1e-12);
-    }
-}
-
-void expect_same(const MultiresResult& cpu, const MultiresResult& gpu) {
-    expect_same_windows(cpu.detections, gpu.detections);
-    expect_same_windows(cpu.trace, gpu.trace);
-    ASSERT_EQ(cpu.levels.size(), gpu.levels.size());
-    for (std::size_t i = 0; i < cpu.levels.size(); ++i) {
-        EXPECT_EQ(cpu.levels[i].evaluated, gpu.levels[i].evaluated);
-        EXPECT_EQ(cpu.levels[i].positive, gpu.levels[i].positive);
-        EXPECT_EQ(cpu.levels[i].accepted, gpu.levels[i].accepted);
-        EXPECT_EQ(cpu.levels[i].split, gpu.levels[i].split);
-    }
-    EXPECT_EQ(cpu.skipped_samples, gpu.skipped_samples);
-}
+// CPU against CUDA: y1 and y2 within 1e-12 (CUDA's tanh and glibc's may differ in the last ulp).
+void expect_same(const MultiresResult& cpu, const MultiresResult& gpu) { testing::expect_same_search(cpu, gpu, 1e-12); }
 
 // A model whose windows split about half the time on uniform samples in [0, scale] (σ ≈ 0.2887·scale).
 MultiresModel splitting_model(int bands, double scale) {
@@ -212,32 +187,17 @@ TEST(DetectMultiresGpu, TiledEqualsWholeOnTheDevice) {
     const MultiresOptions o{.trace = true};
     const MultiresResult whole = detect_multires(gpu, cube, m, o);
     ASSERT_GT(whole.trace.size(), 5u);
-    auto identical = [](const std::vector<Window>& a, const std::vector<Window>& b) {
-        ASSERT_EQ(a.size(), b.size());
-        for (std::size_t i = 0; i < a.size(); ++i) {
-            EXPECT_EQ(a[i].x0, b[i].x0);
-            EXPECT_EQ(a[i].y0, b[i].y0);
-            EXPECT_EQ(a[i].level, b[i].level);
-            EXPECT_EQ(a[i].outcome, b[i].outcome);
-            EXPECT_TRUE(a[i].y1 == b[i].y1 || (std::isnan(a[i].y1) && std::isnan(b[i].y1)));
-            EXPECT_TRUE(a[i].y2 == b[i].y2 || (std::isnan(a[i].y2) && std::isnan(b[i].y2)));
-        }
-    };
     for (auto [tw, th] : std::vector<std::pair<int, int>>{{8, 8}, {40, 24}, {203, 16}}) {
         SCOPED_TRACE(::testing::Message() << "tiles " << tw << "x" << th);
         TiledRun run;
         const MultiresResult t = detect_multires_tiled(gpu, cube, m, o, {.tile_width = tw, .tile_height = th}, &run);
         EXPECT_GT(run.tiles, 1u);
-        identical(whole.detections, t.detections);
-        identical(whole.trace, t.trace);
-        EXPECT_EQ(whole.skipped_samples, t.skipped_samples);
+        testing::expect_same_search(whole, t);
     }
     TiledRun run;
     const MultiresResult f = detect_multires_tiled(gpu, file, m, o, {.device_memory_limit = 64 << 10}, &run);
     EXPECT_GT(run.tiles, 1u);
-    identical(whole.detections, f.detections);
-    identical(whole.trace, f.trace);
-    EXPECT_EQ(whole.skipped_samples, f.skipped_samples);
+    testing::expect_same_search(whole, f);
     expect_same(detect_multires(cpu_context(), cube, m, o), f);
 }
 

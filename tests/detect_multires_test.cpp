@@ -8,6 +8,7 @@
 #include "cubekit/io.hpp"
 #include "detect/detect_internal.hpp"
 #include "detect_testing.hpp"
+#include "multires_testing.hpp"
 #include "testing.hpp"
 
 namespace cubekit {
@@ -173,35 +174,6 @@ TEST(DetectMultires, InvariantsOnRandomNetworks) {
     }
 }
 
-void expect_identical(const std::vector<Window>& a, const std::vector<Window>& b) {
-    ASSERT_EQ(a.size(), b.size());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        EXPECT_EQ(a[i].x0, b[i].x0);
-        EXPECT_EQ(a[i].y0, b[i].y0);
-        EXPECT_EQ(a[i].width, b[i].width);
-        EXPECT_EQ(a[i].height, b[i].height);
-        EXPECT_EQ(a[i].level, b[i].level);
-        EXPECT_EQ(a[i].outcome, b[i].outcome);
-        EXPECT_EQ(a[i].at_min_scale, b[i].at_min_scale);
-        EXPECT_TRUE(a[i].y1 == b[i].y1 || (std::isnan(a[i].y1) && std::isnan(b[i].y1)));
-        EXPECT_TRUE(a[i].y2 == b[i].y2 || (std::isnan(a[i].y2) && std::isnan(b[i].y2)));
-    }
-}
-
-void expect_identical(const MultiresResult& a, const MultiresResult& b) {
-    expect_identical(a.detections, b.detections);
-    expect_identical(a.trace, b.trace);
-    ASSERT_EQ(a.levels.size(), b.levels.size());
-    for (std::size_t i = 0; i < a.levels.size(); ++i) {
-        EXPECT_EQ(a.levels[i].evaluated, b.levels[i].evaluated);
-        EXPECT_EQ(a.levels[i].positive, b.levels[i].positive);
-        EXPECT_EQ(a.levels[i].accepted, b.levels[i].accepted);
-        EXPECT_EQ(a.levels[i].split, b.levels[i].split);
-    }
-    EXPECT_EQ(a.skipped_samples, b.skipped_samples);
-    EXPECT_EQ(a.top_level, b.top_level);
-}
-
 // In tiles (tile sizes rounded down to whole blocks, one block at least), from memory and from a file
 // read by windows under a host budget: the whole call's windows, counts and outputs bit for bit.
 TEST(DetectMultires, TiledEqualsWhole) {
@@ -223,16 +195,16 @@ TEST(DetectMultires, TiledEqualsWhole) {
         for (auto [tw, th] : std::vector<std::pair<int, int>>{{1, 1}, {13, 7}, {16, 40}, {83, 24}}) {
             SCOPED_TRACE(::testing::Message() << "tiles " << tw << "x" << th << " min_window " << min_window);
             TiledRun run;
-            expect_identical(whole, detect_multires_tiled(cpu_context(), cube, m, {.trace = true},
+            testing::expect_same_search(whole, detect_multires_tiled(cpu_context(), cube, m, {.trace = true},
                                                           {.tile_width = tw, .tile_height = th}, &run));
             EXPECT_GT(run.tiles, 1u);
             EXPECT_EQ(run.tile_width % 8, 0);
             EXPECT_EQ(run.tile_height % 8, 0);
-            expect_identical(whole, detect_multires_tiled(cpu_context(), file, m, {.trace = true},
+            testing::expect_same_search(whole, detect_multires_tiled(cpu_context(), file, m, {.trace = true},
                                                           {.tile_width = tw, .tile_height = th}));
         }
         TiledRun budget;
-        expect_identical(whole, detect_multires_tiled(cpu_context(), file, m, {.trace = true}, {.memory_limit = 24 << 10}, &budget));
+        testing::expect_same_search(whole, detect_multires_tiled(cpu_context(), file, m, {.trace = true}, {.memory_limit = 24 << 10}, &budget));
         EXPECT_GT(budget.tiles, 1u);
         EXPECT_LE(budget.peak_bytes, std::size_t(24 << 10));
     }
@@ -267,7 +239,7 @@ TEST(DetectMultires, BlockSumsOfPiecesAreTheScenes) {
     }
     EXPECT_EQ(skipped, whole.skipped);
     const MultiresModel m = testing::step_multires(3, 0.2, 0.295);
-    expect_identical(detect_multires(cpu_context(), cube, m, {.trace = true}),
+    testing::expect_same_search(detect_multires(cpu_context(), cube, m, {.trace = true}),
                      detect_multires_from_sums(cpu_context(), whole, 45, 30, m, {.trace = true}));
     EXPECT_THROW(detect_multires_from_sums(cpu_context(), whole, 45, 33, m), InvalidInput);  // a 6×4 grid is not 45×33's
     MultiresModel m16 = m;
