@@ -29,11 +29,12 @@ from ._edges import (BaselineResult, EdgeScore, EdgesResult, baseline_edges, can
 from ._labels import COMPONENT_DTYPE, Components, label, label_components, remove_small_objects
 # -- Zernike moments (_zernike.py) --
 from ._zernike import ZernikeResult, zernike_moments, zernike_reconstruct, zernike_reconstruction_error
-# -- target detection: networks, models, training, synthetic scenes, classical detectors (_detect.py) --
-from ._detect import (OBJECT_DTYPE, ace, background_stats, cem, detect_multires, detect_rbfn, detect_score,
-                      matched_filter, rbfn_scores, read_background_stats, read_model, read_target_spectrum, roc_auc, rx,
-                      sam, synth_castaways, synth_leaves, train_multires, train_rbfn, window_features,
-                      write_background_stats, write_model)
+# -- target detection: networks, models, training, synthetic scenes (_detect.py) --
+from ._detect import (OBJECT_DTYPE, detect_multires, detect_rbfn, rbfn_scores, read_model, synth_castaways, synth_leaves,
+                      train_multires, train_rbfn, window_features, write_model)
+# -- the classical detectors, their statistics and the scoring against a mask (_classical.py) --
+from ._classical import (ace, background_stats, cem, detect_score, matched_filter, read_background_stats,
+                         read_target_spectrum, roc_auc, rx, sam, write_background_stats)
 # -- watershed and segmentation (_watershed.py) --
 from ._watershed import SegmentResult, region_dtype, region_statistics, segment, watershed, watershed_boundary
 # -- spectral-spatial classification: classifiers, region vote, scores, splits (_classify.py) --

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _cubekit, _edges, _runtime
+from . import _cubekit, _edges
 
 _COMMON = ("backend", "device", "threads", "progress")
 

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from . import _cubekit, _detect, _runtime
+from . import _classical, _cubekit, _detect, _runtime
 
 
 def _dask_array():
@@ -43,36 +43,36 @@ def rbfn_scores(cube, models, **keywords):
                       None if single else len(listed))
 
 
-def _classical(function, name, cube, target, background, keywords):
+def _with_background(function, name, cube, target, background, keywords):
     if background is None:
         raise ValueError(f"cubekit.dask.{name}: background is required (fit it once, e.g. "
                          "cubekit.background_stats(sample), or read a statistics file): a per-chunk fit would differ")
     if "out" in keywords:
         raise ValueError(f"cubekit.dask.{name}: 'out' cannot be given (each chunk gets its own output)")
-    stats = _detect._stats_arg(background, name)
+    stats = _classical._stats_arg(background, name)
     dtype = np.float32 if keywords.get("out_type", "f64") == "f32" else np.float64
-    extra = {} if target is None else {"target": _detect._target_arg(target, name)}
+    extra = {} if target is None else {"target": _classical._target_arg(target, name)}
     return _pixelwise(cube, lambda block: function(block, background=stats, **extra, **keywords), dtype)
 
 
 def rx(cube, background=None, **keywords):
     """cubekit.rx (global RX) over the chunks of a dask array with the given background statistics."""
-    return _classical(_detect.rx, "rx", cube, None, background, keywords)
+    return _with_background(_classical.rx, "rx", cube, None, background, keywords)
 
 
 def matched_filter(cube, target, background=None, **keywords):
     """cubekit.matched_filter over the chunks of a dask array with the given background statistics."""
-    return _classical(_detect.matched_filter, "matched_filter", cube, target, background, keywords)
+    return _with_background(_classical.matched_filter, "matched_filter", cube, target, background, keywords)
 
 
 def ace(cube, target, background=None, **keywords):
     """cubekit.ace over the chunks of a dask array with the given background statistics."""
-    return _classical(_detect.ace, "ace", cube, target, background, keywords)
+    return _with_background(_classical.ace, "ace", cube, target, background, keywords)
 
 
 def cem(cube, target, background=None, **keywords):
     """cubekit.cem over the chunks of a dask array with the given background statistics."""
-    return _classical(_detect.cem, "cem", cube, target, background, keywords)
+    return _with_background(_classical.cem, "cem", cube, target, background, keywords)
 
 
 _COMMON = ("backend", "device", "threads")
