@@ -237,11 +237,28 @@ TEST(CubeFile, WindowsEqualTheWholeCube) {
         Cube out(23, 17, 5, DType::I16);
         EXPECT_THROW(file.read_window(20, 0, 5, 2, out.mutable_view().window(0, 0, 5, 2)), InvalidInput);
         EXPECT_THROW(file.read_window(0, 0, 2, 2, out.mutable_view().window(0, 0, 3, 2)), InvalidInput);
+        // Band ranges: the whole cube's bands, into dense and strided destinations.
+        for (auto [b0, n] : std::vector<std::pair<int, int>>{{0, 5}, {1, 3}, {4, 1}}) {
+            for (Layout dl : {Layout::BSQ, Layout::BIL, Layout::BIP}) {
+                Cube got = Cube::uninitialized(23, 17, n, DType::I16, dl);
+                file.read_bands(b0, n, got.mutable_view());
+                ASSERT_TRUE(testing::cubes_identical(Cube::from_view(whole.view().band_range(b0, n), dl), got)) << b0 << "+" << n;
+            }
+        }
+        Cube two(23, 17, 2, DType::I16);
+        EXPECT_THROW(file.read_bands(4, 2, two.mutable_view()), InvalidInput);
+        EXPECT_THROW(file.read_bands(0, 3, two.mutable_view()), InvalidInput);
         // RCMG from the file in tiles equals RCMG of the whole cube.
         Cube g(23, 17, 1, DType::F32);
         rcmg_tiled(cpu_context(), file, g.mutable_view(), {}, {.tile_width = 6, .tile_height = 4});
         EXPECT_TRUE(testing::cubes_identical(rcmg(cpu_context(), whole), g));
     }
+    // A BIP file whose rows are large: its bands are read in several blocks of rows (16 MiB each).
+    const Cube wide = testing::random_cube(4096, 7, 600, DType::I16, testing::test_seed(), -3000, 3000, Layout::BIP);
+    write_cube(wide, dir / "wide.hdr", {.envi_keep_layout = true});
+    Cube bands = Cube::uninitialized(4096, 7, 3, DType::I16, Layout::BSQ);
+    CubeFile(dir / "wide.hdr").read_bands(300, 3, bands.mutable_view());
+    EXPECT_TRUE(testing::cubes_identical(Cube::from_view(wide.view().band_range(300, 3), Layout::BSQ), bands));
     // Formats without windows are read whole on opening.
     write_cube(to_display_u8(rcmg(cpu_context(), cube)), dir / "g.png");
     EXPECT_FALSE(CubeFile(dir / "g.png").windowed());

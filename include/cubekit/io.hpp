@@ -99,6 +99,16 @@ public:
     /// Safe to call from several threads at once. Throws InvalidInput naming the window when it leaves
     /// the cube or `dst` does not match, IoError (naming the file) when a read fails.
     void read_window(int x0, int y0, int w, int h, const MutableCubeView& dst) const;
+    /// Copies bands [b0, b0+n), every pixel, into `dst` (host memory, width × height × n of shape().dtype,
+    /// any strides; fastest when dense in shape().layout). A BSQ file reads each band's run, a BIL file
+    /// each row's runs of those bands; a BIP file or a GDAL raster is read a block of rows at a time
+    /// (every band of the rows, about 16 MiB of them held at once) and the bands taken from it. Safe to
+    /// call from several threads at once. Throws as read_window.
+    ///
+    ///     cubekit::CubeFile f("flight_line.hdr");
+    ///     cubekit::Cube bands = cubekit::Cube::uninitialized(W, H, 8, f.shape().dtype, f.shape().layout);
+    ///     f.read_bands(40, 8, bands.mutable_view());
+    void read_bands(int b0, int n, const MutableCubeView& dst) const;
 
 private:
     struct State;

@@ -96,9 +96,28 @@ struct CubeFile::State {
         return out;
     }
 
-    // Reads the window into `dst`, dense in the file's layout.
-    void read_dense(int x0, int y0, int w, int h, std::byte* dst) const {
-        const std::vector<Run> runs = this->runs(x0, y0, w, h, dst);
+    // The runs of bands [b0, b0+n) of a BSQ or BIL raw file, read into `dst` dense in the file's layout.
+    std::vector<Run> band_runs(int b0, int n, std::byte* dst) const {
+        const std::size_t e = dtype_size(shape.dtype);
+        const std::uint64_t W = std::uint64_t(shape.width), H = std::uint64_t(shape.height), B = std::uint64_t(shape.bands);
+        std::vector<Run> out;
+        const auto add = [&](std::uint64_t element, std::uint64_t count) {
+            const std::uint64_t bytes = count * e;
+            for (std::uint64_t at = 0; at < bytes; at += kPiece) {
+                const std::size_t piece = std::size_t(std::min<std::uint64_t>(kPiece, bytes - at));
+                out.push_back({raw->offset + element * e + at, dst, piece});
+                dst += piece;
+            }
+        };
+        if (shape.layout == Layout::BSQ)  // [b][y][x]: the n bands are one run
+            add(std::uint64_t(b0) * H * W, std::uint64_t(n) * H * W);
+        else  // BIL, [y][b][x]: each row's n bands are one run
+            for (std::uint64_t y = 0; y < H; ++y) add((y * B + std::uint64_t(b0)) * W, std::uint64_t(n) * W);
+        return out;
+    }
+
+    // Reads the runs into place (several threads); throws naming the file.
+    void read_runs(const std::vector<Run>& runs) const {
         std::atomic<int> failure{0};
         const std::int64_t n = std::int64_t(runs.size());
 #pragma omp parallel for schedule(dynamic, 4) if (n > 4)
@@ -109,6 +128,11 @@ struct CubeFile::State {
         }
         if (const int err = failure.load(); err > 0) throw_os_error(kFn, raw->data, "cannot read", err);
         else if (err < 0) throw_invalid(kFn, raw->data, "truncated: the file ended inside the window (it shrank after it was opened?)");
+    }
+
+    // Reads the window into `dst`, dense in the file's layout.
+    void read_dense(int x0, int y0, int w, int h, std::byte* dst) const {
+        read_runs(runs(x0, y0, w, h, dst));
         if (raw->swap) byteswap_inplace(dst, std::size_t(w) * std::size_t(h) * std::size_t(shape.bands), dtype_size(shape.dtype));
     }
 };
@@ -179,6 +203,40 @@ void CubeFile::read_window(int x0, int y0, int w, int h, const MutableCubeView& 
     Cube bounce = Cube::uninitialized(w, h, s.bands, s.dtype, s.layout);
     state_->read_dense(x0, y0, w, h, bounce.bytes());
     detail::copy_cube_host(bounce.view(), dst);
+}
+
+void CubeFile::read_bands(int b0, int n, const MutableCubeView& dst) const {
+    const CubeShape& s = state_->shape;
+    if (b0 < 0 || n < 1 || b0 + std::int64_t(n) > s.bands)
+        throw InvalidInput("read_bands: bands " + std::to_string(b0) + ".." + std::to_string(std::int64_t(b0) + n - 1) +
+                           " leave the cube's " + std::to_string(s.bands));
+    if (dst.on_device() || dst.width() != s.width || dst.height() != s.height || dst.bands() != n || dst.dtype() != s.dtype)
+        throw InvalidInput("read_bands: destination " + dst.describe() + "; expected " + std::to_string(s.width) + "x" +
+                           std::to_string(s.height) + "x" + std::to_string(n) + " " + std::string(dtype_name(s.dtype)) +
+                           " in host memory");
+    if (!state_->raw && !state_->gdal) {
+        detail::copy_cube_host(state_->whole.view().band_range(b0, n), dst);
+        return;
+    }
+    if (state_->raw && s.layout != Layout::BIP) {  // runs of whole bands (BSQ) or of each row's bands (BIL)
+        const bool direct = dst.is_dense(s.layout);
+        Cube bounce = direct ? Cube() : Cube::uninitialized(s.width, s.height, n, s.dtype, s.layout);
+        std::byte* into = direct ? dst.data() : bounce.bytes();
+        state_->read_runs(state_->band_runs(b0, n, into));
+        if (state_->raw->swap) byteswap_inplace(into, std::size_t(s.width) * std::size_t(s.height) * std::size_t(n), dtype_size(s.dtype));
+        if (!direct) detail::copy_cube_host(bounce.view(), dst);
+        return;
+    }
+    // BIP or GDAL: blocks of whole rows (every band), the bands taken from each.
+    const std::size_t row_bytes = std::size_t(s.width) * std::size_t(s.bands) * dtype_size(s.dtype);
+    const int rows = int(std::clamp<std::size_t>((std::size_t(16) << 20) / std::max<std::size_t>(row_bytes, 1), 1, std::size_t(s.height)));
+    Cube block = Cube::uninitialized(s.width, rows, s.bands, s.dtype, s.layout);
+    for (int y = 0; y < s.height; y += rows) {
+        const int h = std::min(rows, s.height - y);
+        const MutableCubeView part = block.mutable_view().window(0, 0, s.width, h);
+        read_window(0, y, s.width, h, part);
+        detail::copy_cube_host(CubeView(part).band_range(b0, n), dst.window(0, y, s.width, h));
+    }
 }
 
 }  // namespace cubekit
