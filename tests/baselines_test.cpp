@@ -379,6 +379,17 @@ TEST(BaselineEdges, InGroupsOfBandsEqualWhole) {
         }
     }
     EXPECT_THROW(baseline_edges_tiled(cpu_context(), cube, {}, {.memory_limit = 4 << 10}), InvalidInput);
+    // From files read a group of bands at a time (BSQ: runs of bands; BIP: blocks of rows).
+    const auto dir = testing::temp_dir("baselines_groups");
+    const BaselineResult whole = baseline_edges_with_thresholds(cpu_context(), cube, with(BaselineMethod::Canny));
+    for (Layout l : {Layout::BSQ, Layout::BIP}) {
+        const auto path = dir / (std::string(layout_name(l)) + ".hdr");
+        write_cube(cube.to_layout(l), path, {.envi_keep_layout = true});
+        const BaselineResult g = baseline_edges_tiled(cpu_context(), CubeFile(path), with(BaselineMethod::Canny),
+                                                      {.tile_width = 1, .tile_height = 3});
+        EXPECT_TRUE(cubes_identical(whole.edges, g.edges));
+        for (std::size_t b = 0; b < g.thresholds.size(); ++b) EXPECT_EQ(g.thresholds[b].high, whole.thresholds[b].high);
+    }
 }
 
 TEST(BaselineEdges, TinyImagesAndThreadCounts) {

@@ -347,6 +347,7 @@ TEST(TilesCli, EdgesBaselineBandGroupsWriteTheSameOutputs) {
     ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
     const nlohmann::json jw = nlohmann::json::parse(whole.out), jt = nlohmann::json::parse(tiled.out);
     EXPECT_EQ(jt["tiled"]["tiles"].get<int>(), 3);
+    EXPECT_TRUE(jt["input"]["windowed"].get<bool>());  // the .npy read a group of bands at a time
     EXPECT_EQ(jw["bands"], jt["bands"]);
     EXPECT_GT(jw["edge_pixels"].get<std::int64_t>(), 0);
     EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.npy"), read_cube(dir / "t.npy")));

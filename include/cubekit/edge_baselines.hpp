@@ -34,6 +34,8 @@
 
 namespace cubekit {
 
+class CubeFile;
+
 enum class BaselineMethod { Sobel, Prewitt, Roberts, LoG, Canny };
 template <>
 struct EnumNames<BaselineMethod> {
@@ -139,6 +141,10 @@ std::vector<BaselineThreshold> baseline_edges_into(const Context& ctx, const Cub
 ///     BaselineResult r = cubekit::baseline_edges_tiled(gpu, cube, {.method = BaselineMethod::Canny},
 ///                                                      {.device_memory_limit = 1 << 30, .devices = {0, 1}});
 BaselineResult baseline_edges_tiled(const Context& ctx, const CubeView& cube, const BaselineOptions& options = {},
+                                    TileOptions tiles = {}, TiledRun* run = nullptr);
+/// The same from a file read a group of bands at a time (CubeFile::read_bands), so the cube never has
+/// to fit in memory; only the edges (one byte per sample) are held whole.
+BaselineResult baseline_edges_tiled(const Context& ctx, const CubeFile& file, const BaselineOptions& options = {},
                                     TileOptions tiles = {}, TiledRun* run = nullptr);
 
 /// Comparison of a predicted edge map with a reference map (spec §6). d(p) is the exact Euclidean

@@ -5,6 +5,7 @@
 // runner sizes the groups to the budgets and deals them to the devices. Each worker writes its own
 // bands of the result.
 #include <climits>
+#include <functional>
 #include <string>
 
 #include "core/cuda_backend.hpp"
@@ -12,6 +13,7 @@
 #include "cubekit/buffer.hpp"
 #include "cubekit/edge_baselines.hpp"
 #include "cubekit/error.hpp"
+#include "cubekit/io.hpp"
 
 namespace cubekit {
 namespace {
@@ -23,24 +25,28 @@ constexpr std::size_t kDeviceWorkBytes = 5 * 4 + 2 + 1;
 // every band of the group: an upper bound) and the edges.
 constexpr std::size_t kHostWorkBytes = 5 * 4 + 1;
 
-}  // namespace
+// The bands of the cube: its size and a reader of a band range into a dense BSQ host buffer.
+struct BandSource {
+    int width = 0, height = 0, bands = 0;
+    DType dtype = DType::F32;
+    std::function<void(int first, int n, const MutableCubeView& dst)> read;
+};
 
-BaselineResult baseline_edges_tiled(const Context& ctx, const CubeView& cube, const BaselineOptions& options,
-                                    TileOptions tiles, TiledRun* run) {
+BaselineResult in_groups(const Context& ctx, const BandSource& src, const BaselineOptions& options, TileOptions tiles,
+                         TiledRun* run) {
     check_baseline_options(options);
-    if (cube.empty()) throw InvalidInput("baseline_edges: the cube is empty (" + cube.describe() + ")");
-    if (cube.on_device()) throw InvalidInput("baseline_edges: the cube is on a device; the tiled call takes host memory");
-    const int W = cube.width(), H = cube.height(), B = cube.bands();
+    const int W = src.width, H = src.height, B = src.bands;
+    if (W < 1 || H < 1 || B < 1)
+        throw InvalidInput("baseline_edges: the cube is empty (" + std::to_string(W) + "x" + std::to_string(H) + "x" + std::to_string(B) + ")");
     const std::int64_t pixels = std::int64_t(W) * H;
     if (pixels > INT_MAX)
         throw InvalidInput("baseline_edges: bands of " + std::to_string(pixels) + " pixels; at most 2^31 - 1 in groups");
     BaselineResult result{Cube::uninitialized(W, H, B, DType::U8, Layout::BSQ), std::vector<BaselineThreshold>(std::size_t(B))};
 
     detail::TileSource source;
-    source.width = int(pixels), source.height = B, source.bands = 1, source.dtype = cube.dtype();
+    source.width = int(pixels), source.height = B, source.bands = 1, source.dtype = src.dtype;
     source.read = [&](int, int first, int, int n, const MutableCubeView& dst) {
-        detail::copy_cube_host(cube.band_range(first, n), MutableCubeView::host(dst.data(), W, H, n, cube.dtype(),
-                                                                                  dense_strides(W, H, n, Layout::BSQ)));
+        src.read(first, n, MutableCubeView::host(dst.data(), W, H, n, src.dtype, dense_strides(W, H, n, Layout::BSQ)));
     };
     if (tiles.tile_width > 0 || tiles.tile_height > 0) tiles.tile_width = source.width;  // a forced size: its height bands
     detail::LocalTileKernel k;
@@ -71,6 +77,26 @@ BaselineResult baseline_edges_tiled(const Context& ctx, const CubeView& cube, co
     const TiledRun done = detail::run_local_tiles(ctx, source, MutableCubeView{}, k, tiles, "edges-baseline");
     if (run) *run = done;
     return result;
+}
+
+}  // namespace
+
+BaselineResult baseline_edges_tiled(const Context& ctx, const CubeView& cube, const BaselineOptions& options,
+                                    TileOptions tiles, TiledRun* run) {
+    if (cube.on_device()) throw InvalidInput("baseline_edges: the cube is on a device; the tiled call takes host memory");
+    return in_groups(ctx, {cube.width(), cube.height(), cube.bands(), cube.dtype(),
+                           [&cube](int first, int n, const MutableCubeView& dst) {
+                               detail::copy_cube_host(cube.band_range(first, n), dst);
+                           }},
+                     options, tiles, run);
+}
+
+BaselineResult baseline_edges_tiled(const Context& ctx, const CubeFile& file, const BaselineOptions& options,
+                                    TileOptions tiles, TiledRun* run) {
+    const CubeShape& s = file.shape();
+    return in_groups(ctx, {s.width, s.height, s.bands, s.dtype,
+                           [&file](int first, int n, const MutableCubeView& dst) { file.read_bands(first, n, dst); }},
+                     options, tiles, run);
 }
 
 }  // namespace cubekit

@@ -67,37 +67,41 @@ void baseline_command(const BaselineArgs& a) {
         throw InvalidInput("edges-baseline: OUT = " + a.output + "; expected a .png or .npy path");
 
     Timings timings;
+    // In groups of bands an ENVI, .npy or GeoTIFF cube is read a group at a time; other formats whole.
+    const std::optional<CubeFile> file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, "edges-baseline", timings, a.input, [&] { return read_input(a.input, common).cube; },
+    auto prepared = context_for_input(
+        common, "edges-baseline", timings, a.input, file, [&] { return read_input(a.input, common).cube; },
         estimate_edge_baseline);
     Context& ctx = prepared.ctx;
     auto& cube = prepared.input;
     nlohmann::json& choice = prepared.backend_choice;
-    if (format == FileFormat::Png && cube.bands() != 1)
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    if (format == FileFormat::Png && shape.bands != 1)
         throw InvalidInput("edges-baseline: OUT " + a.output + " is a PNG, which holds one band, and IN has " +
-                           std::to_string(cube.bands()) + " bands; pick one with --bands N or write .npy");
+                           std::to_string(shape.bands) + " bands; pick one with --bands N or write .npy");
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     const TransferTotals copies = ctx.transfer_totals();
     std::optional<TiledRun> tiled;
     const BaselineResult result = timings.time("edges", [&] {
         if (!tiles) return baseline_edges_with_thresholds(ctx, cube, options);
         tiled.emplace();
-        return baseline_edges_tiled(ctx, cube, options, *tiles, &*tiled);
+        return file ? baseline_edges_tiled(ctx, *file, options, *tiles, &*tiled) : baseline_edges_tiled(ctx, cube, options, *tiles, &*tiled);
     });
     timings.split_transfers(ctx, copies, "edges");
     timings.time("write", [&] { write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write); });
 
     std::int64_t total = 0;
     nlohmann::json j = summary("edges-baseline", ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}};
+    if (tiled) j["input"]["windowed"] = file.has_value();
     j["parameters"] = baseline_parameters(options);
     if (tiled) j["tiled"] = tiled_json(*tiled);
     j["bands"] = band_json(result, options, total);
     j["edge_pixels"] = total;
     j["outputs"] = nlohmann::json::array({{{"path", a.output}, {"format", std::string(format_name(format))},
                                            {"dtype", "u8"}, {"edge_value", format == FileFormat::Png ? 255 : 1}}});
-    say(common, "edges-baseline: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
+    say(common, "edges-baseline: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", " +
                     std::string(baseline_name(options.method)) + ", " + std::to_string(total) + " edge pixels");
     say(common, "  wrote " + a.output);
     emit_json(common, j, timings);
@@ -121,7 +125,8 @@ Action add_edges_baseline(CLI::App& root) {
         "  cubekit edges-baseline scene.mat sobel.npy --var data --method sobel --bands 10-19 --json\n"
         "  cubekit edges-baseline big.hdr canny.npy --device-memory-limit 2G --devices all\n"
         "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size 1xN run groups of whole bands (N a\n"
-        "group when forced), the same maps and thresholds; the input is read whole.");
+        "group when forced), the same maps and thresholds; an ENVI, .npy or GeoTIFF input is then read a group of bands\n"
+        "at a time (input.windowed in --json), other formats whole.");
     input_file(app->add_option("IN", args->input, "input image or cube (any format cubekit reads)"))->required();
     app->add_option("OUT", args->output, "output map: .png (one band) or .npy")->required();
     bind_flags(*app, args->options);
