@@ -166,6 +166,18 @@ TEST(ZernikeTilesCli, GroupsWriteTheSameTable) {
         EXPECT_GT(j["tiled"]["tiles"].get<int>(), 2);
         EXPECT_EQ(j["input"]["images"].get<int>(), 5);
     }
+    // A cube file read a group of bands at a time (CubeFile::read_bands), beside a file of another type
+    // (the batch stacked in f64): the same table.
+    write_cube(testing::random_cube(30, 26, 7, DType::I16, 48, -500, 500, Layout::BIP), dir / "cube.hdr", {.envi_keep_layout = true});
+    write_cube(testing::random_cube(30, 26, 2, DType::F32, 49, 0, 1, Layout::BIP), dir / "two.npy");
+    const std::string files = testing::q(dir / "cube.hdr") + " " + testing::q(dir / "two.npy");
+    const auto whole = testing::run_cli("zernike " + files + " --max-order 8 -o " + testing::q(dir / "w2.csv") + " --quiet");
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    const auto tiled = testing::run_cli("zernike " + files + " --max-order 8 -o " + testing::q(dir / "t2.csv") +
+                                        " --tile-size 1x3 --json --quiet");
+    ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
+    EXPECT_EQ(text(dir / "w2.csv"), text(dir / "t2.csv"));
+    EXPECT_EQ(nlohmann::json::parse(tiled.out)["tiled"]["tiles"].get<int>(), 3);
     const auto bad = testing::run_cli("zernike " + in + " --tile-size 1x2 --reconstruct " + testing::q(dir / "r.png"));
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_NE(bad.err.find("--reconstruct"), std::string::npos) << bad.err;

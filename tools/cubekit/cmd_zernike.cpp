@@ -146,13 +146,30 @@ ImageStack stack_of_files(const ZernikeArgs& a, ZernikeTable& t) {
     }
     name_sources(t, unique);
     t.dtype = std::string(dtype_name(stack.dtype));
-    stack.read = [files, first, common = a.common, dtype = stack.dtype](int from, int count, const MutableCubeView& dst) {
+    stack.read = [files, first, common = a.common, dtype = stack.dtype, W = stack.width, H = stack.height](
+                     int from, int count, const MutableCubeView& dst) {
         std::size_t at = std::size_t(std::upper_bound(first->begin(), first->end(), from) - first->begin()) - 1;
+        const std::size_t plane = std::size_t(W) * std::size_t(H) * dtype_size(dtype);
         for (int done = 0; done < count; ++at) {
-            const Cube images = read_input(files[at], common).cube.to_dtype(dtype).to_layout(Layout::BSQ);
-            const int skip = from + done - (*first)[at], n = std::min(images.bands() - skip, count - done);
-            const std::size_t plane = std::size_t(images.width()) * std::size_t(images.height()) * dtype_size(dtype);
-            std::memcpy(dst.data() + std::size_t(done) * plane, images.bytes() + std::size_t(skip) * plane, std::size_t(n) * plane);
+            const int skip = from + done - (*first)[at];
+            std::byte* into = dst.data() + std::size_t(done) * plane;
+            int n = 0;
+            if (common.bands.empty()) {  // a band range: only those bands are read (CubeFile::read_bands)
+                const CubeFile f(files[at], common.read);
+                n = std::min(f.shape().bands - skip, count - done);
+                const MutableCubeView here = MutableCubeView::host(into, W, H, n, dtype, dense_strides(W, H, n, Layout::BSQ));
+                if (f.shape().dtype == dtype) {
+                    f.read_bands(skip, n, here);
+                } else {  // a batch of mixed types is stacked in f64
+                    Cube part = Cube::uninitialized(W, H, n, f.shape().dtype, Layout::BSQ);
+                    f.read_bands(skip, n, part.mutable_view());
+                    std::memcpy(into, part.to_dtype(dtype).bytes(), std::size_t(n) * plane);
+                }
+            } else {
+                const Cube images = read_input(files[at], common).cube.to_dtype(dtype).to_layout(Layout::BSQ);
+                n = std::min(images.bands() - skip, count - done);
+                std::memcpy(into, images.bytes() + std::size_t(skip) * plane, std::size_t(n) * plane);
+            }
             done += n;
         }
     };
