@@ -241,6 +241,17 @@ std::vector<BadRow> bad_rows() {
         flag_row("tile_size_zero", "--tile-size 0x8", {"--tile-size", "0x8"}),
         flag_row("devices_twice", "--devices 0,0", {"--devices", "0,0"}),
         flag_row("devices_on_cpu", "--devices 0 --backend cpu", {"--devices", "CPU"}),
+        // The tile flags of the families that took them after the table was written.
+        {"edges_baseline_memory_limit_units", 2, [](const fs::path& d) {
+             return Invocation{"edges-baseline " + q(samson()) + " " + q(d / "e.npy") + " --memory-limit 12Q", {"--memory-limit", "12Q"}};
+         }},
+        {"edges_baseline_budget_below_a_band", 2, [](const fs::path& d) {
+             return Invocation{"edges-baseline " + q(samson()) + " " + q(d / "e.npy") + " --memory-limit 4K", {"edges-baseline", "raise"}};
+         }},
+        {"multires_tile_size_zero", 2, [](const fs::path& d) {  // refused before the model is read
+             return Invocation{"detect multires " + q(samson()) + " " + q(d / "w.json") + " --model " + q(samson()) + " --tile-size 0x8",
+                               {"--tile-size", "0x8"}};
+         }},
         {"unknown_output_extension", 2, [](const fs::path& d) {
              return Invocation{"rcmg " + q(samson()) + " " + q(d / "out.xyz"), {(d / "out.xyz").string()}};
          }},
