@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _cubekit, _edges
+from . import _cubekit, _edges, _runtime
 
 _COMMON = ("backend", "device", "threads", "progress")
 
-
-def _dask_array():
-    from .dask import _dask_array as dask_array  # here, not at import: cubekit.dask imports this module
-    return dask_array()
 
 
 def _baseline_chunk(chunk, keywords):
@@ -31,7 +27,7 @@ def baseline_edges(cube, **keywords):
     >>> bool((lazy.compute() == cubekit.baseline_edges(x, method="sobel").edges).all())
     True
     """
-    da = _dask_array()
+    da = _runtime.dask_array()
     if keywords.get("out") is not None:
         raise ValueError("cubekit.dask.baseline_edges: 'out' cannot be given (each chunk makes its own map)")
     allowed = [d[0] for d in _cubekit.baseline_edges_declarations()] + list(_COMMON)

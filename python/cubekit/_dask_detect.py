@@ -9,15 +9,11 @@ import numpy as np
 from . import _classical, _cubekit, _detect, _runtime
 
 
-def _dask_array():
-    from .dask import _dask_array as dask_array  # here, not at import: cubekit.dask imports this module
-    return dask_array()
-
 
 def _pixelwise(cube, function, dtype, outputs=None):
     """function over the chunks of an (H, W, B) array (no halo: a pixel's result is its own), returning
     (H, W) of `dtype`, or (H, W, outputs) when `outputs` is a count."""
-    da = _dask_array()
+    da = _runtime.dask_array()
     a = da.asarray(cube)
     if a.ndim != 3:
         raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W, B)")
@@ -116,7 +112,7 @@ def detect_multires(cube, model, **keywords):
     >>> [(w["x0"], w["y0"], w["width"], w["height"]) for w in r["detections"]]
     [(32, 32, 32, 32)]
     """
-    da = _dask_array()
+    da = _runtime.dask_array()
     text, source, _ = _detect._model_text(model, "detect_multires")
     block = int(json.loads(_cubekit.model_json(text, source, "multires"))["block"])
     common = {k: keywords.pop(k) for k in _COMMON if k in keywords}

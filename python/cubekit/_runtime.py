@@ -296,3 +296,12 @@ def split_common(keywords: dict, out: bool = True):
     target = keywords.pop("out", None) if out else None
     progress = keywords.pop("progress", None)
     return backend, device, threads, target, progress
+
+
+def dask_array():
+    """dask.array, or an ImportError saying how to install Dask (cubekit.dask and its modules)."""
+    try:
+        import dask.array as da
+    except ImportError as e:  # pragma: no cover - dask is optional
+        raise ImportError("cubekit.dask needs Dask (Debian: python3-dask; pip: dask[array])") from e
+    return da

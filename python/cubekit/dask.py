@@ -36,12 +36,7 @@ __all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "baseline_edges",
 RCMG_HALO = 1
 
 
-def _dask_array():
-    try:
-        import dask.array as da
-    except ImportError as e:  # pragma: no cover - dask is optional
-        raise ImportError("cubekit.dask needs Dask (Debian: python3-dask; pip: dask[array])") from e
-    return da
+_dask_array = _runtime.dask_array
 
 
 #: Pixels each entropy-edges chunk reads beyond its own (the 3x3 rule), once the scene's statistics are known.
