@@ -373,8 +373,12 @@ TEST(BaselineEdges, InGroupsOfBandsEqualWhole) {
                     EXPECT_EQ(g.thresholds[b].high, whole.thresholds[b].high);
                     EXPECT_EQ(g.thresholds[b].low, whole.thresholds[b].low);
                 }
-                if (t.tile_height == 2) EXPECT_EQ(run.tiles, 4u);
-                if (t.memory_limit) EXPECT_LE(run.peak_bytes, t.memory_limit);
+                if (t.tile_height == 2) {
+                    EXPECT_EQ(run.tiles, 4u);
+                }
+                if (t.memory_limit) {
+                    EXPECT_LE(run.peak_bytes, t.memory_limit);
+                }
             }
         }
     }

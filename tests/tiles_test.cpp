@@ -162,6 +162,25 @@ TEST(TilesCli, RcmgMemoryLimitWritesTheSameGradient) {
     EXPECT_LE(j["tiled"]["peak_bytes"].get<std::size_t>(), 65536u);
     EXPECT_TRUE(j["input"]["windowed"].get<bool>());  // ENVI: read by windows, never whole
     EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "whole.npy"), read_cube(dir / "tiled.npy")));
+    EXPECT_TRUE(j["outputs"][0].value("streamed", false));  // the gradient landed in tiled.npy tile by tile
+
+    // Several outputs: the first .npy/ENVI one is filled in place, the others written from it.
+    const auto whole3 = testing::run_cli("rcmg " + in + " " + testing::q(dir / "w3.png") + " " + testing::q(dir / "w3.hdr") +
+                                         " " + testing::q(dir / "w3.npy") + " --backend cpu --quiet");
+    ASSERT_EQ(whole3.exit_code, 0) << whole3.err;
+    const auto tiled3 = testing::run_cli("rcmg " + in + " " + testing::q(dir / "t3.png") + " " + testing::q(dir / "t3.hdr") +
+                                         " " + testing::q(dir / "t3.npy") + " --backend cpu --memory-limit 64K --json --quiet");
+    ASSERT_EQ(tiled3.exit_code, 0) << tiled3.err;
+    const auto j3 = nlohmann::json::parse(tiled3.out);
+    ASSERT_EQ(j3["outputs"].size(), 3u);
+    int streamed = 0;
+    for (const auto& o : j3["outputs"]) streamed += o.value("streamed", false) ? 1 : 0;
+    EXPECT_EQ(streamed, 1);
+    EXPECT_EQ(j3["outputs"][2]["path"], (dir / "t3.hdr").string());  // the streamed one is put in place last
+    EXPECT_EQ(j3["gradient"], nlohmann::json::parse(testing::run_cli("rcmg " + in + " " + testing::q(dir / "w4.npy") +
+                                                                     " --backend cpu --json --quiet").out)["gradient"]);
+    for (const char* ext : {".png", ".hdr", ".img", ".npy"})
+        EXPECT_EQ(testing::read_text(dir / (std::string("w3") + ext)), testing::read_text(dir / (std::string("t3") + ext))) << ext;
     const auto forced = testing::run_cli("rcmg " + in + " " + testing::q(dir / "forced.npy") +
                                          " --backend cpu --tile-size 7x5 --json --quiet");
     ASSERT_EQ(forced.exit_code, 0) << forced.err;
@@ -348,6 +367,8 @@ TEST(TilesCli, EdgesBaselineBandGroupsWriteTheSameOutputs) {
     const nlohmann::json jw = nlohmann::json::parse(whole.out), jt = nlohmann::json::parse(tiled.out);
     EXPECT_EQ(jt["tiled"]["tiles"].get<int>(), 3);
     EXPECT_TRUE(jt["input"]["windowed"].get<bool>());  // the .npy read a group of bands at a time
+    EXPECT_TRUE(jt["outputs"][0].value("streamed", false));  // and its edges written group by group
+    EXPECT_FALSE(jw["outputs"][0].value("streamed", false));
     EXPECT_EQ(jw["bands"], jt["bands"]);
     EXPECT_GT(jw["edge_pixels"].get<std::int64_t>(), 0);
     EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.npy"), read_cube(dir / "t.npy")));

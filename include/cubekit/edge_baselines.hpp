@@ -146,6 +146,17 @@ BaselineResult baseline_edges_tiled(const Context& ctx, const CubeView& cube, co
 /// to fit in memory; only the edges (one byte per sample) are held whole.
 BaselineResult baseline_edges_tiled(const Context& ctx, const CubeFile& file, const BaselineOptions& options = {},
                                     TileOptions tiles = {}, TiledRun* run = nullptr);
+/// The same into a caller's host output (W×H×B u8 {0,1}, any strides), group by group: with a
+/// CubeFileWriter's view the edges go to a file as they are made and are never held whole. Returns
+/// the thresholds of every band; InvalidInput naming `edges` when its shape, type or memory does not fit.
+///
+///     cubekit::CubeFile f("flight.hdr");
+///     cubekit::CubeFileWriter out("canny.npy", {f.shape().width, f.shape().height, f.shape().bands, cubekit::DType::U8});
+///     auto t = cubekit::baseline_edges_tiled_into(gpu, f, out.view(), {}, {.memory_limit = 1ull << 30});
+///     out.commit();
+std::vector<BaselineThreshold> baseline_edges_tiled_into(const Context& ctx, const CubeFile& file,
+                                                         const MutableCubeView& edges, const BaselineOptions& options = {},
+                                                         TileOptions tiles = {}, TiledRun* run = nullptr);
 
 /// Comparison of a predicted edge map with a reference map (spec §6). d(p) is the exact Euclidean
 /// distance from p to the nearest edge pixel of the other map.

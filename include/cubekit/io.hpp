@@ -154,6 +154,46 @@ void visit_fields(O& o, V&& visit) {
 /// (PNG) bands; other types throw InvalidInput (convert with to_display_u8 first).
 void write_cube(const Cube& cube, const std::filesystem::path& path, const WriteOptions& options = {});
 
+/// An output cube written where it will lie: a temporary file in the output's folder, given its full
+/// size on disk and mapped into memory, so that a tiled run fills it tile by tile (any thread, any
+/// window) and the result never has to fit in memory (the kernel writes the pages back as they fill).
+/// commit() renames it onto `path` (ENVI: the data file, then the header); a writer destroyed without
+/// commit() removes its temporaries, so a failed run leaves nothing. Formats: .npy (C order: (H, W) or
+/// (H, W, B), i.e. BIP) and ENVI (the interleave of `options`: shape.layout unless envi_keep_layout is
+/// off); streamable() tells whether a path is one of them. Throws IoError (naming the path) when the
+/// folder is not writable or the disk cannot hold the file, InvalidInput for an empty shape or a
+/// format that cannot be streamed.
+///
+///     cubekit::CubeFileWriter out("gradient.npy", {.width = W, .height = H, .bands = 1, .dtype = cubekit::DType::F32});
+///     cubekit::rcmg_tiled(gpu, cubekit::CubeFile("flight.hdr"), out.view(), {}, {.memory_limit = 1ull << 30});
+///     out.commit();
+class CubeFileWriter {
+public:
+    CubeFileWriter(const std::filesystem::path& path, const CubeShape& shape, const Metadata& metadata,
+                   const WriteOptions& options);
+    CubeFileWriter(const std::filesystem::path& path, const CubeShape& shape, const Metadata& metadata = {});
+    ~CubeFileWriter();
+    CubeFileWriter(CubeFileWriter&&) noexcept;
+    CubeFileWriter& operator=(CubeFileWriter&&) noexcept;
+    CubeFileWriter(const CubeFileWriter&) = delete;
+    CubeFileWriter& operator=(const CubeFileWriter&) = delete;
+    /// True when `path` names a format written in place (.npy, ENVI) and the host stores numbers
+    /// little-endian (the files' order; a big-endian host writes whole cubes with write_cube).
+    static bool streamable(const std::filesystem::path& path, const WriteOptions& options);
+    static bool streamable(const std::filesystem::path& path);
+    /// The samples, host memory in the file's layout (the shape given, its layout as written). Valid
+    /// until commit() or destruction.
+    const MutableCubeView& view() const;
+    /// The shape as written (layout: the file's).
+    const CubeShape& shape() const;
+    /// Puts the file in place. Throws IoError when a rename fails (nothing is left then).
+    void commit();
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
 /// Writes `text` to `path` atomically, like write_cube: a temporary in the target folder renamed
 /// over the target when complete; on failure neither is left. Throws IoError naming the path.
 void write_text_file(const std::filesystem::path& path, std::string_view text);

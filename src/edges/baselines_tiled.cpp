@@ -32,8 +32,8 @@ struct BandSource {
     std::function<void(int first, int n, const MutableCubeView& dst)> read;
 };
 
-BaselineResult in_groups(const Context& ctx, const BandSource& src, const BaselineOptions& options, TileOptions tiles,
-                         TiledRun* run) {
+std::vector<BaselineThreshold> in_groups(const Context& ctx, const BandSource& src, const MutableCubeView& edges,
+                                         const BaselineOptions& options, TileOptions tiles, TiledRun* run) {
     check_baseline_options(options);
     const int W = src.width, H = src.height, B = src.bands;
     if (W < 1 || H < 1 || B < 1)
@@ -41,7 +41,10 @@ BaselineResult in_groups(const Context& ctx, const BandSource& src, const Baseli
     const std::int64_t pixels = std::int64_t(W) * H;
     if (pixels > INT_MAX)
         throw InvalidInput("baseline_edges: bands of " + std::to_string(pixels) + " pixels; at most 2^31 - 1 in groups");
-    BaselineResult result{Cube::uninitialized(W, H, B, DType::U8, Layout::BSQ), std::vector<BaselineThreshold>(std::size_t(B))};
+    if (edges.on_device() || edges.width() != W || edges.height() != H || edges.bands() != B || edges.dtype() != DType::U8)
+        throw InvalidInput("baseline_edges: the edges output is " + edges.describe() + "; expected host memory of " +
+                           std::to_string(W) + "x" + std::to_string(H) + "x" + std::to_string(B) + " u8");
+    std::vector<BaselineThreshold> thresholds(static_cast<std::size_t>(B));
 
     detail::TileSource source;
     source.width = int(pixels), source.height = B, source.bands = 1, source.dtype = src.dtype;
@@ -62,7 +65,7 @@ BaselineResult in_groups(const Context& ctx, const BandSource& src, const Baseli
         const Strides bsq = dense_strides(W, H, t.height, Layout::BSQ);
         const CubeView group = in.on_device() ? CubeView::device(in.data(), in.device(), W, H, t.height, in.dtype(), bsq)
                                               : CubeView::host(in.data(), W, H, t.height, in.dtype(), bsq);
-        const MutableCubeView bands = result.edges.mutable_view().band_range(t.y0, t.height);
+        const MutableCubeView bands = edges.band_range(t.y0, t.height);
         std::vector<BaselineThreshold> cut;
         if (!c.is_cuda()) {
             cut = baseline_edges_into(c, group, bands, options);
@@ -72,31 +75,54 @@ BaselineResult in_groups(const Context& ctx, const BandSource& src, const Baseli
             copy_cube(c, on_device, bands);
             c.synchronize();
         }
-        std::copy(cut.begin(), cut.end(), result.thresholds.begin() + t.y0);
+        std::copy(cut.begin(), cut.end(), thresholds.begin() + t.y0);
     };
     const TiledRun done = detail::run_local_tiles(ctx, source, MutableCubeView{}, k, tiles, "edges-baseline");
     if (run) *run = done;
-    return result;
+    return thresholds;
+}
+
+BandSource bands_of(const CubeView& cube) {
+    if (cube.on_device()) throw InvalidInput("baseline_edges: the cube is on a device; the tiled call takes host memory");
+    return {cube.width(), cube.height(), cube.bands(), cube.dtype(), [&cube](int first, int n, const MutableCubeView& dst) {
+                detail::copy_cube_host(cube.band_range(first, n), dst);
+            }};
+}
+
+BandSource bands_of(const CubeFile& file) {
+    const CubeShape& s = file.shape();
+    return {s.width, s.height, s.bands, s.dtype,
+            [&file](int first, int n, const MutableCubeView& dst) { file.read_bands(first, n, dst); }};
+}
+
+template <class Input>
+BaselineResult into_new_cube(const Context& ctx, const Input& in, const BaselineOptions& options, TileOptions tiles,
+                             TiledRun* run) {
+    const BandSource src = bands_of(in);
+    check_baseline_options(options);
+    BaselineResult r;
+    if (src.width >= 1 && src.height >= 1 && src.bands >= 1)
+        r.edges = Cube::uninitialized(src.width, src.height, src.bands, DType::U8, Layout::BSQ);
+    r.thresholds = in_groups(ctx, src, r.edges.mutable_view(), options, tiles, run);
+    return r;
 }
 
 }  // namespace
 
 BaselineResult baseline_edges_tiled(const Context& ctx, const CubeView& cube, const BaselineOptions& options,
                                     TileOptions tiles, TiledRun* run) {
-    if (cube.on_device()) throw InvalidInput("baseline_edges: the cube is on a device; the tiled call takes host memory");
-    return in_groups(ctx, {cube.width(), cube.height(), cube.bands(), cube.dtype(),
-                           [&cube](int first, int n, const MutableCubeView& dst) {
-                               detail::copy_cube_host(cube.band_range(first, n), dst);
-                           }},
-                     options, tiles, run);
+    return into_new_cube(ctx, cube, options, tiles, run);
 }
 
 BaselineResult baseline_edges_tiled(const Context& ctx, const CubeFile& file, const BaselineOptions& options,
                                     TileOptions tiles, TiledRun* run) {
-    const CubeShape& s = file.shape();
-    return in_groups(ctx, {s.width, s.height, s.bands, s.dtype,
-                           [&file](int first, int n, const MutableCubeView& dst) { file.read_bands(first, n, dst); }},
-                     options, tiles, run);
+    return into_new_cube(ctx, file, options, tiles, run);
+}
+
+std::vector<BaselineThreshold> baseline_edges_tiled_into(const Context& ctx, const CubeFile& file,
+                                                         const MutableCubeView& edges, const BaselineOptions& options,
+                                                         TileOptions tiles, TiledRun* run) {
+    return in_groups(ctx, bands_of(file), edges, options, tiles, run);
 }
 
 }  // namespace cubekit

@@ -2,6 +2,7 @@
 // write_text_file, the one public atomic text writer), the input file used by every hand-written
 // reader, and the two error constructors.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -120,7 +121,8 @@ AtomicFile::AtomicFile(std::string_view fn, fs::path target) : fn_(fn), target_(
     const std::string base = "." + target_.filename().string() + ".tmp-";
     for (int attempt = 0; attempt < 100; ++attempt) {
         fs::path candidate = dir / (base + random_suffix());
-        fd_ = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        // Read-write: map() needs a descriptor it can read through (mmap requires it even for writing).
+        fd_ = ::open(candidate.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd_ >= 0) {
             temp_ = std::move(candidate);
             const std::lock_guard lock(live().mutex);
@@ -134,6 +136,7 @@ AtomicFile::AtomicFile(std::string_view fn, fs::path target) : fn_(fn), target_(
 }
 
 AtomicFile::~AtomicFile() {
+    if (map_) ::munmap(map_, map_size_);
     if (fd_ >= 0) ::close(fd_);
     if (!committed_ && !temp_.empty()) {
         ::unlink(temp_.c_str());
@@ -194,7 +197,26 @@ void AtomicFile::write_cube_le(const Cube& cube) {
     }
 }
 
+std::byte* AtomicFile::map(std::uint64_t size) {
+    if (fd_ < 0 || map_) throw_invalid(fn_, target_, "internal error: map after close or twice");
+    flush();
+    // Reserve the blocks first: a full disk is then an error here, not a SIGBUS when a page is
+    // first written through the mapping. glibc writes zeros where the file system cannot reserve.
+    if (const int err = ::posix_fallocate(fd_, 0, off_t(size)); err != 0) throw_os_error(fn_, target_, "cannot reserve the output's size", err);
+    void* p = ::mmap(nullptr, std::size_t(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) throw_os_error(fn_, target_, "cannot map the output into memory", errno);
+    map_ = static_cast<std::byte*>(p);
+    map_size_ = std::size_t(size);
+    return map_;
+}
+
 void AtomicFile::close() {
+    if (map_) {
+        // The kernel writes the mapped pages back like the pages of write(); no msync (no fsync either).
+        const int r = ::munmap(map_, map_size_);
+        map_ = nullptr;
+        if (r != 0) throw_os_error(fn_, target_, "cannot unmap", errno);
+    }
     if (fd_ < 0) return;
     flush();
     const int fd = fd_;

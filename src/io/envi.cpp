@@ -381,39 +381,32 @@ Cube read_envi(const fs::path& path) {
     return cube;
 }
 
-void write_envi(const Cube& cube, const fs::path& path, const WriteOptions& options) {
-    if (cube.width() <= 0 || cube.height() <= 0 || cube.bands() <= 0)
-        throw_invalid(kWrite, path, "the cube is empty (" + cube.shape().describe() + "); ENVI needs at least 1x1x1");
-    const Metadata& meta = cube.metadata();
-    if (!meta.wavelengths.empty() && meta.wavelengths.size() != std::size_t(cube.bands()))
-        throw_invalid(kWrite, path, "the metadata has " + std::to_string(meta.wavelengths.size()) +
-                                        " wavelengths for " + std::to_string(cube.bands()) + " bands");
-    if (!meta.band_names.empty() && meta.band_names.size() != std::size_t(cube.bands()))
-        throw_invalid(kWrite, path, "the metadata has " + std::to_string(meta.band_names.size()) +
-                                        " band names for " + std::to_string(cube.bands()) + " bands");
-
+std::pair<fs::path, fs::path> envi_output_paths(const fs::path& path) {
     fs::path data = path, hdr = path;
     if (lower_extension(path) == ".hdr")
         data.replace_extension(".img");
     else
         hdr.replace_extension(".hdr");
+    return {data, hdr};
+}
 
-    const Layout layout = options.envi_keep_layout ? cube.layout() : options.envi_layout;
-    Cube converted;
-    const Cube* src = &cube;
-    if (layout != cube.layout()) {
-        converted = cube.to_layout(layout);
-        src = &converted;
-    }
-
+std::string envi_header(const CubeShape& shape, Layout layout, const Metadata& meta, const fs::path& path) {
+    if (shape.width <= 0 || shape.height <= 0 || shape.bands <= 0)
+        throw_invalid(kWrite, path, "the cube is empty (" + shape.describe() + "); ENVI needs at least 1x1x1");
+    if (!meta.wavelengths.empty() && meta.wavelengths.size() != std::size_t(shape.bands))
+        throw_invalid(kWrite, path, "the metadata has " + std::to_string(meta.wavelengths.size()) +
+                                        " wavelengths for " + std::to_string(shape.bands) + " bands");
+    if (!meta.band_names.empty() && meta.band_names.size() != std::size_t(shape.bands))
+        throw_invalid(kWrite, path, "the metadata has " + std::to_string(meta.band_names.size()) +
+                                        " band names for " + std::to_string(shape.bands) + " bands");
     std::string h = "ENVI\n";
     if (!meta.description.empty()) h += "description = {" + meta.description + "}\n";
-    h += "samples = " + std::to_string(cube.width()) + "\n";
-    h += "lines = " + std::to_string(cube.height()) + "\n";
-    h += "bands = " + std::to_string(cube.bands()) + "\n";
+    h += "samples = " + std::to_string(shape.width) + "\n";
+    h += "lines = " + std::to_string(shape.height) + "\n";
+    h += "bands = " + std::to_string(shape.bands) + "\n";
     h += "header offset = 0\n";
     h += "file type = ENVI Standard\n";
-    h += "data type = " + std::to_string(envi_code(cube.dtype())) + "\n";
+    h += "data type = " + std::to_string(envi_code(shape.dtype)) + "\n";
     h += "interleave = " + std::string(layout_name(layout)) + "\n";
     h += "byte order = 0\n";
     if (!meta.map_info.empty()) h += "map info = {" + meta.map_info + "}\n";
@@ -438,6 +431,32 @@ void write_envi(const Cube& cube, const fs::path& path, const WriteOptions& opti
         if (kKnownKeys.count(to_lower(trim(key))) || trim(key).empty()) continue;
         h += std::string(trim(key)) + " = " + value + "\n";
     }
+    return h;
+}
+
+void commit_envi_pair(AtomicFile& data_file, AtomicFile& header_file) {
+    data_file.close();
+    header_file.close();
+    data_file.commit();
+    try {
+        header_file.commit();
+    } catch (...) {
+        std::error_code ec;
+        fs::remove(data_file.target(), ec);
+        throw;
+    }
+}
+
+void write_envi(const Cube& cube, const fs::path& path, const WriteOptions& options) {
+    const Layout layout = options.envi_keep_layout ? cube.layout() : options.envi_layout;
+    const std::string h = envi_header(cube.shape(), layout, cube.metadata(), path);
+    const auto [data, hdr] = envi_output_paths(path);
+    Cube converted;
+    const Cube* src = &cube;
+    if (layout != cube.layout()) {
+        converted = cube.to_layout(layout);
+        src = &converted;
+    }
 
     // Both files go to temporaries first; the data is renamed into place before the header, so a
     // reader never finds a new header next to old data. If the header rename fails, the data just
@@ -445,17 +464,8 @@ void write_envi(const Cube& cube, const fs::path& path, const WriteOptions& opti
     AtomicFile data_file(kWrite, data);
     AtomicFile header_file(kWrite, hdr);
     data_file.write_cube_le(*src);
-    data_file.close();
     header_file.write(h);
-    header_file.close();
-    data_file.commit();
-    try {
-        header_file.commit();
-    } catch (...) {
-        std::error_code ec;
-        fs::remove(data, ec);
-        throw;
-    }
+    commit_envi_pair(data_file, header_file);
 }
 
 }  // namespace cubekit::io_detail

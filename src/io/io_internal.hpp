@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cubekit/cube.hpp"
@@ -88,7 +89,11 @@ public:
     void write(std::string_view s) { write(s.data(), s.size()); }
     /// Writes the samples of `cube` in its own layout, little-endian.
     void write_cube_le(const Cube& cube);
-    /// Flushes and closes the temporary (idempotent). Throws IoError on a flush/close failure.
+    /// Writes what is buffered, gives the temporary `size` bytes (reserved on disk) and maps all of them
+    /// into memory, writable: the caller fills the file through the pointer (any thread), after the
+    /// bytes written before. Valid until close(). Throws IoError when the disk cannot hold `size`.
+    std::byte* map(std::uint64_t size);
+    /// Unmaps, flushes and closes the temporary (idempotent). Throws IoError on a flush/close failure.
     void close();
     /// close(), then renames the temporary over the target.
     void commit();
@@ -103,6 +108,8 @@ private:
     fs::path temp_;
     int fd_ = -1;
     bool committed_ = false;
+    std::byte* map_ = nullptr;
+    std::size_t map_size_ = 0;
     std::vector<char> buf_;
     std::size_t used_ = 0;
 };
@@ -131,6 +138,19 @@ Cube read_envi(const fs::path& path);
 void write_envi(const Cube& cube, const fs::path& path, const WriteOptions& options);
 Cube read_npy(const fs::path& path);
 void write_npy(const Cube& cube, const fs::path& path);
+/// The bytes of a .npy file before its samples (magic, version, the padded dictionary: the data start
+/// on a 64-byte boundary), for a C-order (H, W) or (H, W, B) array of shape.dtype. InvalidInput naming
+/// `path` when the shape is empty.
+std::string npy_header(const CubeShape& shape, const fs::path& path);
+/// The data file and the header file an ENVI output `path` (either of them named) is written as.
+std::pair<fs::path, fs::path> envi_output_paths(const fs::path& path);
+/// The text of an ENVI header for samples of `shape` in `layout`, little-endian, with `meta`'s
+/// wavelengths, band names, map info and extra keys. InvalidInput naming `path` when the shape is
+/// empty or the metadata's lists do not have one entry per band.
+std::string envi_header(const CubeShape& shape, Layout layout, const Metadata& meta, const fs::path& path);
+/// Renames an ENVI pair into place, data first, so a reader never finds a new header beside old data;
+/// when the header's rename fails, the data just renamed is removed again.
+void commit_envi_pair(AtomicFile& data_file, AtomicFile& header_file);
 Cube read_mat(const fs::path& path, const std::string& var);
 std::vector<std::string> list_mat(const fs::path& path);
 Cube read_png(const fs::path& path);

@@ -251,14 +251,14 @@ Cube read_npy(const fs::path& path) {
     return cube;
 }
 
-void write_npy(const Cube& cube, const fs::path& path) {
-    if (cube.width() <= 0 || cube.height() <= 0 || cube.bands() <= 0)
-        throw_invalid(kWrite, path, "the cube is empty (" + cube.shape().describe() + ")");
-    const std::string descr = std::string(cube.dtype() == DType::U8 ? "|" : "<") + npy_code(cube.dtype());
-    std::string shape = "(" + std::to_string(cube.height()) + ", " + std::to_string(cube.width());
-    if (cube.bands() > 1) shape += ", " + std::to_string(cube.bands());
-    shape += ")";
-    std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+std::string npy_header(const CubeShape& shape, const fs::path& path) {
+    if (shape.width <= 0 || shape.height <= 0 || shape.bands <= 0)
+        throw_invalid(kWrite, path, "the cube is empty (" + shape.describe() + ")");
+    const std::string descr = std::string(shape.dtype == DType::U8 ? "|" : "<") + npy_code(shape.dtype);
+    std::string dims = "(" + std::to_string(shape.height) + ", " + std::to_string(shape.width);
+    if (shape.bands > 1) dims += ", " + std::to_string(shape.bands);
+    dims += ")";
+    std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + dims + ", }";
     // Pad with spaces and a final newline so that the data starts on a 64-byte boundary (what
     // numpy itself writes since 1.14; older readers accept it too).
     const std::size_t prefix = 10;  // magic, version, u16 length
@@ -267,7 +267,12 @@ void write_npy(const Cube& cube, const fs::path& path) {
     dict.append(total - prefix - dict.size() - 1, ' ');
     dict += '\n';
     if (dict.size() > 65535) throw_invalid(kWrite, path, "internal error: header too long for format 1.0");
+    const char pre[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, char(dict.size() & 0xFF), char(dict.size() >> 8)};
+    return std::string(pre, sizeof(pre)) + dict;
+}
 
+void write_npy(const Cube& cube, const fs::path& path) {
+    const std::string header = npy_header(cube.shape(), path);
     Cube converted;
     const Cube* src = &cube;
     if (cube.layout() != Layout::BIP && cube.bands() > 1) {
@@ -275,10 +280,7 @@ void write_npy(const Cube& cube, const fs::path& path) {
         src = &converted;
     }
     AtomicFile out(kWrite, path);
-    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(dict.size() & 0xFF),
-                                   static_cast<unsigned char>(dict.size() >> 8)};
-    out.write(pre, sizeof(pre));
-    out.write(dict);
+    out.write(header);
     out.write_cube_le(*src);
     out.commit();
 }

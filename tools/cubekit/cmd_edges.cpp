@@ -92,7 +92,7 @@ Cube vote_count_for_file(const EntropyEdgeResult& r, const EntropyEdgeOptions& o
 
 /// Writes every output asked for; a failure takes back what was written.
 OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, const EntropyEdgeResult& r,
-                               const std::vector<int>& band_index, const Metadata& georef) {
+                               const std::vector<int>& band_index, const Metadata& georef, InPlaceResult* in_place) {
     // The maps lie on the input's map (ENVI map info, GeoTIFF georeference).
     const auto placed = [&](Cube c) {
         c.metadata() = georef;
@@ -101,7 +101,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
     OutputList written;
     MadeFolders folders;
     try {
-        if (!a.output.empty()) {
+        if (!a.output.empty() && !in_place) {
             write_cube(placed(binary_map_for_file(r.edges, a.output, a.invert)), a.output, a.common.write);
             written.add(a.output, "edges", std::string(format_name(output_format(a.output))), "u8");
         }
@@ -126,6 +126,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
             written.add(a.vote_count_out, "vote count", std::string(format_name(output_format(a.vote_count_out))),
                         std::string(dtype_name(count.dtype())));
         }
+        if (in_place) in_place->commit(written, {{"role", "edges"}});  // last: it unmaps r.edges
     } catch (...) {
         written.remove_all();
         folders.remove_made();
@@ -141,12 +142,17 @@ std::string tiles_refusal(const EdgesArgs& a, const EntropyEdgeOptions& o, int b
     return entropy_edges_tiled_refusal(o, bands);
 }
 
-// The detector in tiles: from the file by windows, or from the cube read whole.
+// The detector in tiles: from the file by windows, or from the cube read whole; into `in_place` (the
+// .npy OUT filled tile by tile) when given.
 EntropyEdgeResult run_tiled(const Context& ctx, const std::optional<CubeFile>& file, const Cube& cube,
-                            const EntropyEdgeOptions& o, const TileOptions& tiles, nlohmann::json& tiled_report) {
+                            const EntropyEdgeOptions& o, const TileOptions& tiles, nlohmann::json& tiled_report,
+                            InPlaceResult* in_place = nullptr) {
     const CubeShape shape = file ? file->shape() : cube.shape();
     EntropyEdgeResult r;
-    r.edges = Cube(shape.width, shape.height, entropy_edges_bands(shape.bands, o).edges, DType::U8);
+    if (in_place)
+        r.edges = Cube::borrow(in_place->view());
+    else
+        r.edges = Cube(shape.width, shape.height, entropy_edges_bands(shape.bands, o).edges, DType::U8);
     const EntropyEdgeTiled t = file ? entropy_edges_tiled(ctx, *file, r.edges.mutable_view(), o, tiles)
                                     : entropy_edges_tiled(ctx, cube, r.edges.mutable_view(), o, tiles);
     static_cast<EntropyEdgeSummary&>(r) = t.summary;
@@ -198,10 +204,18 @@ void run_edges(const EdgesArgs& a) {
         in.cube = timings.time("read", [&] { return read_input(a.input, common).cube; });
     const Metadata georef = file ? file->metadata().georeference() : in.cube.metadata().georeference();
 
+    // A map read by windows lands tile by tile in a .npy OUT (which holds 0/1, as the map is computed;
+    // other formats get 255 for an edge).
+    std::optional<InPlaceResult> in_place;
+    if (tiled && file && !a.output.empty() && output_format(a.output) == FileFormat::Npy &&
+        CubeFileWriter::streamable(a.output, a.common.write))
+        in_place.emplace(std::vector{a.output},
+                         CubeShape{shape.width, shape.height, entropy_edges_bands(shape.bands, o).edges, DType::U8},
+                         georef, a.common.write);
     const TransferTotals copies = ctx.transfer_totals();
     nlohmann::json tiled_report;
     const EntropyEdgeResult r = timings.time("edges", [&] {
-        if (tiled) return run_tiled(ctx, file, in.cube, o, *tiles, tiled_report);
+        if (tiled) return run_tiled(ctx, file, in.cube, o, *tiles, tiled_report, in_place ? &*in_place : nullptr);
         try {
             return entropy_edges(ctx, in.cube, o);
         } catch (const OutOfMemory& e) {
@@ -212,10 +226,11 @@ void run_edges(const EdgesArgs& a) {
         }
     });
     timings.split_transfers(ctx, copies, "edges");
-    const OutputList written = timings.time("write", [&] { return write_edges_outputs(a, o, r, in.bands, georef); });
-
-    std::int64_t edge_pixels = 0;
+    std::int64_t edge_pixels = 0;  // before the writes: putting in_place in place unmaps r.edges
     for (std::size_t i = 0; i < r.edges.num_elements(); ++i) edge_pixels += r.edges.data<std::uint8_t>()[i] != 0;
+    const std::size_t edge_samples = r.edges.num_elements();
+    const OutputList written = timings.time(
+        "write", [&] { return write_edges_outputs(a, o, r, in.bands, georef, in_place ? &*in_place : nullptr); });
     nlohmann::json j = summary("edges", ctx, choice);
     j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}, {"bands_used", in.bands}};
     if (file && tiles) j["input"]["windowed"] = true;
@@ -227,7 +242,7 @@ void run_edges(const EdgesArgs& a) {
         j["explained_variance_ratio"] = r.explained_variance_ratio;
     }
     j["edge_pixels"] = edge_pixels;
-    j["edge_fraction"] = r.edges.num_elements() ? double(edge_pixels) / double(r.edges.num_elements()) : 0.0;
+    j["edge_fraction"] = edge_samples ? double(edge_pixels) / double(edge_samples) : 0.0;
     j["outputs"] = written.json();
     say(common, "edges: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", fusion " +
                     std::string(fusion_name(o.fusion)) + ", " + std::to_string(edge_pixels) + " edge pixels");

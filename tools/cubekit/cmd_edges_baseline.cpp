@@ -39,13 +39,18 @@ nlohmann::json baseline_parameters(const BaselineOptions& o) {
 
 /// Per band: the threshold(s) cut at and the edge pixels.
 nlohmann::json band_json(const BaselineResult& result, const BaselineOptions& o, std::int64_t& total) {
-    const std::size_t N = result.edges.shape().num_pixels();
+    const CubeShape& s = result.edges.shape();
+    const std::size_t N = s.num_pixels(), B = std::size_t(s.bands), W = std::size_t(s.width);
     const std::uint8_t* e = result.edges.data<std::uint8_t>();
+    std::vector<std::int64_t> counts(B, 0);  // the edges are dense in any layout (a streamed .npy is BIP)
+    for (std::size_t i = 0; i < N * B; ++i) {
+        const std::size_t b = s.layout == Layout::BSQ ? i / N : s.layout == Layout::BIP ? i % B : (i / W) % B;
+        counts[b] += e[i];
+    }
     nlohmann::json bands = nlohmann::json::array();
     total = 0;
     for (int b = 0; b < result.edges.bands(); ++b) {
-        std::int64_t count = 0;
-        for (std::size_t i = 0; i < N; ++i) count += e[std::size_t(b) * N + i];
+        const std::int64_t count = counts[std::size_t(b)];
         total += count;
         nlohmann::json jb = {{"band", b}, {"threshold", result.thresholds[std::size_t(b)].high}, {"edge_pixels", count}};
         if (o.method == BaselineMethod::Canny) jb["low_threshold"] = result.thresholds[std::size_t(b)].low;
@@ -81,26 +86,40 @@ void baseline_command(const BaselineArgs& a) {
         throw InvalidInput("edges-baseline: OUT " + a.output + " is a PNG, which holds one band, and IN has " +
                            std::to_string(shape.bands) + " bands; pick one with --bands N or write .npy");
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
+    // Groups read from a file write their edges straight into a .npy OUT: the map is never held whole.
+    std::optional<InPlaceResult> in_place;
+    if (file && format == FileFormat::Npy && CubeFileWriter::streamable(a.output, common.write))
+        in_place.emplace(std::vector{a.output}, CubeShape{shape.width, shape.height, shape.bands, DType::U8},
+                         file->metadata().georeference(), common.write);
     const TransferTotals copies = ctx.transfer_totals();
     std::optional<TiledRun> tiled;
     const BaselineResult result = timings.time("edges", [&] {
         if (!tiles) return baseline_edges_with_thresholds(ctx, cube, options);
         tiled.emplace();
+        if (in_place)
+            return BaselineResult{Cube::borrow(in_place->view()),
+                                  baseline_edges_tiled_into(ctx, *file, in_place->view(), options, *tiles, &*tiled)};
         return file ? baseline_edges_tiled(ctx, *file, options, *tiles, &*tiled) : baseline_edges_tiled(ctx, cube, options, *tiles, &*tiled);
     });
     timings.split_transfers(ctx, copies, "edges");
-    timings.time("write", [&] { write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write); });
-
     std::int64_t total = 0;
+    const nlohmann::json bands = band_json(result, options, total);  // before in_place is put in place (unmapped)
+    timings.time("write", [&] {
+        if (!in_place) return write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write);
+        OutputList written;
+        in_place->commit(written);
+    });
+
     nlohmann::json j = summary("edges-baseline", ctx, choice);
     j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}};
     if (tiled) j["input"]["windowed"] = file.has_value();
     j["parameters"] = baseline_parameters(options);
     if (tiled) j["tiled"] = tiled_json(*tiled);
-    j["bands"] = band_json(result, options, total);
+    j["bands"] = bands;
     j["edge_pixels"] = total;
     j["outputs"] = nlohmann::json::array({{{"path", a.output}, {"format", std::string(format_name(format))},
                                            {"dtype", "u8"}, {"edge_value", format == FileFormat::Png ? 255 : 1}}});
+    if (in_place) j["outputs"][0]["streamed"] = true;
     say(common, "edges-baseline: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", " +
                     std::string(baseline_name(options.method)) + ", " + std::to_string(total) + " edge pixels");
     say(common, "  wrote " + a.output);

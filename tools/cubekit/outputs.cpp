@@ -162,6 +162,32 @@ void OutputList::add(const std::string& path, nlohmann::json entry) {
 
 void OutputList::remove_all() const { remove_outputs(paths_); }
 
+InPlaceResult::InPlaceResult(const std::vector<std::string>& outputs, const CubeShape& shape, const Metadata& metadata,
+                             const WriteOptions& write) {
+    for (const std::string& out : outputs)
+        if (!out.empty() && CubeFileWriter::streamable(out, write)) {
+            writer_.emplace(out, shape, metadata, write);
+            path_ = out;
+            view_ = writer_->view();
+            cube_ = Cube::borrow(view_);
+            cube_.metadata() = metadata;
+            return;
+        }
+    cube_ = Cube::uninitialized(shape.width, shape.height, shape.bands, shape.dtype, shape.layout);
+    cube_.metadata() = metadata;
+    view_ = cube_.mutable_view();
+}
+
+void InPlaceResult::commit(OutputList& written, nlohmann::json entry) {
+    if (!writer_) return;
+    writer_->commit();
+    entry["path"] = path_;
+    entry["format"] = std::string(format_name(output_format(path_)));
+    entry["dtype"] = std::string(dtype_name(cube_.dtype()));
+    entry["streamed"] = true;
+    written.add(path_, std::move(entry));
+}
+
 double display_white_point(const Cube& one_band) {
     std::vector<double> finite;
     finite.reserve(one_band.shape().num_pixels());

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,30 @@ public:
 private:
     std::vector<std::string> paths_;
     nlohmann::json json_ = nlohmann::json::array();
+};
+
+/// The result of a tiled run, filled in place: the first of `outputs` that can be written tile by tile
+/// (CubeFileWriter::streamable: .npy, ENVI) is created at its full size in its folder and the tiles
+/// land in it, so the result never has to be held whole in memory; without one (PNG only), a Cube
+/// in memory. `shape`'s layout is a wish (the streamed file's own wins: .npy is (H, W, B)). After
+/// the run, commit() puts the streamed output in place and lists it in `written` as `entry` says
+/// (path, format and "streamed": true added); cube() is the result for the other outputs and the
+/// statistics (reading it pages the file back in). Destroyed without commit(), it leaves nothing.
+class InPlaceResult {
+public:
+    InPlaceResult(const std::vector<std::string>& outputs, const CubeShape& shape, const Metadata& metadata,
+                  const WriteOptions& write);
+    const MutableCubeView& view() const { return view_; }
+    const Cube& cube() const { return cube_; }
+    /// The output written in place ("" when none).
+    const std::string& streamed_path() const { return path_; }
+    void commit(OutputList& written, nlohmann::json entry = nlohmann::json::object());
+
+private:
+    std::optional<CubeFileWriter> writer_;
+    std::string path_;
+    Cube cube_;
+    MutableCubeView view_;
 };
 
 /// The white point of a one-band float image for display: its 99th percentile over the finite
