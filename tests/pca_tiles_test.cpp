@@ -128,6 +128,19 @@ TEST(PcaTilesCli, MemoryLimitWritesTheSameScores) {
     EXPECT_TRUE(jt["input"]["windowed"].get<bool>());
     EXPECT_EQ(jw["explained_variance_ratio"], jt["explained_variance_ratio"]);
     EXPECT_TRUE(cubes_identical(read_cube(dir / "whole.npy"), read_cube(dir / "tiled.npy")));
+    // The scores were written tile by tile into tiled.npy, put in place after the model.
+    ASSERT_EQ(jt["outputs"].size(), 2u);
+    EXPECT_EQ(jt["outputs"][1]["path"], (dir / "tiled.npy").string());
+    EXPECT_TRUE(jt["outputs"][1].value("streamed", false));
+    EXPECT_EQ(jt["outputs"][1]["role"], "components");
+    EXPECT_EQ(testing::read_text(dir / "whole.npy"), testing::read_text(dir / "tiled.npy"));
+    // ENVI too, with the scene's map information kept.
+    const auto whole_envi = testing::run_cli("pca " + in + " " + testing::q(dir / "whole.hdr") + " -k 2 --backend cpu --quiet");
+    ASSERT_EQ(whole_envi.exit_code, 0) << whole_envi.err;
+    const auto tiled_envi = testing::run_cli("pca " + in + " " + testing::q(dir / "tiled.hdr") + " -k 2 --backend cpu --tile-size 9x7 --quiet");
+    ASSERT_EQ(tiled_envi.exit_code, 0) << tiled_envi.err;
+    for (const char* ext : {".hdr", ".img"})
+        EXPECT_EQ(testing::read_text(dir / (std::string("whole") + ext)), testing::read_text(dir / (std::string("tiled") + ext))) << ext;
 }
 
 }  // namespace

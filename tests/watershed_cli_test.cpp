@@ -243,6 +243,7 @@ TEST(WatershedCli, TilesGiveTheWholeLabelsAndReportThemselves) {
             EXPECT_GT(j["tiled"]["tiles"].get<int>(), 1);
             EXPECT_GE(j["tiled"]["rounds"].get<int>(), 1);
             EXPECT_EQ(j["input"]["windowed"], in == "relief.hdr");
+            EXPECT_TRUE(j["outputs"][0].value("streamed", false));  // the labels were written tile by tile
         }
     // Without tile flags the relief runs whole.
     const auto whole = run_cli("watershed " + q(dir / "relief.hdr") + " " + q(dir / "w.npy") + " --backend cpu --json");
@@ -274,6 +275,17 @@ TEST(WatershedCli, TilesGiveTheWholeLabelsAndReportThemselves) {
     EXPECT_EQ(sj["tiled"]["watershed"]["tiles"], 48);
     EXPECT_EQ(sj["tiled"]["rcmg"]["tiles"], 48);
     EXPECT_TRUE(sj["input"]["windowed"].get<bool>());  // ENVI: the RCMG's tiles read by windows
+    // The labels went tile by tile into st.npy; ENVI labels keep the description and the same bytes.
+    EXPECT_EQ(testing::read_text(dir / "s.npy"), testing::read_text(dir / "st.npy"));
+    int streamed = 0;
+    for (const auto& o : sj["outputs"]) streamed += o.value("streamed", false) && o["path"] == (dir / "st.npy").string();
+    EXPECT_EQ(streamed, 1);
+    const auto seg_envi = run_cli("segment " + q(samson()) + " " + q(dir / "se.hdr") + " --backend cpu --quiet");
+    const auto seg_envi_tiles = run_cli("segment " + q(samson()) + " " + q(dir / "ste.hdr") + " --tile-size 17x13 --backend cpu --quiet");
+    ASSERT_EQ(seg_envi.exit_code, 0) << seg_envi.err;
+    ASSERT_EQ(seg_envi_tiles.exit_code, 0) << seg_envi_tiles.err;
+    EXPECT_EQ(testing::read_text(dir / "se.hdr"), testing::read_text(dir / "ste.hdr"));
+    EXPECT_EQ(testing::read_text(dir / "se.img"), testing::read_text(dir / "ste.img"));
     const auto seg_refused = run_cli("segment " + q(samson()) + " " + q(dir / "sx.npy") + " --tile-size 17x13 --regions-out " +
                                      q(dir / "r.csv"));
     EXPECT_EQ(seg_refused.exit_code, 2);

@@ -182,7 +182,7 @@ public:
     static bool streamable(const std::filesystem::path& path, const WriteOptions& options);
     static bool streamable(const std::filesystem::path& path);
     /// The samples, host memory in the file's layout (the shape given, its layout as written). Valid
-    /// until commit() or destruction.
+    /// until destruction; after commit() it reads (and would write) the file in place.
     const MutableCubeView& view() const;
     /// The shape as written (layout: the file's).
     const CubeShape& shape() const;

@@ -211,12 +211,8 @@ std::byte* AtomicFile::map(std::uint64_t size) {
 }
 
 void AtomicFile::close() {
-    if (map_) {
-        // The kernel writes the mapped pages back like the pages of write(); no msync (no fsync either).
-        const int r = ::munmap(map_, map_size_);
-        map_ = nullptr;
-        if (r != 0) throw_os_error(fn_, target_, "cannot unmap", errno);
-    }
+    // A mapping outlives the descriptor (and the rename): it is undone on destruction. The kernel
+    // writes the mapped pages back like the pages of write(); no msync (no fsync either).
     if (fd_ < 0) return;
     flush();
     const int fd = fd_;

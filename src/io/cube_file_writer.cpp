@@ -20,6 +20,7 @@ struct CubeFileWriter::State {
     MutableCubeView view;
     std::optional<AtomicFile> data;
     std::optional<AtomicFile> header;  // ENVI only
+    bool committed = false;
 };
 
 bool CubeFileWriter::streamable(const std::filesystem::path& path, const WriteOptions& options) {
@@ -78,14 +79,12 @@ const CubeShape& CubeFileWriter::shape() const { return state_->shape; }
 
 void CubeFileWriter::commit() {
     State& s = *state_;
-    if (!s.data) throw InvalidInput(std::string(kWriter) + ": commit() called twice");
-    s.view = MutableCubeView{};
+    if (s.committed) throw InvalidInput(std::string(kWriter) + ": commit() called twice");
     if (s.header)
         commit_envi_pair(*s.data, *s.header);
     else
         s.data->commit();
-    s.data.reset();
-    s.header.reset();
+    s.committed = true;  // the mapping stays: view() reads the file in place until destruction
 }
 
 }  // namespace cubekit

@@ -91,9 +91,10 @@ public:
     void write_cube_le(const Cube& cube);
     /// Writes what is buffered, gives the temporary `size` bytes (reserved on disk) and maps all of them
     /// into memory, writable: the caller fills the file through the pointer (any thread), after the
-    /// bytes written before. Valid until close(). Throws IoError when the disk cannot hold `size`.
+    /// bytes written before. Valid until destruction (after close() and commit() too: it then shows the
+    /// file in place). Throws IoError when the disk cannot hold `size`.
     std::byte* map(std::uint64_t size);
-    /// Unmaps, flushes and closes the temporary (idempotent). Throws IoError on a flush/close failure.
+    /// Flushes and closes the temporary (idempotent). Throws IoError on a flush/close failure.
     void close();
     /// close(), then renames the temporary over the target.
     void commit();

@@ -126,7 +126,7 @@ OutputList write_edges_outputs(const EdgesArgs& a, const EntropyEdgeOptions& o, 
             written.add(a.vote_count_out, "vote count", std::string(format_name(output_format(a.vote_count_out))),
                         std::string(dtype_name(count.dtype())));
         }
-        if (in_place) in_place->commit(written, {{"role", "edges"}});  // last: it unmaps r.edges
+        if (in_place) in_place->commit(written, {{"role", "edges"}});
     } catch (...) {
         written.remove_all();
         folders.remove_made();
@@ -226,7 +226,7 @@ void run_edges(const EdgesArgs& a) {
         }
     });
     timings.split_transfers(ctx, copies, "edges");
-    std::int64_t edge_pixels = 0;  // before the writes: putting in_place in place unmaps r.edges
+    std::int64_t edge_pixels = 0;
     for (std::size_t i = 0; i < r.edges.num_elements(); ++i) edge_pixels += r.edges.data<std::uint8_t>()[i] != 0;
     const std::size_t edge_samples = r.edges.num_elements();
     const OutputList written = timings.time(

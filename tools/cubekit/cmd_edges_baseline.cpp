@@ -103,7 +103,7 @@ void baseline_command(const BaselineArgs& a) {
     });
     timings.split_transfers(ctx, copies, "edges");
     std::int64_t total = 0;
-    const nlohmann::json bands = band_json(result, options, total);  // before in_place is put in place (unmapped)
+    const nlohmann::json bands = band_json(result, options, total);
     timings.time("write", [&] {
         if (!in_place) return write_cube(binary_map_for_file(result.edges, a.output), a.output, common.write);
         OutputList written;

@@ -79,9 +79,16 @@ void pca_command(const PcaArgs& a) {
     const TransferTotals copies = ctx.transfer_totals();
     const bool tiled = file || use_tiles(tiles, ctx, shape.num_bytes());
     nlohmann::json tiled_report;
+    const Metadata georef = file ? file->metadata().georeference() : cube.metadata().georeference();
+    // In tiles the scores land in OUT (.npy or ENVI) tile by tile: they are never held whole.
+    std::optional<InPlaceResult> in_place;
+    if (tiled && CubeFileWriter::streamable(a.output))
+        in_place.emplace(std::vector{a.output}, CubeShape{shape.width, shape.height, options.components, DType::F64},
+                         georef, WriteOptions{});
     PcaResult r = timings.time("pca", [&] {
         if (!tiled) return pca(ctx, cube, options);
-        PcaResult t{{}, Cube(shape.width, shape.height, options.components, DType::F64)};
+        PcaResult t{{}, in_place ? Cube::borrow(in_place->view())
+                                 : Cube(shape.width, shape.height, options.components, DType::F64)};
         const PcaTiled run = file ? pca_tiled(ctx, *file, t.scores.mutable_view(), options, tiles.value_or(TileOptions{}))
                                   : pca_tiled(ctx, cube, t.scores.mutable_view(), options, tiles.value_or(TileOptions{}));
         t.model = run.model;
@@ -91,15 +98,18 @@ void pca_command(const PcaArgs& a) {
     });
     timings.split_transfers(ctx, copies, "pca");
     // Views carry no metadata: the component cube keeps the scene's georeferencing here.
-    r.scores.metadata() = file ? file->metadata().georeference() : cube.metadata().georeference();
+    r.scores.metadata() = georef;
 
     OutputList outputs;
     timings.time("write", [&] {
         try {
-            write_cube(r.scores, a.output);
-            outputs.add(a.output, "components", std::string(format_name(format)), "f64");
+            if (!in_place) {
+                write_cube(r.scores, a.output);
+                outputs.add(a.output, "components", std::string(format_name(format)), "f64");
+            }
             write_text_file(model_path, model_json(r.model, a.input).dump(2) + "\n");
             outputs.add(model_path, "model", "json");
+            if (in_place) in_place->commit(outputs, {{"role", "components"}});
         } catch (...) {
             outputs.remove_all();  // nothing half-written: a failed model file takes the cube back
             throw;

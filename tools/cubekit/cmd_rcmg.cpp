@@ -61,7 +61,7 @@ nlohmann::json finish_rcmg(const Context& ctx, const std::string& input, const C
                            const std::optional<TiledRun>& tiled, double compute_ms, const RcmgOptions& options,
                            const std::vector<std::string>& outputs, const WriteOptions& write,
                            InPlaceResult* in_place = nullptr) {
-    nlohmann::json stats = gradient_stats(gradient);  // before the writes: committing in_place unmaps `gradient`
+    nlohmann::json stats = gradient_stats(gradient);
     const auto t0 = std::chrono::steady_clock::now();
     const OutputList written = write_gradient(gradient, outputs, write, in_place);
     const double write_ms = elapsed_ms(t0);

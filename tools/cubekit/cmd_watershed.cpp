@@ -218,14 +218,36 @@ std::string regions_csv(const std::vector<RegionStats>& stats, const std::vector
     return s;
 }
 
-/// The labels (OUT), the boundary map and the picture; every file in `written`. Returns the ms spent
-/// making the boundary map and the picture (the "paint" step, outside "write").
+/// The metadata OUT carries: the input's georeference (ENVI and GeoTIFF keep it) and a description.
+Metadata labels_metadata(const Args& a, const Metadata& source) {
+    Metadata m = source.georeference();
+    m.description = a.flags.segment ? "cubekit segment labels" : "cubekit watershed labels";
+    return m;
+}
+
+/// OUT filled tile by tile (a tiled run of one relief: the labels are never held whole in memory).
+std::optional<InPlaceResult> labels_in_place(const Args& a, const CubeShape& shape, const Metadata& source, bool volume) {
+    std::optional<InPlaceResult> r;
+    if (!volume && CubeFileWriter::streamable(a.output, a.common.write))
+        r.emplace(std::vector{a.output}, CubeShape{shape.width, shape.height, 1, DType::I32}, labels_metadata(a, source),
+                  a.common.write);
+    return r;
+}
+
+/// The labels (OUT, unless `in_place` holds them: then put in place last), the boundary map and the
+/// picture; every file in `written`. Returns the ms spent making the boundary map and the picture
+/// (the "paint" step, outside "write").
 double write_label_outputs(const Context& ctx, const Args& a, Cube& labels, const WatershedOptions& o,
-                           const Metadata& source, OutputList& written) {
-    labels.metadata() = source.georeference();  // ENVI and GeoTIFF keep the georeference
-    labels.metadata().description = a.flags.segment ? "cubekit segment labels" : "cubekit watershed labels";
-    write_map(labels, a.output, o.volume, a.common);
-    written.add(a.output, "labels", std::string(format_name(output_format(a.output))), "i32");
+                           const Metadata& source, OutputList& written, std::optional<InPlaceResult>& in_place) {
+    labels.metadata() = labels_metadata(a, source);
+    if (!in_place) {
+        write_map(labels, a.output, o.volume, a.common);
+        written.add(a.output, "labels", std::string(format_name(output_format(a.output))), "i32");
+    }
+    const auto finish = [&] {
+        if (in_place) in_place->commit(written, {{"role", "labels"}});
+    };
+    if (a.boundary_out.empty() && a.png.empty()) return finish(), 0.0;
     if (a.boundary_out.empty() && a.png.empty()) return 0;
     const auto t0 = std::chrono::steady_clock::now();
     const Cube boundary = watershed_boundary(ctx, labels, o.connectivity, o.volume);
@@ -243,6 +265,7 @@ double write_label_outputs(const Context& ctx, const Args& a, Cube& labels, cons
         write_cube(picture, a.png, a.common.write);
         written.add(a.png, "picture", "png", "u8");
     }
+    finish();
     return paint_ms;
 }
 
@@ -431,10 +454,13 @@ void run_watershed(const Args& a) {
     const bool tiled = tiles.has_value();
     WatershedResult r;
     std::optional<WatershedTiled> t;
+    std::optional<InPlaceResult> in_place;
+    if (tiled) in_place = labels_in_place(a, shape, relief.metadata(), o.volume);
     try {
         r = timings.time("watershed", [&] {
             if (!tiled) return watershed(ctx, relief.cube, o, secondary->inputs());
-            WatershedResult out{Cube::uninitialized(shape.width, shape.height, 1, DType::I32), 0};
+            WatershedResult out{in_place ? Cube::borrow(in_place->view())
+                                         : Cube::uninitialized(shape.width, shape.height, 1, DType::I32), 0};
             const TileOptions options = tiles.value_or(TileOptions{});
             t = relief.file ? watershed_tiled(ctx, *relief.file, out.labels.mutable_view(), o, secondary->inputs(), options)
                             : watershed_tiled(ctx, relief.cube, out.labels.mutable_view(), o, secondary->inputs(), options);
@@ -448,7 +474,7 @@ void run_watershed(const Args& a) {
     timings.split_transfers(ctx, copies, "watershed");
 
     const OutputList written = write_timed(
-        timings, [&](OutputList& w) { return write_label_outputs(ctx, a, r.labels, o, relief.metadata(), w); });
+        timings, [&](OutputList& w) { return write_label_outputs(ctx, a, r.labels, o, relief.metadata(), w, in_place); });
     nlohmann::json j = run_json("watershed", ctx, relief.choice, a, shape, r.regions, r.labels, written);
     j["parameters"] = parameters_json(o);
     if (t) {
@@ -488,13 +514,13 @@ void write_regions(const Args& a, const Input& in, const std::vector<RegionStats
 }
 
 /// segment in tiles: the RCMG in tiles into host memory (the cube read by windows when `file` is
-/// open), then the watershed of it in tiles.
+/// open), then the watershed of it in tiles, into `labels` (OUT filled in place) when given.
 SegmentResult segment_in_tiles(const Context& ctx, const Cube& cube, const std::optional<CubeFile>& file,
                                const RcmgOptions& r, const WatershedOptions& o, const WatershedInputs& inputs,
-                               TileOptions tiles, nlohmann::json& report) {
+                               TileOptions tiles, nlohmann::json& report, std::optional<InPlaceResult>& labels) {
     const CubeShape shape = file ? file->shape() : cube.shape();
     SegmentResult out{Cube::uninitialized(shape.width, shape.height, 1, r.out_type),
-                      Cube::uninitialized(shape.width, shape.height, 1, DType::I32), 0};
+                      labels ? Cube::borrow(labels->view()) : Cube::uninitialized(shape.width, shape.height, 1, DType::I32), 0};
     report["rcmg"] = tiled_json(file ? rcmg_tiled(ctx, *file, out.gradient.mutable_view(), r, tiles)
                                      : rcmg_tiled(ctx, cube, out.gradient.mutable_view(), r, tiles));
     const WatershedTiled w = watershed_tiled(ctx, out.gradient, out.labels.mutable_view(), o, inputs, tiles);
@@ -528,8 +554,10 @@ void run_segment(const Args& a) {
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     const TransferTotals copies = ctx.transfer_totals();
     nlohmann::json tiled;
+    std::optional<InPlaceResult> in_place;
+    if (tiles) in_place = labels_in_place(a, shape, file ? file->metadata() : cube.metadata(), false);
     SegmentResult r = timings.time("segment", [&] {
-        return tiles ? segment_in_tiles(ctx, cube, file, rcmg_options, o, secondary->inputs(), *tiles, tiled)
+        return tiles ? segment_in_tiles(ctx, cube, file, rcmg_options, o, secondary->inputs(), *tiles, tiled, in_place)
                      : segment(ctx, cube, rcmg_options, o, secondary->inputs());
     });
     timings.split_transfers(ctx, copies, "segment");
@@ -541,7 +569,7 @@ void run_segment(const Args& a) {
         });
 
     const OutputList written = write_timed(timings, [&](OutputList& w) {
-        const double paint_ms = write_label_outputs(ctx, a, r.labels, o, file ? file->metadata() : cube.metadata(), w);
+        const double paint_ms = write_label_outputs(ctx, a, r.labels, o, file ? file->metadata() : cube.metadata(), w, in_place);
         if (!a.gradient_out.empty()) write_float_image(r.gradient, a.gradient_out, "gradient", common.write, w);
         if (!a.regions_out.empty()) write_regions(a, in, stats, w);
         return paint_ms;

@@ -86,7 +86,8 @@ private:
 /// in memory. `shape`'s layout is a wish (the streamed file's own wins: .npy is (H, W, B)). After
 /// the run, commit() puts the streamed output in place and lists it in `written` as `entry` says
 /// (path, format and "streamed": true added); cube() is the result for the other outputs and the
-/// statistics (reading it pages the file back in). Destroyed without commit(), it leaves nothing.
+/// statistics, before or after commit() (reading it pages the file back in). Destroyed without
+/// commit(), it leaves nothing.
 class InPlaceResult {
 public:
     InPlaceResult(const std::vector<std::string>& outputs, const CubeShape& shape, const Metadata& metadata,
