@@ -92,6 +92,54 @@ TEST(WatershedTiles, RealGradientFromAFileUnderAMemoryBudget) {
     }
 }
 
+// The region table from a cube file read a strip of rows at a time equals the whole call's bit for bit
+// (f64 sums of float spectra in raster order), for strips of 1, 2, 3 rows and all rows, every layout.
+TEST(WatershedTiles, RegionTableFromAFileInStripsEqualsTheWholeTable) {
+    const Context& cpu = cpu_context();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const auto dir = testing::temp_dir("region-strips");
+    const int W = 31, H = 17, B = 6;
+    const Cube relief = testing::random_levels_cube(W, H, 1, DType::U8, seed, 5);
+    const WatershedResult ws = watershed(cpu, relief, {});
+    ASSERT_GT(ws.regions, 3);
+    const Cube gradient = testing::random_cube(W, H, 1, DType::F32, seed + 1, -3, 7);
+    const CubeView gradient_view = gradient.view();
+    for (const Layout layout : {Layout::BSQ, Layout::BIL, Layout::BIP}) {
+        // Values 12 orders of magnitude apart: their f64 sums need more than 53 bits and round, so the
+        // order of the additions shows in the last bits (strips taken out of order fail this test).
+        Cube cube = testing::random_cube(W, H, B, DType::F32, seed + 2, -1, 1, layout);
+        for (int y = 0; y < H; ++y)
+            for (int x = 0; x < W; ++x)
+                for (int b = 0; b < B; ++b) cube.at<float>(x, y, b) *= (x * 7 + y * 3 + b) % 3 == 0 ? 1e12f : 1.0f;
+        const std::string name = std::string("c_") + std::string(layout_name(layout)) + ".hdr";
+        WriteOptions keep;
+        write_cube(cube, dir / name, keep);
+        const CubeFile file(dir / name);
+        const CubeView cube_view = cube.view();
+        const std::vector<RegionStats> whole = region_statistics(cpu, ws.labels, &cube_view, &gradient_view);
+        const std::size_t row_bytes = std::size_t(W) * B * 4;
+        for (const std::size_t limit : {row_bytes, 2 * row_bytes + 5, 3 * row_bytes, std::size_t(0)}) {
+            SCOPED_TRACE(::testing::Message() << layout_name(layout) << " strip budget " << limit);
+            const std::vector<RegionStats> strips = region_statistics(cpu, ws.labels, file, &gradient_view, limit);
+            ASSERT_EQ(strips.size(), whole.size());
+            for (std::size_t r = 0; r < whole.size(); ++r) {
+                EXPECT_EQ(strips[r].label, whole[r].label);
+                EXPECT_EQ(strips[r].area, whole[r].area);
+                EXPECT_EQ(std::vector<int>({strips[r].x0, strips[r].y0, strips[r].x1, strips[r].y1}),
+                          std::vector<int>({whole[r].x0, whole[r].y0, whole[r].x1, whole[r].y1}));
+                EXPECT_EQ(strips[r].centroid_x, whole[r].centroid_x);
+                EXPECT_EQ(strips[r].mean_gradient, whole[r].mean_gradient);
+                ASSERT_EQ(strips[r].mean_spectrum, whole[r].mean_spectrum);  // bit for bit
+            }
+        }
+        EXPECT_THROW(region_statistics(cpu, ws.labels, file, nullptr, row_bytes - 1), InvalidInput);  // no row fits
+    }
+    const Cube other = testing::random_cube(W + 1, H, 2, DType::F32, seed, 0, 1);
+    write_cube(other, dir / "other.npy");
+    EXPECT_THROW(region_statistics(cpu, ws.labels, CubeFile(dir / "other.npy")), InvalidInput);  // another size
+}
+
 TEST(WatershedTiles, RefusesWhatNeedsTheWholeReliefAndBadInputs) {
     const Context& cpu = cpu_context();
     const Cube relief = testing::random_levels_cube(12, 9, 1, DType::U8, 5, 8);

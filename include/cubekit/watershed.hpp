@@ -256,5 +256,15 @@ struct RegionStats {
 /// (optional, W×H×1) of the same size; host or device views.
 std::vector<RegionStats> region_statistics(const Context& ctx, const CubeView& labels, const CubeView* cube = nullptr,
                                            const CubeView* gradient = nullptr);
+/// The same with the cube read from a file a strip of whole rows at a time (CubeFile::read_window), so
+/// that a cube larger than memory gets its table (issue 17): the same numbers bit for bit, since the
+/// f64 sums run in raster order, strip after strip. `memory_limit` bounds the strip (0 = 256 MiB);
+/// InvalidInput when it holds no row, or when the file's size is not the labels'. Reports progress
+/// (rows done) and honours cancellation through ctx.
+///
+///     cubekit::CubeFile f("flight.hdr");
+///     auto table = cubekit::region_statistics(cpu, labels, f, &gradient, 512 << 20);
+std::vector<RegionStats> region_statistics(const Context& ctx, const CubeView& labels, const CubeFile& cube,
+                                           const CubeView* gradient = nullptr, std::size_t memory_limit = 0);
 
 }  // namespace cubekit

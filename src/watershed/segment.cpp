@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cubekit/error.hpp"
+#include "cubekit/io.hpp"
 #include "cubekit/watershed.hpp"
 
 namespace cubekit {
@@ -110,76 +111,133 @@ void check_companion(const CubeView& labels, const CubeView* v, const char* what
                            (one_band ? "x1" : "xB") + ", the labels' size");
 }
 
+// A region table being built: the slots and integer moments from the labels, then f64 sums added in
+// raster order (a cube's rows may come in strips, top to bottom: the same additions in the same order).
+class RegionTable {
+public:
+    RegionTable(const Context& ctx, const CubeView& labels) : ctx_(ctx) {
+        if (labels.dtype() != DType::I32 || labels.bands() != 1)
+            throw InvalidInput("region_statistics: the labels are " + size_text(labels) + " " +
+                               std::string(dtype_name(labels.dtype())) + "; expected one band of i32");
+        std::optional<CubeInLayout> labels_copy;
+        const StridedView<const std::int32_t> l = on_host(ctx, labels, labels_copy).typed<std::int32_t>();
+        const Slots slots = slots_of(l);
+        R_ = slots.labels.size();
+        W_ = labels.width(), H_ = labels.height();
+        out_.resize(R_);
+        std::vector<std::int64_t> sum_x(R_, 0), sum_y(R_, 0);
+        for (std::size_t r = 0; r < R_; ++r) {
+            out_[r].label = slots.labels[r];
+            out_[r].x0 = W_, out_[r].y0 = H_, out_[r].x1 = -1, out_[r].y1 = -1;
+            out_[r].mean_gradient = std::numeric_limits<double>::quiet_NaN();
+        }
+        // One pass in raster order for area, box and centroid (exact integer sums).
+        slot_of_.resize(std::size_t(W_) * std::size_t(H_));
+        for (int y = 0; y < H_; ++y)
+            for (int x = 0; x < W_; ++x) {
+                const std::int32_t s = slots(l(x, y, 0));
+                slot_of_[std::size_t(y) * std::size_t(W_) + std::size_t(x)] = s;
+                if (s < 0) continue;
+                RegionStats& r = out_[std::size_t(s)];
+                ++r.area;
+                r.x0 = std::min(r.x0, x), r.x1 = std::max(r.x1, x);
+                r.y0 = std::min(r.y0, y), r.y1 = std::max(r.y1, y);
+                sum_x[std::size_t(s)] += x, sum_y[std::size_t(s)] += y;
+            }
+        for (std::size_t r = 0; r < R_; ++r) {
+            out_[r].centroid_x = double(sum_x[r]) / double(out_[r].area);
+            out_[r].centroid_y = double(sum_y[r]) / double(out_[r].area);
+        }
+    }
+
+    void add_gradient(const CubeView& gradient) {
+        std::optional<CubeInLayout> copy;
+        const CubeView g = on_host(ctx_, gradient, copy);
+        std::vector<double> sums(R_, 0.0);
+        add_band(g, 0, 0, sums.data());
+        for (std::size_t r = 0; r < R_; ++r) out_[r].mean_gradient = sums[r] / double(out_[r].area);
+    }
+
+    /// Rows y0 .. y0 + rows.height() of the cube, every band; strips must come top to bottom.
+    void add_rows(const CubeView& rows, int y0) {
+        std::optional<CubeInLayout> copy;
+        const CubeView c = on_host(ctx_, rows, copy);
+        const int B = c.bands();
+        if (band_sums_.empty()) bands_ = B, band_sums_.assign(std::size_t(B) * R_, 0.0);  // band-major
+#pragma omp parallel for schedule(dynamic) num_threads(ctx_.threads())
+        for (int b = 0; b < B; ++b) add_band(c, b, y0, band_sums_.data() + std::size_t(b) * R_);
+    }
+
+    std::vector<RegionStats> finish() {
+        for (std::size_t r = 0; r < R_ && bands_ > 0; ++r) {
+            out_[r].mean_spectrum.resize(std::size_t(bands_));
+            for (int b = 0; b < bands_; ++b)
+                out_[r].mean_spectrum[std::size_t(b)] = band_sums_[std::size_t(b) * R_ + r] / double(out_[r].area);
+        }
+        return std::move(out_);
+    }
+
+private:
+    // Means as f64 sums in raster order divided by the area: the same numbers for any thread count
+    // and any strips.
+    void add_band(const CubeView& v, int band, int y0, double* sums) const {
+        visit_dtype(v.dtype(), [&](auto tag) {
+            using T = decltype(tag);
+            const StridedView<const T> s = v.typed<T>();
+            for (int y = 0; y < v.height(); ++y)
+                for (int x = 0; x < W_; ++x) {
+                    const std::int32_t k = slot_of_[std::size_t(y0 + y) * std::size_t(W_) + std::size_t(x)];
+                    if (k >= 0) sums[k] += double(s(x, y, band));
+                }
+        });
+    }
+
+    const Context& ctx_;
+    std::size_t R_ = 0;
+    int W_ = 0, H_ = 0, bands_ = 0;
+    std::vector<RegionStats> out_;
+    std::vector<std::int32_t> slot_of_;
+    std::vector<double> band_sums_;
+};
+
 }  // namespace
 
 std::vector<RegionStats> region_statistics(const Context& ctx, const CubeView& labels, const CubeView* cube,
                                            const CubeView* gradient) {
-    if (labels.dtype() != DType::I32 || labels.bands() != 1)
-        throw InvalidInput("region_statistics: the labels are " + size_text(labels) + " " +
-                           std::string(dtype_name(labels.dtype())) + "; expected one band of i32");
+    RegionTable table(ctx, labels);
     check_companion(labels, cube, "cube", false);
     check_companion(labels, gradient, "gradient", true);
-    std::optional<CubeInLayout> labels_copy, cube_copy, gradient_copy;
-    const StridedView<const std::int32_t> l = on_host(ctx, labels, labels_copy).typed<std::int32_t>();
-    const Slots slots = slots_of(l);
-    const std::size_t R = slots.labels.size();
-    const int W = labels.width(), H = labels.height();
+    if (gradient) table.add_gradient(*gradient);
+    if (cube) table.add_rows(*cube, 0);
+    return table.finish();
+}
 
-    std::vector<RegionStats> out(R);
-    std::vector<std::int64_t> sum_x(R, 0), sum_y(R, 0);
-    for (std::size_t r = 0; r < R; ++r) {
-        out[r].label = slots.labels[r];
-        out[r].x0 = W, out[r].y0 = H, out[r].x1 = -1, out[r].y1 = -1;
-        out[r].mean_gradient = std::numeric_limits<double>::quiet_NaN();
+std::vector<RegionStats> region_statistics(const Context& ctx, const CubeView& labels, const CubeFile& cube,
+                                           const CubeView* gradient, std::size_t memory_limit) {
+    RegionTable table(ctx, labels);
+    const CubeShape& s = cube.shape();
+    if (s.width != labels.width() || s.height != labels.height())
+        throw InvalidInput("region_statistics: the cube file is " + std::to_string(s.width) + "x" + std::to_string(s.height) +
+                           "x" + std::to_string(s.bands) + "; expected " + std::to_string(labels.width()) + "x" +
+                           std::to_string(labels.height()) + "xB, the labels' size");
+    check_companion(labels, gradient, "gradient", true);
+    if (gradient) table.add_gradient(*gradient);
+    const std::size_t row_bytes = std::size_t(s.width) * std::size_t(s.bands) * dtype_size(s.dtype);
+    const std::size_t budget = memory_limit ? memory_limit : std::size_t(256) << 20;
+    if (row_bytes > budget)
+        throw InvalidInput("region_statistics: memory_limit = " + std::to_string(budget) + " bytes holds no row of the cube (" +
+                           std::to_string(row_bytes) + " bytes a row); raise it");
+    const int strip = int(std::min<std::size_t>(std::size_t(s.height), budget / row_bytes));
+    Cube rows = Cube::uninitialized(s.width, strip, s.bands, s.dtype, s.layout);
+    for (int y0 = 0; y0 < s.height; y0 += strip) {
+        const int h = std::min(strip, s.height - y0);
+        const MutableCubeView window = rows.mutable_view().window(0, 0, s.width, h);
+        cube.read_window(0, y0, s.width, h, window);
+        table.add_rows(window, y0);
+        ctx.check_cancelled("region_statistics");
+        ctx.progress(std::size_t(y0 + h), std::size_t(s.height));
     }
-    // One pass in raster order for area, box and centroid (exact integer sums).
-    std::vector<std::int32_t> slot_of(std::size_t(W) * std::size_t(H));
-    for (int y = 0; y < H; ++y)
-        for (int x = 0; x < W; ++x) {
-            const std::int32_t s = slots(l(x, y, 0));
-            slot_of[std::size_t(y) * std::size_t(W) + std::size_t(x)] = s;
-            if (s < 0) continue;
-            RegionStats& r = out[std::size_t(s)];
-            ++r.area;
-            r.x0 = std::min(r.x0, x), r.x1 = std::max(r.x1, x);
-            r.y0 = std::min(r.y0, y), r.y1 = std::max(r.y1, y);
-            sum_x[std::size_t(s)] += x, sum_y[std::size_t(s)] += y;
-        }
-    for (std::size_t r = 0; r < R; ++r) {
-        out[r].centroid_x = double(sum_x[r]) / double(out[r].area);
-        out[r].centroid_y = double(sum_y[r]) / double(out[r].area);
-    }
-
-    // Means as f64 sums in raster order divided by the area: the same numbers for any thread count.
-    const auto region_sums = [&](const CubeView& v, int band, double* sums) {
-        visit_dtype(v.dtype(), [&](auto tag) {
-            using T = decltype(tag);
-            const StridedView<const T> s = v.typed<T>();
-            for (int y = 0; y < H; ++y)
-                for (int x = 0; x < W; ++x) {
-                    const std::int32_t k = slot_of[std::size_t(y) * std::size_t(W) + std::size_t(x)];
-                    if (k >= 0) sums[k] += double(s(x, y, band));
-                }
-        });
-    };
-    if (gradient) {
-        const CubeView g = on_host(ctx, *gradient, gradient_copy);
-        std::vector<double> sums(R, 0.0);
-        region_sums(g, 0, sums.data());
-        for (std::size_t r = 0; r < R; ++r) out[r].mean_gradient = sums[r] / double(out[r].area);
-    }
-    if (cube) {
-        const CubeView c = on_host(ctx, *cube, cube_copy);
-        const int B = c.bands();
-        std::vector<double> sums(std::size_t(B) * R, 0.0);  // band-major: each thread owns whole bands
-#pragma omp parallel for schedule(dynamic) num_threads(ctx.threads())
-        for (int b = 0; b < B; ++b) region_sums(c, b, sums.data() + std::size_t(b) * R);
-        for (std::size_t r = 0; r < R; ++r) {
-            out[r].mean_spectrum.resize(std::size_t(B));
-            for (int b = 0; b < B; ++b) out[r].mean_spectrum[std::size_t(b)] = sums[std::size_t(b) * R + r] / double(out[r].area);
-        }
-    }
-    return out;
+    return table.finish();
 }
 
 }  // namespace cubekit

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <numeric>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -414,7 +415,6 @@ std::optional<TileOptions> tiles_asked(const Args& a, const WatershedOptions& o,
     if (!a.tiles.given()) return std::nullopt;
     const TileOptions tiles = tile_options(a.tiles);
     std::string flag = untileable(a, o);
-    if (flag.empty() && !a.regions_out.empty()) flag = "--regions-out";
     if (!flag.empty())
         throw InvalidInput(flag + " needs the whole " + (a.flags.segment ? "cube" : "relief") +
                            "; it cannot run in tiles (leave out --memory-limit, --device-memory-limit, --devices and --tile-size)");
@@ -490,16 +490,17 @@ void run_watershed(const Args& a) {
 }
 
 /// --regions-out: the table as JSON or CSV (by its extension).
-void write_regions(const Args& a, const Input& in, const std::vector<RegionStats>& stats, OutputList& written) {
-    const Cube& cube = in.cube;
-    const std::vector<double>& wl = cube.metadata().wavelengths;
-    const bool named = wl.size() == std::size_t(cube.bands());
+/// `bands`: the input band of each column; `metadata`: the input's (wavelengths name the columns).
+void write_regions(const Args& a, const std::vector<int>& bands, const Metadata& metadata,
+                   const std::vector<RegionStats>& stats, OutputList& written) {
+    const std::vector<double>& wl = metadata.wavelengths;
+    const bool named = wl.size() == bands.size();
     if (fs::path(a.regions_out).extension() == ".json") {
         nlohmann::ordered_json table;
         table["input"] = a.input;
         table["labels"] = a.output;
         table["count"] = stats.size();
-        table["bands"] = in.bands;
+        table["bands"] = bands;
         table["wavelengths"] = named ? nlohmann::ordered_json(wl) : nlohmann::ordered_json();
         table["regions"] = regions_json(stats);
         write_text_file(a.regions_out, readable_json(table));
@@ -507,8 +508,8 @@ void write_regions(const Args& a, const Input& in, const std::vector<RegionStats
         return;
     }
     std::vector<std::string> names;
-    for (int b = 0; b < cube.bands(); ++b)
-        names.push_back(named ? number_text(wl[std::size_t(b)]) : "b" + std::to_string(in.bands[std::size_t(b)]));
+    for (std::size_t b = 0; b < bands.size(); ++b)
+        names.push_back(named ? number_text(wl[b]) : "b" + std::to_string(bands[b]));
     write_text_file(a.regions_out, regions_csv(stats, names));
     written.add(a.regions_out, "regions", "csv");
 }
@@ -562,16 +563,23 @@ void run_segment(const Args& a) {
     });
     timings.split_transfers(ctx, copies, "segment");
     std::vector<RegionStats> stats;
+    // A cube read by windows gives its table a strip of rows at a time (the same numbers).
     if (!a.regions_out.empty())
         stats = timings.time("stats", [&] {
             const CubeView cube_view = cube.view(), gradient_view = r.gradient.view();
+            if (file) return region_statistics(ctx, r.labels, *file, &gradient_view, tiles->memory_limit);
             return region_statistics(ctx, r.labels, &cube_view, &gradient_view);
         });
+    std::vector<int> bands = in.bands;
+    if (file) {
+        bands.resize(std::size_t(shape.bands));
+        std::iota(bands.begin(), bands.end(), 0);
+    }
 
     const OutputList written = write_timed(timings, [&](OutputList& w) {
         const double paint_ms = write_label_outputs(ctx, a, r.labels, o, file ? file->metadata() : cube.metadata(), w, in_place);
         if (!a.gradient_out.empty()) write_float_image(r.gradient, a.gradient_out, "gradient", common.write, w);
-        if (!a.regions_out.empty()) write_regions(a, in, stats, w);
+        if (!a.regions_out.empty()) write_regions(a, bands, file ? file->metadata() : cube.metadata(), stats, w);
         return paint_ms;
     });
     nlohmann::json j = run_json("segment", ctx, choice, a, shape, r.regions, r.labels, written);
