@@ -298,20 +298,22 @@ def _segment_tiled(cube, markers, mask, statistics, keywords, tiles):
     labels, count = watershed(gradient, connectivity=connectivity, mask=mask, return_regions=True, **keywords, **common,
                               **tiles)
     table = None
-    if statistics:
-        if _runtime.is_path(cube):
-            raise ValueError("segment: statistics=True needs the cube in memory; pass statistics=False with a file path")
-        table = region_statistics(labels, np.asarray(cube), gradient)
+    if statistics:  # a file is read a strip of rows at a time (within memory_limit): the same table
+        table = region_statistics(labels, cube if _runtime.is_path(cube) else np.asarray(cube), gradient,
+                                  memory_limit=tiles.get("memory_limit"))
     return SegmentResult(labels=labels, gradient=gradient, count=count, regions=table)
 
 
-def region_statistics(labels, cube=None, gradient=None):
+def region_statistics(labels, cube=None, gradient=None, memory_limit=None):
     """Per-region statistics of a label image (regions = labels > 0, ascending), as ``segment``
     computes them and the CLI's ``--regions-out`` writes them.
 
     labels : int32 (H, W) (int64 is converted after a range check); cube : optional (H, W) or
-        (H, W, B) of the same size (mean spectrum per region, in float64); gradient : optional (H, W)
-        relief (mean gradient). NumPy, CuPy or PyTorch CUDA arrays (device data is read back once).
+        (H, W, B) of the same size (mean spectrum per region, in float64), or the path of a cube file
+        (ENVI, .npy, GeoTIFF), read a strip of rows at a time so that it never has to fit in memory
+        (the same numbers); gradient : optional (H, W) relief (mean gradient). NumPy, CuPy or PyTorch
+        CUDA arrays (device data is read back once).
+    memory_limit : bytes (or "512M") for the strip of a cube file; None = 256 MiB.
 
     Returns a NumPy structured array, one row per label present (``region_dtype(B)``: label, area,
     x0, y0, x1, y1, centroid_x, centroid_y, mean_gradient, mean_spectrum).
@@ -324,11 +326,15 @@ def region_statistics(labels, cube=None, gradient=None):
     """
     ctx, kind = _runtime.context(labels, None, None, 0)
     labels = _as_markers(labels, kind, "region_statistics", "labels")
+    path = _runtime.is_path(cube)
     if kind == "numpy":
-        cube = None if cube is None else np.asarray(cube)
+        cube = cube if cube is None or path else np.asarray(cube)
         gradient = None if gradient is None else np.asarray(gradient)
-    columns = _cubekit.region_statistics(ctx, labels, cube, gradient)
-    bands = 0 if cube is None else (int(cube.shape[2]) if len(cube.shape) == 3 else 1)
+    columns = _cubekit.region_statistics(ctx, labels, _runtime.fspath_or(cube), gradient, memory_limit)
+    if cube is None:
+        return _table(columns, 0)
+    spectra = np.asarray(columns["mean_spectrum"])
+    bands = int(spectra.shape[1]) if path else (int(cube.shape[2]) if len(cube.shape) == 3 else 1)
     return _table(columns, bands)
 
 
@@ -421,8 +427,8 @@ statistics : bool
     Compute the region table (area, box, centroid, mean spectrum and mean gradient of each region).
 memory_limit, device_memory_limit, devices, tile_size : optional
     The RCMG and the watershed in tiles (as :func:`rcmg` and :func:`watershed`): the same labels and
-    gradient; ``cube`` may then be a file path (with statistics=False). No markers, levels, h_min or
-    min_area.
+    gradient; ``cube`` may then be a file path, whose region table is read a strip of rows at a time
+    within memory_limit (the same numbers). No markers, levels, h_min or min_area.
 
 Returns
 -------

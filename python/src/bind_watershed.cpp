@@ -228,16 +228,24 @@ py::dict segment_binding(PyContext& c, py::handle cube, py::object markers, py::
     return d;
 }
 
-/// region_statistics(ctx, labels, cube or None, gradient or None) -> columns.
-py::dict region_statistics_binding(PyContext& c, py::handle labels, py::object cube, py::object gradient) {
+/// region_statistics(ctx, labels, cube (an array, a file path: read a strip of rows at a time within
+/// memory_limit bytes, or None), gradient or None, memory_limit) -> columns.
+py::dict region_statistics_binding(PyContext& c, py::handle labels, py::object cube, py::object gradient,
+                                   py::object memory_limit) {
+    py::dict limit;
+    limit["memory_limit"] = memory_limit;  // None, a byte count or "512M", as the tiled calls take it
+    const std::size_t strip_bytes = tile_options_from(limit).memory_limit;
     const ArrayView l = array_view(labels, "region_statistics", "labels");
-    std::optional<ArrayView> k, g;
-    if (!cube.is_none()) k = array_view(cube, "region_statistics", "cube");
+    std::optional<TiledInput> k;
+    std::optional<ArrayView> g;
+    if (!cube.is_none()) k = tiled_input(cube, "region_statistics");
     if (!gradient.is_none()) g = array_view(gradient, "region_statistics", "gradient");
+    const CubeView* gv = g ? &g->view : nullptr;
     const std::vector<RegionStats> table = c.run(py::none(), [&](const Context& ctx) {
-        return region_statistics(ctx, l.view, k ? &k->view : nullptr, g ? &g->view : nullptr);
+        if (k && k->file) return region_statistics(ctx, l.view, *k->file, gv, strip_bytes);
+        return region_statistics(ctx, l.view, k ? &k->array->view : nullptr, gv);
     });
-    return region_columns(table, k ? k->view.bands() : 0);
+    return region_columns(table, k ? k->bands() : 0);
 }
 
 }  // namespace

@@ -510,8 +510,27 @@ def test_segment_tiles_equal_whole(tmp_path):
     cubekit.write(tmp_path / "c.npy", cube)
     f = cubekit.segment(tmp_path / "c.npy", connectivity=4, statistics=False, tile_size=(9, 9))
     assert np.array_equal(f.labels, whole.labels) and f.regions is None
-    with pytest.raises(ValueError, match="statistics"):
-        cubekit.segment(tmp_path / "c.npy", tile_size=(9, 9))
+    # The region table from the file, read a strip of rows at a time: the whole call's table.
+    g = cubekit.segment(tmp_path / "c.npy", connectivity=4, memory_limit="2K")
+    assert np.array_equal(g.labels, whole.labels) and g.regions.dtype == whole.regions.dtype
+    assert np.array_equal(g.regions, whole.regions)
+
+
+def test_region_statistics_from_a_file_in_strips(tmp_path):
+    rng = np.random.default_rng(35)
+    labels = rng.integers(0, 9, (23, 31)).astype(np.int32)
+    # Magnitudes 1e12 apart: the f64 sums round, so only the whole table's order of additions matches.
+    cube = rng.random((23, 31, 5)).astype(np.float32) * np.where(rng.random((23, 31, 5)) < 0.3, 1e12, 1).astype(np.float32)
+    gradient = rng.random((23, 31)).astype(np.float32)
+    whole = cubekit.region_statistics(labels, cube, gradient)
+    cubekit.write(tmp_path / "c.npy", cube)
+    row = 31 * 5 * 4
+    for limit in (row, 3 * row, None):
+        strips = cubekit.region_statistics(labels, tmp_path / "c.npy", gradient, memory_limit=limit)
+        assert np.array_equal(strips, whole), limit
+    assert cubekit.region_statistics(labels, str(tmp_path / "c.npy"))["mean_spectrum"].shape == (8, 5)
+    with pytest.raises(ValueError, match="no row"):
+        cubekit.region_statistics(labels, tmp_path / "c.npy", memory_limit=row - 1)
 
 
 def test_watershed_tiles_refusals():
