@@ -30,7 +30,8 @@ import dataclasses
 from . import _cubekit, _edges, _gradient, _kmeans, _labels, _pca, _runtime, _zernike
 
 __all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "baseline_edges", "pca", "kmeans", "rbfn_scores", "rx", "matched_filter", "ace",
-           "cem", "detect_multires", "label", "label_components", "remove_small_objects", "watershed", "zernike_moments"]
+           "cem", "detect_multires", "label", "label_components", "remove_small_objects", "watershed", "segment",
+           "region_statistics", "zernike_moments"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -553,7 +554,8 @@ def segment(cube, connectivity=8, rcmg_connectivity=None, mask=None, **keywords)
     cubekit.dask.watershed of that gradient, so ``labels``, ``gradient`` and ``count`` equal
     ``cubekit.segment(cube.compute(), statistics=False)``'s bit for bit. Returns a SegmentResult whose
     ``labels`` (H, W) int32 and ``gradient`` (H, W) are lazy (the plateau exchange runs when this is
-    called) and ``regions`` is None (the per-region statistics need the whole cube: cubekit.segment).
+    called); ``regions`` is None, or with ``statistics=True`` the region table, computed now
+    (cubekit.dask.region_statistics: the whole call's table bit for bit).
     Keywords: the RCMG's (reject, out_type, ...); ``connectivity`` sets both the watershed's neighbours
     and, unless ``rcmg_connectivity`` is given, the RCMG window; ``mask`` as cubekit.dask.watershed's.
 
@@ -565,14 +567,17 @@ def segment(cube, connectivity=8, rcmg_connectivity=None, mask=None, **keywords)
     True
     """
     from ._watershed import SegmentResult
-    for name, plain in (("markers", None), ("levels", 0), ("h_min", 0), ("min_area", 1), ("statistics", False),
-                        ("out", None)):
+    statistics = keywords.pop("statistics", False)
+    if not isinstance(statistics, (bool, np.bool_)):
+        raise ValueError(f"cubekit.dask.segment: statistics = {statistics!r}; expected True or False")
+    for name, plain in (("markers", None), ("levels", 0), ("h_min", 0), ("min_area", 1), ("out", None)):
         value = keywords.pop(name, plain)
         if value is not None and (plain is None or value is not plain and value != plain):
             raise ValueError(f"cubekit.dask.segment: {name} = {value!r} needs the whole cube; use cubekit.segment")
     gradient = rcmg(cube, connectivity=connectivity if rcmg_connectivity is None else rcmg_connectivity, **keywords)
     labels, count = watershed(gradient, connectivity=connectivity, mask=mask, return_regions=True)
-    return SegmentResult(labels=labels, gradient=gradient, count=count, regions=None)
+    regions = region_statistics(labels, cube, gradient) if statistics else None
+    return SegmentResult(labels=labels, gradient=gradient, count=count, regions=regions)
 
 
 def _zernike_chunk(block, max_order, keywords):
@@ -623,3 +628,4 @@ def zernike_moments(images, max_order=None, **keywords):
 # of cubekit.dask.
 from ._dask_detect import ace, cem, detect_multires, matched_filter, rbfn_scores, rx  # noqa: E402
 from ._dask_bands import baseline_edges  # noqa: E402
+from ._dask_regions import region_statistics  # noqa: E402

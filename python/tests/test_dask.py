@@ -450,12 +450,38 @@ def test_segment_chunks_equal_whole(keywords):
         assert np.array_equal(got.labels.compute(), whole.labels) and got.count == whole.count
         with_mask = cubekit.dask.segment(da.from_array(x, chunks=chunks), mask=mask, **keywords)
         assert np.array_equal(with_mask.labels.compute(), masked.labels) and with_mask.count == masked.count
+    table = cubekit.dask.segment(da.from_array(x, chunks=(17, 13, 3)), statistics=True, **keywords).regions
+    assert np.array_equal(table, cubekit.segment(x, **keywords).regions)
+
+
+def _same_table(a, b):
+    """Region tables equal field by field, bit for bit (NaN mean gradients in the same rows)."""
+    return a.dtype == b.dtype and all(np.array_equal(a[n], b[n], equal_nan=a[n].dtype.kind == "f") for n in a.dtype.names)
+
+
+def test_region_statistics_chunks_equal_whole():
+    rng = np.random.default_rng(22)
+    labels = rng.integers(0, 12, (41, 37)).astype(np.int32)
+    labels[5:9, :] = 0
+    # Magnitudes 1e12 apart: the float64 sums round, so only the whole call's order of additions matches.
+    cube = (rng.random((41, 37, 4)) * np.where(rng.random((41, 37, 4)) < 0.3, 1e12, 1)).astype(np.float32)
+    gradient = rng.random((41, 37)).astype(np.float32)
+    whole = cubekit.region_statistics(labels, cube, gradient)
+    for lc, cc in (((7, 37), (41, 11, 4)), ((13, 10), (5, 37, 2)), ((41, 37), (41, 37, 4))):
+        got = cubekit.dask.region_statistics(da.from_array(labels, chunks=lc), da.from_array(cube, chunks=cc),
+                                             da.from_array(gradient, chunks=(9, 9)))
+        assert got.dtype == whole.dtype and np.array_equal(got, whole), lc
+    alone = cubekit.dask.region_statistics(da.from_array(labels, chunks=(7, 9)))
+    assert _same_table(alone, cubekit.region_statistics(labels))  # integer columns; NaN mean gradient
+    two_d = cubekit.dask.region_statistics(da.from_array(labels, chunks=(7, 9)), da.from_array(gradient, chunks=(4, 37)))
+    assert _same_table(two_d, cubekit.region_statistics(labels, gradient))
+    with pytest.raises(ValueError, match="shape"):
+        cubekit.dask.region_statistics(da.from_array(labels), da.from_array(cube[:40]))
 
 
 def test_segment_refusals():
     x = da.from_array(np.ones((10, 12, 2), np.float32), chunks=(5, 6, 2))
-    for bad in ({"levels": 8}, {"h_min": 2.0}, {"min_area": 5}, {"markers": np.ones((10, 12), np.int32)},
-                {"statistics": True}):
+    for bad in ({"levels": 8}, {"h_min": 2.0}, {"min_area": 5}, {"markers": np.ones((10, 12), np.int32)}):
         with pytest.raises(ValueError, match="needs the whole cube"):
             cubekit.dask.segment(x, **bad)
 
@@ -463,7 +489,8 @@ def test_segment_refusals():
 def test_docstring_examples_run():
     import doctest
     for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed,
-              cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment, cubekit.dask.detect_multires, cubekit.dask.baseline_edges):
+              cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment, cubekit.dask.detect_multires, cubekit.dask.baseline_edges,
+              cubekit.dask.region_statistics):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)
