@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -223,6 +224,38 @@ SvmModel read_svm_model(const std::filesystem::path& path);
 /// "counts", "means": [[...], ...]}.
 void write_class_means(const ClassMeans& model, const std::filesystem::path& path);
 ClassMeans read_class_means(const std::filesystem::path& path);
+
+// ---- a trained classifier of any kind ------------------------------------------------------------------
+
+/// A trained pixel-wise classifier: the SVM (svm set) or the class means (means set), what
+/// train_classifier returns, a saved model file reads back as, and predict_classifier applies.
+///
+///     cubekit::ClassifierModel m = cubekit::train_classifier(cpu, cube, train, cubekit::Classifier::Sam);
+///     cubekit::write_classifier_model(m, "sam.json");
+///     cubekit::Cube map = cubekit::predict_classifier(gpu, other_scene, cubekit::read_classifier_model("sam.json"));
+struct ClassifierModel {
+    Classifier classifier = Classifier::Svm;
+    std::optional<SvmModel> svm;
+    std::optional<ClassMeans> means;
+    int bands() const { return svm ? svm->bands : means ? means->bands : 0; }
+    const std::vector<std::int32_t>& classes() const;
+};
+
+/// train_svm (Svm, with `svm`'s options) or train_class_means (Sam, MinDist) on the labelled pixels of `train`.
+ClassifierModel train_classifier(const Context& ctx, const CubeView& cube, const CubeView& train, Classifier classifier,
+                                 const SvmOptions& svm = {});
+/// The class of every pixel (W×H×1 i32): predict_svm's classes or predict_class_means'.
+Cube predict_classifier(const Context& ctx, const CubeView& cube, const ClassifierModel& model);
+/// The same in tiles (predict_svm_tiled / predict_class_means_tiled): a host view or a file read by windows.
+TiledRun predict_classifier_tiled(const Context& ctx, const CubeView& cube, const ClassifierModel& model,
+                                  const MutableCubeView& classes, const TileOptions& tiles = {});
+TiledRun predict_classifier_tiled(const Context& ctx, const CubeFile& cube, const ClassifierModel& model,
+                                  const MutableCubeView& classes, const TileOptions& tiles = {});
+/// write_svm_model or write_class_means, by the model's kind.
+void write_classifier_model(const ClassifierModel& model, const std::filesystem::path& path);
+/// A class-means JSON file (it starts with '{') or a LIBSVM model with its scaling file. Throws as
+/// read_class_means / read_svm_model.
+ClassifierModel read_classifier_model(const std::filesystem::path& path);
 
 // ---- majority vote inside regions (spec part C step 4, Decision C-1) --------------------------------
 

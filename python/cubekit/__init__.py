@@ -39,6 +39,7 @@ from ._classical import (ace, background_stats, cem, detect_score, matched_filte
 from ._watershed import SegmentResult, region_dtype, region_statistics, segment, watershed, watershed_boundary
 # -- spectral-spatial classification: classifiers, region vote, scores, splits (_classify.py) --
 from ._classify import classification_scores, classify, region_vote, stratified_split
+from ._classifier_model import ClassifierModel, load_classifier, train_classifier
 
 __all__ = [
     "DeviceError", "__version__", "built_with_cuda", "cuda_device_count", "gdal_available",
@@ -61,5 +62,6 @@ __all__ = [
     # -- watershed and segmentation --
     "SegmentResult", "region_dtype", "region_statistics", "segment", "watershed", "watershed_boundary",
     # -- spectral-spatial classification --
-    "classify", "region_vote", "classification_scores", "stratified_split",
+    "classify", "region_vote", "classification_scores", "stratified_split", "ClassifierModel", "train_classifier",
+    "load_classifier",
 ]

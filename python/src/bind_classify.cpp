@@ -3,6 +3,8 @@
 // alone, the scores and the stratified split. Results are host (NumPy) arrays: the classification
 // runs on the CPU for now (device inputs are downloaded by the library).
 #include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 #include <cmath>
 #include <optional>
@@ -169,9 +171,116 @@ py::tuple split_binding(PyContext& c, py::handle truth, const py::dict& keywords
     return py::make_tuple(to_numpy(std::move(s.train)), to_numpy(std::move(s.test)));
 }
 
+/// The keywords of train_classifier(): the SVM's (its seed a keyword, as in classify()).
+struct TrainKeywords {
+    SvmOptions svm;
+};
+
+template <class O, class V>
+    requires std::same_as<std::remove_const_t<O>, TrainKeywords>
+void visit_fields(O& k, V&& visit) {
+    visit_fields(k.svm, [&](auto& value, const Field& field) {
+        Field f = field;
+        f.flag = true;
+        visit(value, f);
+    });
+}
+
+ClassifierModel train_binding(PyContext& c, py::handle cube, py::handle train, const std::string& classifier,
+                              const py::dict& keywords, py::object progress) {
+    const TrainKeywords k = options_from<TrainKeywords>(keywords, "train_classifier");
+    const Classifier which = parse_enum<Classifier>(classifier, "train_classifier: classifier");
+    const ArrayView in = array_view(cube, "train_classifier", "cube");
+    const ArrayView labels = array_view(train, "train_classifier", "train");
+    return c.run(std::move(progress),
+                 [&](const Context& ctx) { return train_classifier(ctx, in.view, labels.view, which, k.svm); });
+}
+
+/// predict(ctx, model, cube or path, tiles, progress) -> (H, W) int32 NumPy: whole, or in tiles when
+/// tile options are given or the cube is a file (read by windows).
+py::object predict_binding(PyContext& c, const ClassifierModel& model, py::handle cube, const py::dict& tiles,
+                           py::object progress) {
+    const TiledInput in = tiled_input(cube, "predict");
+    const TileOptions t = tile_options_from(tiles);
+    Cube classes = c.run(std::move(progress), [&](const Context& ctx) {
+        if (!in.file && tiles.empty()) return predict_classifier(ctx, in.array->view, model);
+        Cube map(in.width(), in.height(), 1, DType::I32);
+        if (in.file) predict_classifier_tiled(ctx, *in.file, model, map.mutable_view(), t);
+        else predict_classifier_tiled(ctx, in.array->view, model, map.mutable_view(), t);
+        return map;
+    });
+    return to_numpy(std::move(classes));
+}
+
+// Pickling keeps every number exactly (a LIBSVM model file keeps 8 digits of the support vectors).
+py::dict model_state(const ClassifierModel& m) {
+    py::dict d;
+    d["classifier"] = std::string(enum_name(m.classifier));
+    if (m.means) {
+        d["classes"] = m.means->classes, d["counts"] = m.means->counts, d["bands"] = m.means->bands;
+        d["means"] = m.means->means;
+        return d;
+    }
+    const SvmModel& v = *m.svm;
+    d["classes"] = v.classes, d["bands"] = v.bands, d["c"] = v.c, d["gamma"] = v.gamma;
+    d["scale_min"] = v.scale_min, d["scale_max"] = v.scale_max, d["sv_count"] = v.sv_count;
+    d["support_vectors"] = v.support_vectors, d["coef"] = v.coef, d["rho"] = v.rho;
+    d["cv_accuracy"] = v.cv_accuracy, d["training_pixels"] = v.training_pixels;
+    py::list grid;
+    for (const SvmGridPoint& g : v.grid) grid.append(py::make_tuple(g.c, g.gamma, g.accuracy));
+    d["grid"] = grid;
+    return d;
+}
+
+ClassifierModel model_from_state(const py::dict& d) {
+    ClassifierModel m;
+    m.classifier = parse_enum<Classifier>(d["classifier"].cast<std::string>(), "ClassifierModel: classifier");
+    if (m.classifier != Classifier::Svm) {
+        ClassMeans& c = m.means.emplace();
+        c.classifier = m.classifier;
+        c.classes = d["classes"].cast<std::vector<std::int32_t>>();
+        c.counts = d["counts"].cast<std::vector<std::int64_t>>();
+        c.bands = d["bands"].cast<int>();
+        c.means = d["means"].cast<std::vector<double>>();
+        return m;
+    }
+    SvmModel& v = m.svm.emplace();
+    v.classes = d["classes"].cast<std::vector<std::int32_t>>();
+    v.bands = d["bands"].cast<int>();
+    v.c = d["c"].cast<double>(), v.gamma = d["gamma"].cast<double>();
+    v.scale_min = d["scale_min"].cast<std::vector<double>>(), v.scale_max = d["scale_max"].cast<std::vector<double>>();
+    v.sv_count = d["sv_count"].cast<std::vector<std::int32_t>>();
+    v.support_vectors = d["support_vectors"].cast<std::vector<double>>();
+    v.coef = d["coef"].cast<std::vector<double>>(), v.rho = d["rho"].cast<std::vector<double>>();
+    v.cv_accuracy = d["cv_accuracy"].cast<double>(), v.training_pixels = d["training_pixels"].cast<std::int64_t>();
+    for (const py::handle g : d["grid"].cast<py::list>()) {
+        const auto t = g.cast<py::tuple>();
+        v.grid.push_back({t[0].cast<double>(), t[1].cast<double>(), t[2].cast<double>()});
+    }
+    return m;
+}
+
+void bind_model(py::module_& m) {
+    m.def("train_declarations", &declarations<TrainKeywords>);
+    py::class_<ClassifierModel>(m, "NativeClassifierModel")
+        .def_property_readonly("classifier", [](const ClassifierModel& x) { return std::string(enum_name(x.classifier)); })
+        .def_property_readonly("classes", [](const ClassifierModel& x) { return x.classes(); })
+        .def_property_readonly("bands", &ClassifierModel::bands)
+        .def("info", [](const ClassifierModel& x) {
+            return x.svm ? model_dict(x.svm, std::nullopt) : model_dict(std::nullopt, x.means);
+        })
+        .def("save", [](const ClassifierModel& x, const std::filesystem::path& path) { write_classifier_model(x, path); })
+        .def(py::pickle([](const ClassifierModel& x) { return model_state(x); },
+                        [](const py::dict& d) { return model_from_state(d); }));
+    m.def("train_classifier", &train_binding);
+    m.def("predict_classifier", &predict_binding);
+    m.def("read_classifier_model", [](const std::filesystem::path& path) { return read_classifier_model(path); });
+}
+
 }  // namespace
 
 void bind_classify(py::module_& m) {
+    bind_model(m);
     m.def("classify_declarations", &declarations<ClassifyKeywords>);
     m.def("region_vote_declarations", &declarations<VoteOptions>);
     m.def("split_declarations", &declarations<SplitOptions>);

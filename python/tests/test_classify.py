@@ -148,3 +148,56 @@ def test_signatures_and_docstring_examples():
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)
             assert runner.summarize(verbose=False).failed == 0, f.__name__
+
+
+@pytest.mark.parametrize("classifier", ["svm", "sam", "mindist"])
+def test_trained_model_predicts_as_classify(classifier, tmp_path):
+    """train_classifier + predict = classify's pixel-wise map; in tiles, from a file and after a pickle
+    the same map; saved and loaded, the class means exactly and the SVM's model numbers."""
+    import pickle
+    cube, train, _test = blocks(3)
+    whole = cubekit.classify(cube, train, classifier=classifier, cv_folds=3)
+    m = cubekit.train_classifier(cube, train, classifier=classifier, cv_folds=3)
+    assert m.classifier == classifier and m.classes == [2, 3, 5, 8] and m.bands == 4
+    np.testing.assert_equal(m.info, whole["model"])
+    np.testing.assert_array_equal(m.predict(cube), whole["pixelwise"])
+    np.testing.assert_array_equal(m.predict(cube, tile_size=(7, 5)), whole["pixelwise"])
+    cubekit.write(tmp_path / "c.npy", cube)
+    np.testing.assert_array_equal(m.predict(tmp_path / "c.npy", memory_limit="4K"), whole["pixelwise"])
+    np.testing.assert_array_equal(m.predict(str(tmp_path / "c.npy")), whole["pixelwise"])
+    again = pickle.loads(pickle.dumps(m))
+    np.testing.assert_equal(again.info, m.info)
+    assert repr(again) == repr(m)
+    np.testing.assert_array_equal(again.predict(cube), whole["pixelwise"])
+    m.save(tmp_path / "model")
+    loaded = cubekit.load_classifier(tmp_path / "model")
+    assert loaded.classifier == classifier and loaded.classes == m.classes
+    if classifier == "svm":
+        assert (tmp_path / "model.scaling.json").exists()
+        assert loaded.info["c"] == m.info["c"] and loaded.info["gamma"] == m.info["gamma"]
+    else:
+        np.testing.assert_array_equal(loaded.predict(cube), whole["pixelwise"])
+        np.testing.assert_equal(loaded.info, m.info)
+
+
+def test_trained_model_refusals(tmp_path):
+    cube, train, _test = blocks(4)
+    m = cubekit.train_classifier(cube, train, classifier="sam")
+    with pytest.raises(ValueError, match="band"):
+        m.predict(cube[:, :, :3])
+    with pytest.raises(ValueError, match="classifier"):
+        cubekit.train_classifier(cube, train, classifier="nearest")
+    with pytest.raises(TypeError, match="tau"):
+        cubekit.train_classifier(cube, train, classifier="sam", tau=0.5)
+    with pytest.raises(TypeError, match="unexpected"):
+        m.predict(cube, tau=0.5)
+    with pytest.raises(OSError):
+        cubekit.load_classifier(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{\"format\": \"something else\"}")
+    with pytest.raises(ValueError):
+        cubekit.load_classifier(tmp_path / "bad.json")
+    assert "Example" not in (m.predict.__doc__ or "") and ">>>" in cubekit.ClassifierModel.__doc__
+    for t in doctest.DocTestFinder().find(cubekit.ClassifierModel, globs={"cubekit": cubekit}):
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        runner.run(t)
+        assert runner.summarize(verbose=False).failed == 0

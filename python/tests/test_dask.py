@@ -479,6 +479,43 @@ def test_region_statistics_chunks_equal_whole():
         cubekit.dask.region_statistics(da.from_array(labels), da.from_array(cube[:40]))
 
 
+@pytest.mark.parametrize("classifier", ["svm", "sam", "mindist"])
+def test_predict_chunks_equal_whole(classifier):
+    rng = np.random.default_rng(23)
+    k = (np.arange(30)[None, :] >= 15).astype(int) + 2 * (np.arange(26)[:, None] >= 13)
+    cube = (np.array([[10, 20, 30], [30, 20, 10], [25, 60, 25], [60, 10, 60]])[k] + 3 * rng.standard_normal((26, 30, 3)))
+    cube = cube.astype(np.float32)
+    cube[4, 5, 1] = np.nan  # a non-finite band: class 0 in every chunk layout
+    train = np.where((np.arange(26)[:, None] + np.arange(30)[None, :]) % 5 == 0, np.array([1, 2, 4, 9])[k], 0)
+    model = cubekit.train_classifier(cube, train, classifier=classifier, svm_c=10, svm_gamma=0.5)
+    whole = model.predict(cube)
+    assert whole[4, 5] == 0 and len(np.unique(whole)) == 5
+    for chunks in ((7, 9, 3), (26, 4, 1), (5, 30, 2)):
+        got = cubekit.dask.predict(model, da.from_array(cube, chunks=chunks))
+        assert got.dtype == np.int32 and got.shape == (26, 30)
+        assert np.array_equal(got.compute(), whole), chunks
+    with pytest.raises(ValueError, match="bands"):
+        cubekit.dask.predict(model, da.from_array(cube[:, :, :2]))
+    with pytest.raises(TypeError, match="unexpected"):
+        cubekit.dask.predict(model, da.from_array(cube), tau=1)
+
+
+def test_predict_on_a_distributed_cluster():
+    """The model travels to the workers pickled: the same map from a LocalCluster."""
+    distributed = pytest.importorskip("distributed")
+    rng = np.random.default_rng(24)
+    cube = rng.random((20, 16, 4)).astype(np.float32)
+    train = np.zeros((20, 16), np.int32)
+    train[:10, :] = 1
+    train[10:, :] = 2
+    cube[10:] += 1
+    model = cubekit.train_classifier(cube, train, classifier="svm", svm_c=10, svm_gamma=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        got = client.compute(cubekit.dask.predict(model, da.from_array(cube, chunks=(6, 7, 4)))).result()
+    assert np.array_equal(got, model.predict(cube))
+
+
 def test_segment_refusals():
     x = da.from_array(np.ones((10, 12, 2), np.float32), chunks=(5, 6, 2))
     for bad in ({"levels": 8}, {"h_min": 2.0}, {"min_area": 5}, {"markers": np.ones((10, 12), np.int32)}):
@@ -490,7 +527,7 @@ def test_docstring_examples_run():
     import doctest
     for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed,
               cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment, cubekit.dask.detect_multires, cubekit.dask.baseline_edges,
-              cubekit.dask.region_statistics):
+              cubekit.dask.region_statistics, cubekit.dask.predict):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)

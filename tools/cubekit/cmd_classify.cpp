@@ -118,45 +118,31 @@ void check_flags(const Args& a) {
 // ---- the pixel-wise step ----------------------------------------------------------------------------
 
 /// The model a run used, whichever classifier it was.
-struct Model {
-    Classifier classifier = Classifier::Svm;
-    std::optional<SvmModel> svm;
-    std::optional<ClassMeans> means;
-};
+using Model = ClassifierModel;
 
 /// --model-in: a class-means JSON file (it starts with '{'), else a LIBSVM model with its scaling.
 Model read_model(const std::string& path) {
-    std::ifstream in(path);
-    char first = 0;
-    in >> first;
-    Model m;
     try {
-        if (first == '{') m.means = read_class_means(path), m.classifier = m.means->classifier;
-        else m.svm = read_svm_model(path), m.classifier = Classifier::Svm;
+        return read_classifier_model(path);
     } catch (const InvalidInput& e) {
         throw InvalidInput(std::string("--model-in: ") + e.what());
     } catch (const IoError& e) {
         throw IoError(std::string("--model-in: ") + e.what());
     }
-    return m;
 }
 
 Model train_model(const Context& ctx, const Cube& cube, const Cube& train, Classifier c, SvmOptions svm) {
-    Model m;
-    m.classifier = c;
     try {
-        if (c == Classifier::Svm) m.svm = train_svm(ctx, cube, train, svm);
-        else m.means = train_class_means(ctx, cube, train, c);
+        return train_classifier(ctx, cube, train, c, svm);
     } catch (const InvalidInput& e) {
         throw InvalidInput(std::string("--train: ") + e.what());
     }
-    return m;
 }
 
 /// The pixel-wise map; a model that does not fit the cube is named by `source` ("--model-in").
 Cube predict(const Context& ctx, const Cube& cube, const Model& m, const std::string& source) {
     try {
-        return m.svm ? predict_svm(ctx, cube, *m.svm).classes : predict_class_means(ctx, cube, *m.means);
+        return predict_classifier(ctx, cube, m);
     } catch (const InvalidInput& e) {
         throw InvalidInput(source + e.what());
     }
@@ -366,10 +352,8 @@ void predict_step(const Context& ctx, const Args& a, const Cube& cube, const std
     const TiledRun r = timed_step(ctx, t, "predict", [&] {
         try {
             if (file)
-                return m.svm ? predict_svm_tiled(ctx, *file, *m.svm, map, *run.tiles)
-                             : predict_class_means_tiled(ctx, *file, *m.means, map, *run.tiles);
-            return m.svm ? predict_svm_tiled(ctx, cube, *m.svm, map, *run.tiles)
-                         : predict_class_means_tiled(ctx, cube, *m.means, map, *run.tiles);
+                return predict_classifier_tiled(ctx, *file, m, map, *run.tiles);
+            return predict_classifier_tiled(ctx, cube, m, map, *run.tiles);
         } catch (const InvalidInput& e) {
             throw InvalidInput(source + e.what());
         }
@@ -406,7 +390,7 @@ void segment_step(const Context& ctx, const Args& a, const Cube& cube, const std
 
 void legend_classes(Run& run) {
     std::vector<std::int32_t>& c = run.classes;
-    if (run.model) c = run.model->svm ? run.model->svm->classes : run.model->means->classes;
+    if (run.model) c = run.model->classes();
     for (std::int32_t v : std::span(run.pixelwise.data<std::int32_t>(), run.pixelwise.num_elements()))
         if (v != 0) c.push_back(v);
     std::sort(c.begin(), c.end());
