@@ -31,7 +31,7 @@ from . import _cubekit, _edges, _gradient, _kmeans, _labels, _pca, _runtime, _ze
 
 __all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "baseline_edges", "pca", "kmeans", "rbfn_scores", "rx", "matched_filter", "ace",
            "cem", "detect_multires", "label", "label_components", "remove_small_objects", "watershed", "segment",
-           "region_statistics", "predict", "zernike_moments"]
+           "region_statistics", "predict", "region_vote", "classify", "zernike_moments"]
 
 #: Pixels each RCMG chunk reads beyond its own (the 3x3 window; the 5-pixel cross needs no more).
 RCMG_HALO = 1
@@ -629,4 +629,4 @@ def zernike_moments(images, max_order=None, **keywords):
 from ._dask_detect import ace, cem, detect_multires, matched_filter, rbfn_scores, rx  # noqa: E402
 from ._dask_bands import baseline_edges  # noqa: E402
 from ._dask_regions import region_statistics  # noqa: E402
-from ._dask_classify import predict  # noqa: E402
+from ._dask_classify import classify, predict, region_vote  # noqa: E402

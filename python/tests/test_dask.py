@@ -500,6 +500,46 @@ def test_predict_chunks_equal_whole(classifier):
         cubekit.dask.predict(model, da.from_array(cube), tau=1)
 
 
+def test_region_vote_chunks_equal_whole():
+    rng = np.random.default_rng(25)
+    regions = rng.integers(0, 40, (33, 29)).astype(np.int32)   # region 0: kept as it is
+    classes = rng.integers(0, 4, (33, 29)).astype(np.int32)    # ties, no voters and thin winners occur
+    classes[regions == 7] = 0                                  # a region without voters
+    for tau in (0.0, 0.3, 0.6):
+        whole, stats = cubekit.region_vote(regions, classes, tau=tau, return_stats=True)
+        assert stats["ties"] > 0 and stats["no_voters"] > 0
+        assert stats["relabelled"] > 0 if tau < 0.5 else stats["below_tau"] > 0
+        for rc, cc in (((8, 7), (8, 7)), ((33, 5), (4, 29)), ((33, 29), (11, 13))):
+            got, got_stats = cubekit.dask.region_vote(da.from_array(regions, chunks=rc), da.from_array(classes, chunks=cc),
+                                                      tau=tau, return_stats=True)
+            assert got.dtype == np.int32 and np.array_equal(got.compute(), whole), (tau, rc)
+            assert got_stats == stats, (tau, rc)
+    with pytest.raises(ValueError, match="tau"):
+        cubekit.dask.region_vote(da.from_array(regions), da.from_array(classes), tau=2)
+    with pytest.raises(ValueError, match="shape"):
+        cubekit.dask.region_vote(da.from_array(regions), da.from_array(classes[:5]))
+
+
+@pytest.mark.parametrize("classifier", ["svm", "sam"])
+def test_classify_chunks_equal_whole(classifier):
+    x = (np.random.default_rng(26).integers(0, 6, (37, 41, 3)) * 10).astype(np.float32)
+    x[:, 20:] += 40
+    train = np.zeros((37, 41), np.int32)
+    train[::6, 3:15:4] = 1
+    train[::6, 25:38:4] = 2
+    keywords = {"svm_c": 10, "svm_gamma": 0.5} if classifier == "svm" else {}
+    model = cubekit.train_classifier(x, train, classifier=classifier, **keywords)
+    for segment in (None, "watershed"):
+        whole = cubekit.classify(x, train, classifier=classifier, segment=segment, tau=0.2, **keywords)
+        got = cubekit.dask.classify(model, da.from_array(x, chunks=(13, 11, 3)), segment=segment, tau=0.2)
+        assert np.array_equal(got["pixelwise"].compute(), whole["pixelwise"])
+        assert np.array_equal(got["classes"].compute(), whole["classes"]), segment
+        if segment:
+            assert np.array_equal(got["regions"].compute(), whole["regions"]) and got["vote"] == whole["vote"]
+        else:
+            assert got["regions"] is None and got["vote"] is None
+
+
 def test_predict_on_a_distributed_cluster():
     """The model travels to the workers pickled: the same map from a LocalCluster."""
     distributed = pytest.importorskip("distributed")
@@ -527,7 +567,7 @@ def test_docstring_examples_run():
     import doctest
     for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed,
               cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment, cubekit.dask.detect_multires, cubekit.dask.baseline_edges,
-              cubekit.dask.region_statistics, cubekit.dask.predict):
+              cubekit.dask.region_statistics, cubekit.dask.predict, cubekit.dask.region_vote, cubekit.dask.classify):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)
