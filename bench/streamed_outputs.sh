@@ -35,20 +35,21 @@ j = json.load(open(sys.argv[1]))
 t = j.get("tiled", {})
 tiles = t.get("tiles", t.get("watershed", {}).get("tiles", "-")) if t else "whole"
 streamed = [o["path"].rsplit("/", 1)[-1] for o in j.get("outputs", []) if o.get("streamed")]
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {tiles} | {t.get('peak_bytes', '-')} | {', '.join(streamed) or '-'} |")
+print(f"| {sys.argv[2]} | {j.get('backend', '-')} | {sys.argv[3]} | {tiles} | {t.get('peak_bytes', '-')} | "
+      f"{t.get('device_peak_bytes', '-')} | {', '.join(streamed) or '-'} |")
 EOF
 }
 same() {
   if cmp -s "$work/$1" "$work/$2"; then echo "  $1 = $2 (bytes)"; else echo "  MISMATCH $1 $2"; status=1; fi
 }
 echo "cube: ${side}x${side}x${bands} i16 ($(du -h "$work/cube.npy" | cut -f1))"
-echo "| run | wall ms | tiles | host peak bytes | streamed |"
-echo "|---|---|---|---|---|"
-wall rcmg_gpu rcmg "$work/cube.npy" "$work/g_gpu.npy" --device-memory-limit 256M
+echo "| run | backend | wall ms | tiles | host peak bytes | device peak bytes | streamed |"
+echo "|---|---|---|---|---|---|---|"
+wall rcmg_gpu rcmg "$work/cube.npy" "$work/g_gpu.npy" --backend cuda --device-memory-limit 128M
 wall rcmg_cpu rcmg "$work/cube.npy" "$work/g_cpu.npy" --backend cpu
-wall edges_gpu edges "$work/cube.npy" "$work/e_gpu.npy" --fusion none --device-memory-limit 256M
+wall edges_gpu edges "$work/cube.npy" "$work/e_gpu.npy" --fusion none --backend cuda --device-memory-limit 128M
 wall edges_cpu edges "$work/cube.npy" "$work/e_cpu.npy" --fusion none --backend cpu
-wall pca_gpu pca "$work/cube.npy" "$work/p_gpu.npy" -k 4 --device-memory-limit 256M
+wall pca_gpu pca "$work/cube.npy" "$work/p_gpu.npy" -k 4 --backend cuda --device-memory-limit 128M
 wall pca_cpu pca "$work/cube.npy" "$work/p_cpu.npy" -k 4 --backend cpu
 same g_gpu.npy g_cpu.npy
 same e_gpu.npy e_cpu.npy
