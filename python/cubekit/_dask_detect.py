@@ -51,9 +51,84 @@ def _with_background(function, name, cube, target, background, keywords):
     return _pixelwise(cube, lambda block: function(block, background=stats, **extra, **keywords), dtype)
 
 
-def rx(cube, background=None, **keywords):
-    """cubekit.rx (global RX) over the chunks of a dask array with the given background statistics."""
+def _kept_bands(cube, keep_all_bands):
+    """The bands cubekit's screening keeps, decided over the whole array as the whole-array call decides
+    it (a band with a non-finite sample, all-zero or constant is dropped): a chunk screened on its own
+    could keep other bands. One pass of exact reductions (counts, min, max)."""
+    import dask
+    da = _runtime.dask_array()
+    a = da.asarray(cube)
+    if a.ndim != 3:
+        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W, B)")
+    if keep_all_bands:
+        return list(range(a.shape[2]))
+    bad, lo, hi = dask.compute((~da.isfinite(a)).sum(axis=(0, 1)), a.min(axis=(0, 1)), a.max(axis=(0, 1)))
+    bad, lo, hi = (np.asarray(_runtime.to_host(x)) for x in (bad, lo, hi))
+    kept = [b for b in range(a.shape[2]) if bad[b] == 0 and lo[b] != hi[b]]
+    if not kept:
+        raise ValueError("every band was dropped by screening (keep_all_bands=True keeps them)")
+    return kept
+
+
+def _local_rx(cube, window, keywords):
+    """Local (two-window) RX over chunks grown by OUTER - 1 pixels: a core pixel's window, shifted only
+    at the scene's borders, lies inside its chunk's grown window; the bands screened on the whole array."""
+    from . import dask as cdask
+    if not (isinstance(window, (tuple, list)) and len(window) == 2):
+        raise ValueError(f"cubekit.dask.rx: window = {window!r}; expected (inner, outer)")
+    if "out" in keywords:
+        raise ValueError("cubekit.dask.rx: 'out' cannot be given (each chunk gets its own output)")
+    da = _runtime.dask_array()
+    kept = _kept_bands(cube, keywords.pop("keep_all_bands", False))
+    a = da.asarray(cube)[:, :, kept]
+    dtype = np.float32 if keywords.get("out_type", "f64") == "f32" else np.float64
+    chosen = tuple(int(w) for w in window)
+    return cdask._local(a, max(chosen[1] - 1, 0),
+                        lambda block: _classical.rx(block, window=chosen, keep_all_bands=True, **keywords), dtype)
+
+
+def rx(cube, background=None, window=None, **keywords):
+    """cubekit.rx over the chunks of a dask array. Global RX (no window) needs the background statistics
+    given (fitted once: a per-chunk fit would differ), and each chunk is scored on its own. Local RX
+    (``window=(inner, outer)``) needs none: the bands are screened over the whole array, then each chunk
+    is scored with OUTER - 1 pixels of overlap; equal to ``cubekit.rx(cube.compute(), window=...)``
+    bit for bit on the same backend.
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> x = np.random.default_rng(5).random((30, 26, 4))
+    >>> lazy = cubekit.dask.rx(da.from_array(x, chunks=(8, 9, 4)), window=(3, 7))
+    >>> bool(np.array_equal(lazy.compute(), cubekit.rx(x, window=(3, 7)), equal_nan=True))
+    True
+    """
+    if window is not None:
+        if background is not None:
+            raise ValueError("cubekit.dask.rx: window (local RX) takes no background: each pixel's statistics are its window's")
+        return _local_rx(cube, window, keywords)
     return _with_background(_classical.rx, "rx", cube, None, background, keywords)
+
+
+def sam(cube, target, **keywords):
+    """cubekit.sam (the cosine of the spectral angle to ``target``, one value per band of the cube) over
+    the chunks of a dask array: the bands screened over the whole array, then each chunk scored on its
+    own; equal to ``cubekit.sam(cube.compute(), target)`` bit for bit on the same backend.
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> x = np.random.default_rng(6).random((20, 18, 5)); t = x[3, 4]
+    >>> bool(np.array_equal(cubekit.dask.sam(da.from_array(x, chunks=(7, 7, 5)), t).compute(), cubekit.sam(x, t)))
+    True
+    """
+    if "out" in keywords:
+        raise ValueError("cubekit.dask.sam: 'out' cannot be given (each chunk gets its own output)")
+    da = _runtime.dask_array()
+    a = da.asarray(cube)
+    t = _classical._target_arg(target, "sam")
+    if a.ndim != 3 or len(t) != a.shape[2]:
+        raise ValueError(f"cubekit.dask.sam: target has {len(t)} values for a cube of shape {a.shape}; expected one "
+                         "per band (resample a spectrum file with cubekit.read_target_spectrum first)")
+    kept = _kept_bands(a, keywords.pop("keep_all_bands", False))
+    dtype = np.float32 if keywords.get("out_type", "f64") == "f32" else np.float64
+    chosen = np.ascontiguousarray(t[kept])
+    return _pixelwise(a[:, :, kept], lambda block: _classical.sam(block, chosen, keep_all_bands=True, **keywords), dtype)
 
 
 def matched_filter(cube, target, background=None, **keywords):

@@ -540,6 +540,36 @@ def test_classify_chunks_equal_whole(classifier):
             assert got["regions"] is None and got["vote"] is None
 
 
+def _screening_cube(seed):
+    """Bands that test the screening: band 1 constant everywhere (dropped), band 3 constant over the
+    first rows only (kept: a chunk screened on its own would drop it)."""
+    x = np.random.default_rng(seed).random((31, 27, 6))
+    x[:, :, 1] = 2.5
+    x[:12, :, 3] = 7.0
+    return x
+
+
+def test_local_rx_and_sam_chunks_equal_whole():
+    x = _screening_cube(27)
+    whole = cubekit.rx(x, window=(3, 7))
+    for chunks in ((8, 9, 6), (31, 5, 3), (11, 27, 6)):
+        got = cubekit.dask.rx(da.from_array(x, chunks=chunks), window=(3, 7))
+        assert got.dtype == np.float64 and np.array_equal(got.compute(), whole, equal_nan=True), chunks
+    assert np.array_equal(cubekit.dask.rx(da.from_array(x, chunks=(8, 9, 6)), window=(3, 9), keep_all_bands=True).compute(),
+                          cubekit.rx(x, window=(3, 9), keep_all_bands=True), equal_nan=True)
+    x[5, 6, 0] = np.nan  # band 0 dropped everywhere
+    t = x[20, 20]
+    for chunks in ((8, 9, 6), (31, 5, 3)):
+        assert np.array_equal(cubekit.dask.rx(da.from_array(x, chunks=chunks), window=(3, 7)).compute(),
+                              cubekit.rx(x, window=(3, 7)), equal_nan=True), chunks
+        got = cubekit.dask.sam(da.from_array(x, chunks=chunks), t)
+        assert np.array_equal(got.compute(), cubekit.sam(x, t), equal_nan=True), chunks
+    with pytest.raises(ValueError, match="background"):
+        cubekit.dask.rx(da.from_array(x), window=(3, 7), background=cubekit.background_stats(x))
+    with pytest.raises(ValueError, match="target"):
+        cubekit.dask.sam(da.from_array(x), t[:4])
+
+
 def test_predict_on_a_distributed_cluster():
     """The model travels to the workers pickled: the same map from a LocalCluster."""
     distributed = pytest.importorskip("distributed")
@@ -567,7 +597,8 @@ def test_docstring_examples_run():
     import doctest
     for f in (cubekit.dask, cubekit.dask.label_components, cubekit.dask.zernike_moments, cubekit.dask.watershed,
               cubekit.dask.quantize, cubekit.dask.kmeans, cubekit.dask.segment, cubekit.dask.detect_multires, cubekit.dask.baseline_edges,
-              cubekit.dask.region_statistics, cubekit.dask.predict, cubekit.dask.region_vote, cubekit.dask.classify):
+              cubekit.dask.region_statistics, cubekit.dask.predict, cubekit.dask.region_vote, cubekit.dask.classify,
+              cubekit.dask.rx, cubekit.dask.sam):
         for t in doctest.DocTestFinder(recurse=False).find(f, globs={"cubekit": cubekit}):
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(t)
