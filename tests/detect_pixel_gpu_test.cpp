@@ -62,7 +62,7 @@ TEST(DetectPixelGpu, MappingsLayoutsTypesAndSizesAgreeWithTheCpu) {
     const Case cases[] = {{1, 1, 64, 4, DType::F32},  {97, 31, 64, 4, DType::F32}, {13, 7, 1, 1, DType::U8},
                           {29, 3, 300, 3, DType::U16}, {61, 17, 40, 17, DType::I16}, {37, 11, 64, 64, DType::F64},
                           {33, 9, 7, 33, DType::I32},  {64, 64, 33, 5, DType::U32},
-                          // f32 BIP of 128 bands: whole 64-band chunks, two a pixel, 8 neurons.
+                          // f32 BIP of 128 bands: four 32-band chunks a pixel, 8 neurons.
                           {45, 13, 128, 7, DType::F32}};
     for (const Case& c : cases) {
         SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h) + "x" + std::to_string(c.bands) + " k=" + std::to_string(c.hidden) +

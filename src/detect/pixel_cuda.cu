@@ -193,33 +193,30 @@ __global__ void __launch_bounds__(kTilePixels, 12) fused_pixels_kernel(StridedVi
 }
 
 // BIP f32 with 16-byte aligned spectra (bands a multiple of 4): thread per pixel, the warp's 32
-// spectra moved through a warp-private shared tile `Chunk` bands at a time. The loads are coalesced:
-// each float4 load instruction reads 512 bytes, 128 / Chunk pixels' runs of the chunk (Chunk / 4
-// lanes per run); the spectra read by the pixel's own thread (an earlier kernel) touched 32 lines per
-// instruction and held DRAM at 73 % of its rate (BIP 0.122 ms against BSQ's 0.107). Chunk 32 (8
-// warps a block): a warp reads alternate halves of 64-band pixels; Chunk 64 (bands a multiple of 64,
-// 4 warps a block for the shared memory): whole pixels, 8 KB contiguous per warp. The tile's row
-// stride of Chunk + 1 floats keeps the pixel-wise reads free of bank conflicts. No block barrier:
-// each warp owns its tile (__syncwarp).
-template <int K, bool Transform, int Chunk>
-__global__ void __launch_bounds__(Chunk == 32 ? 256 : 128, Chunk == 32 ? 4 : 6)
-    fused_quads_kernel(StridedView<const float> v, DeviceGroup g, Pixels px, int k0, int kn) {
-    constexpr int kThreads = Chunk == 32 ? 256 : 128;
-    constexpr int kLanesPerPixel = Chunk / 4, kPixelsPerLoad = 32 / kLanesPerPixel, kLoads = 32 / kPixelsPerLoad;
-    __shared__ float tiles[kThreads / 32][32][Chunk + 1];
+// spectra moved through a warp-private shared tile 32 bands at a time. The loads are coalesced: each
+// float4 load instruction reads 4 pixels' 128-byte runs of the chunk (8 lanes per run), so a warp
+// touches 4 lines per instruction; the spectra read by the pixel's own thread (the previous kernel)
+// touched 32 lines per instruction and held DRAM at 73 % of its rate (BIP 0.122 ms against BSQ's
+// 0.107). The tile's row stride of 33 floats keeps both the stores and the pixel-wise reads free of
+// bank conflicts. No block barrier: each warp owns its tile (__syncwarp).
+constexpr int kQuadChunk = 32;  // bands per tile
+
+template <int K, bool Transform>
+__global__ void __launch_bounds__(256, 4) fused_quads_kernel(StridedView<const float> v, DeviceGroup g, Pixels px, int k0, int kn) {
+    __shared__ float tiles[256 / 32][32][kQuadChunk + 1];
     extern __shared__ float4 centres_shared[];
     float* cs = reinterpret_cast<float*>(centres_shared);
     stage_centres<K>(g, k0, cs);
     const int lane = threadIdx.x % 32;
-    float(*tile)[Chunk + 1] = tiles[threadIdx.x / 32];
+    float(*tile)[kQuadChunk + 1] = tiles[threadIdx.x / 32];
     const std::int64_t warp_first = px.begin + std::int64_t(blockIdx.x) * blockDim.x + (threadIdx.x & ~31);
     if (warp_first >= px.end) return;
     const std::int64_t p = warp_first + lane;
-    // Load i of a chunk: lane l reads quad l % kLanesPerPixel of pixel kPixelsPerLoad·i + l / kLanesPerPixel.
-    const float4* src[kLoads];
+    // Load i of a chunk: lane l reads quad l % 8 of pixel 4i + l / 8 of the warp.
+    const float4* src[8];
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-        const std::int64_t q = warp_first + kPixelsPerLoad * i + lane / kLanesPerPixel;
+    for (int i = 0; i < 8; ++i) {
+        const std::int64_t q = warp_first + 4 * i + lane / 8;
         src[i] = q < px.end ? reinterpret_cast<const float4*>(v.data + v.offset(int(q % px.width), int(q / px.width), 0)) : nullptr;
     }
     float d[K];
@@ -228,23 +225,23 @@ __global__ void __launch_bounds__(Chunk == 32 ? 256 : 128, Chunk == 32 ? 4 : 6)
     const int quads = g.bands / 4;
     // The next chunk's loads are issued before this chunk's distances, so they are in flight while
     // the warp computes (BIP 1024²×64: 0.122–0.127 → 0.120–0.123 ms on one H100, 2026-11-28).
-    float4 xs[kLoads];
+    float4 xs[8];
     auto load_chunk = [&](int c0) {
-        const int quad = c0 + lane % kLanesPerPixel;
+        const int quad = c0 + lane % 8;
 #pragma unroll
-        for (int i = 0; i < kLoads; ++i) xs[i] = src[i] && quad < quads ? __ldg(src[i] + quad) : make_float4(0, 0, 0, 0);
+        for (int i = 0; i < 8; ++i) xs[i] = src[i] && quad < quads ? __ldg(src[i] + quad) : make_float4(0, 0, 0, 0);
     };
     load_chunk(0);
-    for (int c0 = 0; c0 < quads; c0 += Chunk / 4) {
+    for (int c0 = 0; c0 < quads; c0 += kQuadChunk / 4) {
         __syncwarp();  // the previous chunk's reads are done
 #pragma unroll
-        for (int i = 0; i < kLoads; ++i) {
-            float* row = tile[kPixelsPerLoad * i + lane / kLanesPerPixel] + 4 * (lane % kLanesPerPixel);
+        for (int i = 0; i < 8; ++i) {
+            float* row = tile[4 * i + lane / 8] + 4 * (lane % 8);
             row[0] = xs[i].x, row[1] = xs[i].y, row[2] = xs[i].z, row[3] = xs[i].w;
         }
         __syncwarp();
-        if (c0 + Chunk / 4 < quads) load_chunk(c0 + Chunk / 4);
-        const int nb = min(Chunk, g.bands - 4 * c0);
+        if (c0 + kQuadChunk / 4 < quads) load_chunk(c0 + kQuadChunk / 4);
+        const int nb = min(kQuadChunk, g.bands - 4 * c0);
         if (p < px.end)
             for (int j = 0; j < nb; ++j) {
                 const int b = 4 * c0 + j;
@@ -252,19 +249,6 @@ __global__ void __launch_bounds__(Chunk == 32 ? 256 : 128, Chunk == 32 ? 4 : 6)
             }
     }
     if (p < px.end) finish_pass(g, d, k0, kn, p);
-}
-
-template <int K, bool Transform, int Chunk>
-void launch_quads(const Context& ctx, const StridedView<const float>& v, const DeviceGroup& g, Pixels px, int k0, int kn,
-                  std::size_t smem) {
-    constexpr int kThreads = Chunk == 32 ? 256 : 128;
-    const std::int64_t n = px.end - px.begin;
-    const dim3 grid(unsigned((n + kThreads - 1) / kThreads)), block(kThreads);
-    if (smem > 48 * 1024 - sizeof(float) * (kThreads / 32) * 32 * (Chunk + 1))
-        CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_quads_kernel<K, Transform, Chunk>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    fused_quads_kernel<K, Transform, Chunk><<<grid, block, smem, stream_of(ctx)>>>(v, g, px, k0, kn);
-    CUBEKIT_CHECK_LAUNCH(ctx, "fused_quads_kernel", grid, block);
 }
 
 // The seed's neuron mapping: T = min(k, 256) threads per pixel, thread t owning neurons t, t+T, ...
@@ -383,9 +367,10 @@ void launch_fused(const Context& ctx, const StridedView<const T>& v, const Devic
         const bool quads = bip && g.bands % 4 == 0 && reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0 && st.x % 4 == 0 &&
                            st.y % 4 == 0;
         if (quads) {
-            // Whole 64-band runs when they fit the registers (16 float4 loads in flight per lane).
-            if (g.bands % 64 == 0 && K <= 8) launch_quads<K, Transform, 64>(ctx, v, g, px, k0, kn, smem);
-            else launch_quads<K, Transform, 32>(ctx, v, g, px, k0, kn, smem);
+            const dim3 grid(unsigned((n + 255) / 256)), block(256);
+            if (smem > 48 * 1024) CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(fused_quads_kernel<K, Transform>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+            fused_quads_kernel<K, Transform><<<grid, block, smem, stream>>>(v, g, px, k0, kn);
+            CUBEKIT_CHECK_LAUNCH(ctx, "fused_quads_kernel", grid, block);
             return;
         }
     }
