@@ -153,6 +153,19 @@ TEST(ClassifyCli, TilesGiveTheWholeMapsAndScores) {
         EXPECT_GT(vj["tiled"]["predict"]["tiles"].get<int>(), 2);
         EXPECT_EQ(sj["regions"], vj["regions"]);
         EXPECT_EQ(sj["pixelwise"], vj["pixelwise"]);
+        // The pixel-wise map predicted from the file went into --pixelwise-out tile by tile, and without
+        // --segment into OUT: the same bytes as the whole run's files.
+        int streamed = 0;
+        for (const auto& o : vj["outputs"]) streamed += o.value("streamed", false) && o["path"] == (s.dir / "svp.npy").string();
+        EXPECT_EQ(streamed, 1);
+        EXPECT_EQ(testing::read_text(s.dir / "swp.npy"), testing::read_text(s.dir / "svp.npy"));
+        const std::string plain = " --model-in " + q(model) + " --backend cpu --json --quiet";
+        ASSERT_EQ(run_cli("classify " + q(s.cube) + " " + q(s.dir / "pw.hdr") + plain).exit_code, 0);
+        const auto plain_tiled = run_cli("classify " + q(s.cube) + " " + q(s.dir / "pt.hdr") + plain + " --tile-size 9x4");
+        ASSERT_EQ(plain_tiled.exit_code, 0) << plain_tiled.err;
+        EXPECT_TRUE(nlohmann::json::parse(plain_tiled.out)["outputs"][0].value("streamed", false));
+        EXPECT_EQ(testing::read_text(s.dir / "pw.img"), testing::read_text(s.dir / "pt.img"));
+        EXPECT_EQ(testing::read_text(s.dir / "pw.hdr"), testing::read_text(s.dir / "pt.hdr"));
     }
     const auto refused = run_cli("classify " + q(s.cube) + " " + q(s.dir / "x.npy") + " --train " + q(s.train) +
                                  " --segment watershed --levels 8 --tile-size 7x5");

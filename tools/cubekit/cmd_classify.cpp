@@ -305,6 +305,9 @@ struct Run {
     std::vector<std::int32_t> classes;  ///< of the legend: the model's and every predicted value, ascending
     std::optional<TileOptions> tiles;   ///< tile flags given: prediction, RCMG and watershed in tiles
     nlohmann::json tiled;               ///< what each tiled step did
+    /// The pixel-wise map predicted in tiles from a file straight into its output (OUT, or with --segment
+    /// --pixelwise-out) when that is .npy or ENVI: never held whole in memory.
+    std::optional<InPlaceResult> pixelwise_file;
 };
 
 /// Runs step `key` (timed), its host <-> device copies moved to the steps upload and download.
@@ -346,7 +349,14 @@ void predict_step(const Context& ctx, const Args& a, const Cube& cube, const std
         return;
     }
     const CubeShape shape = file ? file->shape() : cube.shape();
-    run.pixelwise = Cube::uninitialized(shape.width, shape.height, 1, DType::I32);
+    const std::string& target = a.segment == "watershed" ? a.pixelwise_out : a.output;
+    if (file && !target.empty() && CubeFileWriter::streamable(target, a.common.write)) {
+        run.pixelwise_file.emplace(std::vector{target}, CubeShape{shape.width, shape.height, 1, DType::I32},
+                                   file->metadata().georeference(), a.common.write);
+        run.pixelwise = Cube::borrow(run.pixelwise_file->view());
+    } else {
+        run.pixelwise = Cube::uninitialized(shape.width, shape.height, 1, DType::I32);
+    }
     const Model& m = *run.model;
     const MutableCubeView map = run.pixelwise.mutable_view();
     const TiledRun r = timed_step(ctx, t, "predict", [&] {
@@ -402,10 +412,14 @@ OutputList write_outputs(const Args& a, const Metadata& metadata, Run& run) {
     for (Cube* m : {&run.pixelwise, run.vote ? &run.vote->classes : nullptr})
         if (m) m->metadata() = metadata.georeference();
     OutputList outputs;
+    const auto streamed = [&](const std::string& path) {
+        return run.pixelwise_file && run.pixelwise_file->streamed_path() == path;
+    };
     try {
-        write_map(final_map, a.output, "classes", run.classes, a.common, outputs);
+        if (!streamed(a.output)) write_map(final_map, a.output, "classes", run.classes, a.common, outputs);
         if (!a.png.empty()) write_map(final_map, a.png, "classes", run.classes, a.common, outputs);
-        if (!a.pixelwise_out.empty()) write_map(run.pixelwise, a.pixelwise_out, "pixelwise", run.classes, a.common, outputs);
+        if (!a.pixelwise_out.empty() && !streamed(a.pixelwise_out))
+            write_map(run.pixelwise, a.pixelwise_out, "pixelwise", run.classes, a.common, outputs);
         if (!a.model_out.empty()) {
             if (run.model->svm) {
                 write_svm_model(*run.model->svm, a.model_out);
@@ -416,6 +430,8 @@ OutputList write_outputs(const Args& a, const Metadata& metadata, Run& run) {
                 outputs.add(a.model_out, "model", "json");
             }
         }
+        if (run.pixelwise_file)
+            run.pixelwise_file->commit(outputs, {{"role", run.vote ? "pixelwise" : "classes"}});
     } catch (...) {
         outputs.remove_all();
         throw;
