@@ -18,6 +18,7 @@
 #include "cubekit/watershed.hpp"
 #include "option_flags.hpp"
 #include "outputs.hpp"
+#include "region_table.hpp"
 #include "tile_flags.hpp"
 
 namespace cubekit::cli {
@@ -186,37 +187,6 @@ void write_map(const Cube& map, const std::string& path, bool volume, const Comm
         write_cube(npy_volume_layout(map), path, common.write);
     else
         write_cube(map, path, common.write);
-}
-
-nlohmann::ordered_json regions_json(const std::vector<RegionStats>& stats) {
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const RegionStats& r : stats) {
-        nlohmann::ordered_json row;
-        row["label"] = r.label;
-        row["area"] = r.area;
-        row["x0"] = r.x0, row["y0"] = r.y0, row["x1"] = r.x1, row["y1"] = r.y1;
-        row["centroid_x"] = r.centroid_x, row["centroid_y"] = r.centroid_y;
-        row["mean_gradient"] = std::isnan(r.mean_gradient) ? nlohmann::ordered_json() : nlohmann::ordered_json(r.mean_gradient);
-        row["mean_spectrum"] = r.mean_spectrum;
-        rows.push_back(row);
-    }
-    return rows;
-}
-
-std::string regions_csv(const std::vector<RegionStats>& stats, const std::vector<std::string>& band_names) {
-    std::string s = "label,area,x0,y0,x1,y1,centroid_x,centroid_y,mean_gradient";
-    const auto cell = [&s](const std::string& text) { s.append(1, ',').append(text); };
-    for (const std::string& n : band_names) cell(n);
-    s.append(1, '\n');
-    for (const RegionStats& r : stats) {
-        s.append(std::to_string(r.label));
-        for (std::int64_t v : {r.area, std::int64_t(r.x0), std::int64_t(r.y0), std::int64_t(r.x1), std::int64_t(r.y1)})
-            cell(std::to_string(v));
-        for (double v : {r.centroid_x, r.centroid_y, r.mean_gradient}) cell(number_text(v));
-        for (double v : r.mean_spectrum) cell(number_text(v));
-        s.append(1, '\n');
-    }
-    return s;
 }
 
 /// The metadata OUT carries: the input's georeference (ENVI and GeoTIFF keep it) and a description.
@@ -489,31 +459,6 @@ void run_watershed(const Args& a) {
                (t ? ", in " + std::to_string(t->run.tiles) + " tiles (" + std::to_string(t->rounds) + " round(s))" : ""));
 }
 
-/// --regions-out: the table as JSON or CSV (by its extension).
-/// `bands`: the input band of each column; `metadata`: the input's (wavelengths name the columns).
-void write_regions(const Args& a, const std::vector<int>& bands, const Metadata& metadata,
-                   const std::vector<RegionStats>& stats, OutputList& written) {
-    const std::vector<double>& wl = metadata.wavelengths;
-    const bool named = wl.size() == bands.size();
-    if (fs::path(a.regions_out).extension() == ".json") {
-        nlohmann::ordered_json table;
-        table["input"] = a.input;
-        table["labels"] = a.output;
-        table["count"] = stats.size();
-        table["bands"] = bands;
-        table["wavelengths"] = named ? nlohmann::ordered_json(wl) : nlohmann::ordered_json();
-        table["regions"] = regions_json(stats);
-        write_text_file(a.regions_out, readable_json(table));
-        written.add(a.regions_out, "regions", "json");
-        return;
-    }
-    std::vector<std::string> names;
-    for (std::size_t b = 0; b < bands.size(); ++b)
-        names.push_back(named ? number_text(wl[b]) : "b" + std::to_string(bands[b]));
-    write_text_file(a.regions_out, regions_csv(stats, names));
-    written.add(a.regions_out, "regions", "csv");
-}
-
 /// segment in tiles: the RCMG in tiles into host memory (the cube read by windows when `file` is
 /// open), then the watershed of it in tiles, into `labels` (OUT filled in place) when given.
 SegmentResult segment_in_tiles(const Context& ctx, const Cube& cube, const std::optional<CubeFile>& file,
@@ -579,7 +524,8 @@ void run_segment(const Args& a) {
     const OutputList written = write_timed(timings, [&](OutputList& w) {
         const double paint_ms = write_label_outputs(ctx, a, r.labels, o, file ? file->metadata() : cube.metadata(), w, in_place);
         if (!a.gradient_out.empty()) write_float_image(r.gradient, a.gradient_out, "gradient", common.write, w);
-        if (!a.regions_out.empty()) write_regions(a, bands, file ? file->metadata() : cube.metadata(), stats, w);
+        if (!a.regions_out.empty())
+            write_region_table(a.regions_out, a.input, a.output, bands, file ? file->metadata() : cube.metadata(), stats, w);
         return paint_ms;
     });
     nlohmann::json j = run_json("segment", ctx, choice, a, shape, r.regions, r.labels, written);
