@@ -29,15 +29,21 @@ struct ClassifyKeywords {
     WatershedOptions watershed;
 };
 
+/// The SVM's options as keywords (the seed a keyword here: the CLI's --seed is the split's).
+template <class S, class V>
+void visit_svm_keywords(S& svm, V&& visit) {
+    visit_fields(svm, [&](auto& value, const Field& field) {
+        Field f = field;
+        f.flag = true;
+        visit(value, f);
+    });
+}
+
 template <class O, class V>
     requires std::same_as<std::remove_const_t<O>, ClassifyKeywords>
 void visit_fields(O& k, V&& visit) {
     visit_fields(k.vote, visit);
-    visit_fields(k.svm, [&](auto& value, const Field& field) {
-        Field f = field;
-        f.flag = true;  // seed: a keyword
-        visit(value, f);
-    });
+    visit_svm_keywords(k.svm, visit);
     visit_fields(k.watershed, [&](auto& value, const Field& field) {
         if (field.name == "volume" || field.name == "schedule") return;
         if (field.name != "connectivity") return visit(value, field);
@@ -179,11 +185,7 @@ struct TrainKeywords {
 template <class O, class V>
     requires std::same_as<std::remove_const_t<O>, TrainKeywords>
 void visit_fields(O& k, V&& visit) {
-    visit_fields(k.svm, [&](auto& value, const Field& field) {
-        Field f = field;
-        f.flag = true;
-        visit(value, f);
-    });
+    visit_svm_keywords(k.svm, visit);
 }
 
 ClassifierModel train_binding(PyContext& c, py::handle cube, py::handle train, const std::string& classifier,
