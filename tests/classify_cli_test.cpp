@@ -135,7 +135,10 @@ TEST(ClassifyCli, TilesGiveTheWholeMapsAndScores) {
         EXPECT_EQ(w["vote"], t["vote"]);
         EXPECT_FALSE(w.contains("tiled"));
         for (const char* step : {"predict", "rcmg", "watershed"}) EXPECT_GT(t["tiled"][step]["tiles"].get<int>(), 1) << step;
-        EXPECT_FALSE(t["input"]["windowed"].get<bool>());  // training gathers spectra: the cube read whole
+        // The .npy is read by windows: the training pixels' rows a strip at a time, then the tiles; the
+        // model is the whole run's (the same grid point, support vectors and maps).
+        EXPECT_TRUE(t["input"]["windowed"].get<bool>());
+        EXPECT_EQ(w["model"], t["model"]);
         // With a saved model the cube (.npy) is read by windows: the same maps and scores.
         const std::string model = (s.dir / (classifier + ".model")).string();
         ASSERT_EQ(run_cli("classify " + q(s.cube) + " " + q(s.dir / "m.npy") + flags + " --model-out " + q(model)).exit_code, 0);

@@ -207,3 +207,55 @@ TEST(ClassifySvm, TwinMatchesLibsvmOnSalinasA) {
 
 }  // namespace
 }  // namespace cubekit
+
+namespace cubekit {
+namespace {
+
+// Training from a cube file read a strip of rows at a time gives the model trained on the cube in
+// memory, bit for bit (the same training set: labelled pixels in raster order), for every classifier,
+// file layout and strip size; a pixel with a non-finite band is left out in both.
+TEST(ClassifyModel, TrainingFromAFileInStripsEqualsTrainingInMemory) {
+    const auto dir = testing::temp_dir("classify-train-file");
+    Scene s = gaussian_scene(testing::test_seed());
+    s.cube.at<float>(3, 0, 2) = std::nanf("");  // a labelled pixel (every third) with a NaN band
+    ASSERT_NE(s.train.at<std::int32_t>(3, 0, 0), 0);
+    const std::size_t row = std::size_t(s.cube.width()) * s.cube.bands() * 4;
+    for (const Layout l : {Layout::BSQ, Layout::BIP}) {
+        const std::string name = std::string("c_") + std::string(layout_name(l)) + ".hdr";
+        write_cube(s.cube.to_layout(l), dir / name);
+        const CubeFile file(dir / name);
+        for (const Classifier c : {Classifier::Svm, Classifier::Sam, Classifier::MinDist}) {
+            // C and γ given (no grid) except in one case, which also compares the cross-validation.
+            const bool grid = l == Layout::BIP && c == Classifier::Svm;
+            const SvmOptions svm{.cv_folds = 3, .svm_c = grid ? 0.0 : 10.0, .svm_gamma = grid ? 0.0 : 0.5, .seed = 5};
+            const ClassifierModel whole = train_classifier(cpu_context(), s.cube, s.train, c, svm);
+            for (const std::size_t limit : {row, 7 * row + 3, std::size_t(0)}) {
+                if (grid && limit != row) continue;
+                SCOPED_TRACE(std::string(layout_name(l)) + " " + std::string(enum_name(c)) + " strip " + std::to_string(limit));
+                const ClassifierModel strips = train_classifier(cpu_context(), file, s.train, c, svm, limit);
+                ASSERT_EQ(strips.classifier, whole.classifier);
+                if (c == Classifier::Svm) {
+                    EXPECT_EQ(strips.svm->support_vectors, whole.svm->support_vectors);
+                    EXPECT_EQ(strips.svm->coef, whole.svm->coef);
+                    EXPECT_EQ(strips.svm->rho, whole.svm->rho);
+                    EXPECT_EQ(strips.svm->c, whole.svm->c);
+                    EXPECT_EQ(strips.svm->gamma, whole.svm->gamma);
+                    EXPECT_EQ(strips.svm->training_pixels, whole.svm->training_pixels);
+                    if (grid) {
+                        EXPECT_EQ(strips.svm->cv_accuracy, whole.svm->cv_accuracy);
+                    }
+                } else {
+                    EXPECT_EQ(strips.means->means, whole.means->means);
+                    EXPECT_EQ(strips.means->counts, whole.means->counts);
+                }
+            }
+        }
+        EXPECT_THROW(train_classifier(cpu_context(), file, s.train, Classifier::Sam, {}, row - 1), InvalidInput);
+        EXPECT_THROW(train_classifier(cpu_context(), file, Cube(3, 3, 1, DType::I32), Classifier::Sam), InvalidInput);
+        EXPECT_THROW(train_classifier(cpu_context(), file, Cube(s.cube.width(), s.cube.height(), 1, DType::I32), Classifier::Sam),
+                     InvalidInput);  // no labelled pixel
+    }
+}
+
+}  // namespace
+}  // namespace cubekit

@@ -244,6 +244,12 @@ struct ClassifierModel {
 /// train_svm (Svm, with `svm`'s options) or train_class_means (Sam, MinDist) on the labelled pixels of `train`.
 ClassifierModel train_classifier(const Context& ctx, const CubeView& cube, const CubeView& train, Classifier classifier,
                                  const SvmOptions& svm = {});
+/// The same from a cube file larger than memory: the rows holding training pixels are read a strip
+/// at a time (`memory_limit` bytes a strip, 0 = 256 MiB) and only the labelled pixels' spectra are
+/// kept, in raster order, so the model is the one trained on the whole cube (the same training set,
+/// bit for bit). `train` is the W×H label image in host or device memory.
+ClassifierModel train_classifier(const Context& ctx, const CubeFile& cube, const CubeView& train, Classifier classifier,
+                                 const SvmOptions& svm = {}, std::size_t memory_limit = 0);
 /// The class of every pixel (W×H×1 i32): predict_svm's classes or predict_class_means'.
 Cube predict_classifier(const Context& ctx, const CubeView& cube, const ClassifierModel& model);
 /// The same in tiles (predict_svm_tiled / predict_class_means_tiled): a host view or a file read by windows.

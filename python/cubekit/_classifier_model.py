@@ -84,19 +84,23 @@ class ClassifierModel:
         return f"ClassifierModel({self.classifier!r}, classes={self.classes}, bands={self.bands})"
 
 
-def train_classifier(cube, train, classifier="svm", **keywords) -> ClassifierModel:
+def train_classifier(cube, train, classifier="svm", memory_limit=None, **keywords) -> ClassifierModel:
     """Trains a pixel-wise classifier on the labelled pixels of ``train`` ((H, W), 0 = unlabelled), as
     ``cubekit classify`` does: classifier='svm' an RBF-kernel C-SVC (LIBSVM) with C and gamma chosen
     by ``cv_folds``-fold cross-validation (seeded by ``seed``) unless ``svm_c``/``svm_gamma`` are
     given; 'sam' or 'mindist' the class mean spectra. Pixels with a non-finite band are left out.
-    Keywords: cv_folds, svm_c, svm_gamma, seed, backend, device, threads, progress. Returns a
-    :class:`ClassifierModel` (see its example)."""
-    ctx, kind, progress = _begin(cube, keywords, "train_classifier")
+    ``cube`` may be the path of a cube file (ENVI, .npy, GeoTIFF) larger than memory: the rows that
+    hold training pixels are read a strip at a time (``memory_limit`` bytes or "512M" a strip; None =
+    256 MiB) and the model is the one the whole cube gives. Keywords: cv_folds, svm_c, svm_gamma,
+    seed, backend, device, threads, progress. Returns a :class:`ClassifierModel` (see its example)."""
+    path = _runtime.is_path(cube)
+    ctx, kind, progress = _begin(None if path else cube, keywords, "train_classifier")
     _check_keywords(keywords, _TRAIN, "train_classifier")
     if not isinstance(classifier, str):
         raise ValueError(f"train_classifier: classifier = {classifier!r}; expected 'svm', 'sam' or 'mindist'")
     train = _labels(train, "train_classifier", "train")
-    return ClassifierModel(_cubekit.train_classifier(ctx, _as_input(cube, kind), train, classifier, keywords, progress))
+    source = os.fspath(cube) if path else _as_input(cube, kind)
+    return ClassifierModel(_cubekit.train_classifier(ctx, source, train, classifier, keywords, progress, memory_limit))
 
 
 def load_classifier(path) -> ClassifierModel:

@@ -188,14 +188,21 @@ void visit_fields(O& k, V&& visit) {
     visit_svm_keywords(k.svm, visit);
 }
 
+/// train_classifier(ctx, cube (an array, or a file path: the training pixels' rows read a strip at a
+/// time within memory_limit), train, classifier, keywords, progress, memory_limit) -> ClassifierModel.
 ClassifierModel train_binding(PyContext& c, py::handle cube, py::handle train, const std::string& classifier,
-                              const py::dict& keywords, py::object progress) {
+                              const py::dict& keywords, py::object progress, py::object memory_limit) {
     const TrainKeywords k = options_from<TrainKeywords>(keywords, "train_classifier");
     const Classifier which = parse_enum<Classifier>(classifier, "train_classifier: classifier");
-    const ArrayView in = array_view(cube, "train_classifier", "cube");
+    const TiledInput in = tiled_input(cube, "train_classifier");
     const ArrayView labels = array_view(train, "train_classifier", "train");
-    return c.run(std::move(progress),
-                 [&](const Context& ctx) { return train_classifier(ctx, in.view, labels.view, which, k.svm); });
+    py::dict limit;
+    limit["memory_limit"] = memory_limit;
+    const std::size_t strip_bytes = tile_options_from(limit).memory_limit;
+    return c.run(std::move(progress), [&](const Context& ctx) {
+        if (in.file) return train_classifier(ctx, *in.file, labels.view, which, k.svm, strip_bytes);
+        return train_classifier(ctx, in.array->view, labels.view, which, k.svm);
+    });
 }
 
 /// predict(ctx, model, cube or path, tiles, progress) -> (H, W) int32 NumPy: whole, or in tiles when

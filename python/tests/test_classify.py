@@ -165,6 +165,10 @@ def test_trained_model_predicts_as_classify(classifier, tmp_path):
     cubekit.write(tmp_path / "c.npy", cube)
     np.testing.assert_array_equal(m.predict(tmp_path / "c.npy", memory_limit="4K"), whole["pixelwise"])
     np.testing.assert_array_equal(m.predict(str(tmp_path / "c.npy")), whole["pixelwise"])
+    # Trained from the file (the training pixels' rows read a strip at a time): the same model.
+    from_file = cubekit.train_classifier(tmp_path / "c.npy", train, classifier=classifier, cv_folds=3, memory_limit="1K")
+    np.testing.assert_equal(from_file.info, m.info)
+    np.testing.assert_array_equal(from_file.predict(cube), whole["pixelwise"])
     again = pickle.loads(pickle.dumps(m))
     np.testing.assert_equal(again.info, m.info)
     assert repr(again) == repr(m)

@@ -1,7 +1,11 @@
 // ClassifierModel (classify.hpp): a trained classifier of either kind, trained, applied, saved and
 // read back through one type, for the CLI's --model-in/--model-out and Python's model object.
+#include <algorithm>
+#include <climits>
 #include <fstream>
 
+#include "classify/classify_internal.hpp"
+#include "core/cuda_backend.hpp"
 #include "cubekit/classify.hpp"
 #include "cubekit/error.hpp"
 
@@ -31,6 +35,44 @@ ClassifierModel train_classifier(const Context& ctx, const CubeView& cube, const
     if (classifier == Classifier::Svm) m.svm = train_svm(ctx, cube, train, svm);
     else m.means = train_class_means(ctx, cube, train, classifier);
     return m;
+}
+
+ClassifierModel train_classifier(const Context& ctx, const CubeFile& cube, const CubeView& train, Classifier classifier,
+                                 const SvmOptions& svm, std::size_t memory_limit) {
+    const CubeShape& s = cube.shape();
+    detail::check_label_image(train, "train_classifier", "train", s.width, s.height);
+    const std::vector<std::int32_t> labels = detail::label_values(ctx, train, "train_classifier", "train");
+    const auto n = std::count_if(labels.begin(), labels.end(), [](std::int32_t v) { return v != 0; });
+    if (n == 0) throw InvalidInput("train_classifier: train has no labelled pixel (all are 0)");
+    if (n > INT_MAX) throw InvalidInput("train_classifier: " + std::to_string(n) + " training pixels; at most 2^31 - 1");
+    // The labelled pixels in raster order, side by side: the training set (classes ascending, raster
+    // order inside each) and so the model are the whole cube's.
+    Cube pixels = Cube::uninitialized(int(n), 1, s.bands, s.dtype, Layout::BIP);
+    Cube pixel_labels = Cube::uninitialized(int(n), 1, 1, DType::I32);
+    const std::size_t row_bytes = std::size_t(s.width) * std::size_t(s.bands) * dtype_size(s.dtype);
+    const std::size_t budget = memory_limit ? memory_limit : std::size_t(256) << 20;
+    if (row_bytes > budget)
+        throw InvalidInput("train_classifier: memory_limit = " + std::to_string(budget) + " bytes holds no row of the cube (" +
+                           std::to_string(row_bytes) + " bytes a row); raise it");
+    const int strip = int(std::min<std::size_t>(std::size_t(s.height), budget / row_bytes));
+    Cube rows = Cube::uninitialized(s.width, strip, s.bands, s.dtype, s.layout);
+    int k = 0;
+    for (int y0 = 0; y0 < s.height; y0 += strip) {
+        const int h = std::min(strip, s.height - y0);
+        const std::size_t first = std::size_t(y0) * std::size_t(s.width), last = first + std::size_t(h) * std::size_t(s.width);
+        if (std::none_of(labels.begin() + std::ptrdiff_t(first), labels.begin() + std::ptrdiff_t(last),
+                         [](std::int32_t v) { return v != 0; }))
+            continue;  // no training pixel in these rows: not read
+        cube.read_window(0, y0, s.width, h, rows.mutable_view().window(0, 0, s.width, h));
+        for (std::size_t p = first; p < last; ++p) {
+            if (labels[p] == 0) continue;
+            const int x = int(p % std::size_t(s.width)), y = int(p / std::size_t(s.width)) - y0;
+            detail::copy_cube_host(rows.view().window(x, y, 1, 1), pixels.mutable_view().window(k, 0, 1, 1));
+            pixel_labels.data<std::int32_t>()[k++] = labels[p];
+        }
+        ctx.check_cancelled("train_classifier");
+    }
+    return train_classifier(ctx, pixels, pixel_labels, classifier, svm);
 }
 
 Cube predict_classifier(const Context& ctx, const CubeView& cube, const ClassifierModel& model) {

@@ -131,8 +131,12 @@ Model read_model(const std::string& path) {
     }
 }
 
-Model train_model(const Context& ctx, const Cube& cube, const Cube& train, Classifier c, SvmOptions svm) {
+/// Trains on the cube in memory, or on the training pixels of the file read a strip of rows at a time
+/// (`strip_bytes`, 0 = 256 MiB): the same model.
+Model train_model(const Context& ctx, const Cube& cube, const std::optional<CubeFile>& file, const Cube& train,
+                  Classifier c, SvmOptions svm, std::size_t strip_bytes) {
     try {
+        if (file) return train_classifier(ctx, *file, train, c, svm, strip_bytes);
         return train_classifier(ctx, cube, train, c, svm);
     } catch (const InvalidInput& e) {
         throw InvalidInput(std::string("--train: ") + e.what());
@@ -320,7 +324,8 @@ auto timed_step(const Context& ctx, Timings& t, const std::string& key, F&& f) {
 }
 
 /// The model: trained (--train), read (--model-in), or none for an external class map (read here).
-void model_step(const Context& ctx, const Args& a, const Cube& cube, const Labels& labels, Run& run, Timings& t) {
+void model_step(const Context& ctx, const Args& a, const Cube& cube, const std::optional<CubeFile>& file,
+                const Labels& labels, Run& run, Timings& t) {
     const std::optional<Classifier> c = classifier_of(a);
     if (!c) {
         run.pixelwise = t.time("read", [&] { return read_labels(ctx, a.classifier, "--classifier", cube.shape()); });
@@ -329,7 +334,8 @@ void model_step(const Context& ctx, const Args& a, const Cube& cube, const Label
     if (a.model_in.empty()) {
         SvmOptions svm = a.flags.svm;
         svm.seed = a.flags.split.seed;
-        run.model = t.time("train", [&] { return train_model(ctx, cube, *labels.train, *c, svm); });
+        const std::size_t strip = run.tiles ? run.tiles->memory_limit : 0;
+        run.model = t.time("train", [&] { return train_model(ctx, cube, file, *labels.train, *c, svm, strip); });
     } else {
         run.model = read_model(a.model_in);
         if (a.bound.given("classifier") && run.model->classifier != *c)
@@ -491,8 +497,8 @@ void classify_command(const Args& a) {
     const bool decide_later = common.context.backend == Backend::Auto && common.context.device < 0;
     CommonOptions first = common;
     if (decide_later) first.context.backend = Backend::Cpu;
-    // In tiles with a saved model (no training spectra to gather), a raw cube is read by windows.
-    const std::optional<CubeFile> file = run.tiles && !a.model_in.empty() && classifier_of(a)
+    // In tiles a raw cube is read by windows: the training pixels' rows, then the tiles.
+    const std::optional<CubeFile> file = run.tiles && classifier_of(a)
                                              ? open_windowed(a.input, common, true, t)
                                              : std::nullopt;
     Prepared<Cube> p = context_for_input(
@@ -501,7 +507,7 @@ void classify_command(const Args& a) {
     const Cube& cube = p.input;
     const CubeShape shape = file ? file->shape() : cube.shape();
     const Labels labels = t.time("read", [&] { return read_run_labels(p.ctx, a, shape); });
-    model_step(p.ctx, a, cube, labels, run, t);
+    model_step(p.ctx, a, cube, file, labels, run, t);
     if (decide_later) {
         const std::int64_t support_vectors = run.model && run.model->svm ? std::int64_t(run.model->svm->num_sv()) : 0;
         std::tie(p.ctx, p.backend_choice) = context_for_work(
