@@ -182,8 +182,8 @@ TEST(KmeansGpu, PiecesOnTheDeviceEqualCpuWhole) {
         bool on_device;
     };
     std::vector<Piece> pieces;
-    for (const std::pair<int, int> rows : {std::pair{0, 13}, std::pair{13, 16}})
-        for (const std::pair<int, int> cols : {std::pair{0, 17}, std::pair{17, 24}})
+    for (const auto& rows : {std::pair{0, 13}, std::pair{13, 16}})
+        for (const auto& cols : {std::pair{0, 17}, std::pair{17, 24}})
             pieces.push_back({cols.first, rows.first, cols.second, rows.second, pieces.size() % 2 == 0});
     std::vector<DeviceCube> on_device;
     for (const Piece& p : pieces)
