@@ -337,12 +337,15 @@ TEST(TilesCli, DetectRbfnTileSizeWritesTheSameOutputs) {
                                         " --backend cpu --tile-size 9x4 --json --quiet");
     ASSERT_EQ(tiled.exit_code, 0) << tiled.err;
     EXPECT_EQ(nlohmann::json::parse(tiled.out)["tiled"]["tiles"].get<int>(), 5 * 6);
+    EXPECT_TRUE(nlohmann::json::parse(tiled.out)["input"]["windowed"].get<bool>());  // the .npy read by windows
     EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.npy"), read_cube(dir / "t.npy")));
     const auto objects = [](const std::filesystem::path& p) {
         nlohmann::json j = nlohmann::json::parse(std::ifstream(p));
         return j["objects"];
     };
     EXPECT_EQ(objects(dir / "w.objects.json"), objects(dir / "t.objects.json"));
+    // The overlay from the file's three bands alone is the whole run's, byte for byte.
+    EXPECT_EQ(testing::read_text(dir / "w.overlay.png"), testing::read_text(dir / "t.overlay.png"));
     const auto bad = testing::run_cli(base + testing::q(dir / "b.npy") + " --model " + testing::q(dir / "m.json") +
                                       " --backend cpu --memory-limit 1Z");
     EXPECT_EQ(bad.exit_code, 2);
@@ -390,6 +393,7 @@ TEST(TilesCli, DetectMultiresTileSizeWritesTheSameOutputs) {
     EXPECT_EQ(j["tiled"]["tile_width"].get<int>(), 16);  // rounded down to whole 8-pixel blocks
     EXPECT_EQ(j["tiled"]["tile_height"].get<int>(), 8);
     EXPECT_EQ(j["tiled"]["tiles"].get<int>(), 4 * 6);
+    EXPECT_TRUE(j["input"]["windowed"].get<bool>());  // the .npy read by windows, the overlay by bands
     EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.npy"), read_cube(dir / "t.npy")));
     EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "w.overlay.png"), read_cube(dir / "t.overlay.png")));
     const auto windows = [](const std::filesystem::path& p) { return nlohmann::json::parse(std::ifstream(p))["detections"]; };

@@ -1,6 +1,7 @@
 // cubekit detect rbfn | multires: the neural-network detectors (spec detect.md §A, §B).
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "tile_flags.hpp"
@@ -33,10 +34,10 @@ nlohmann::json model_summary(const std::string& path, int bands, int hidden, dou
     return {{"path", path}, {"bands", bands}, {"hidden", hidden}, {"threshold", threshold}, {"target_name", name}};
 }
 
-void check_bands(const std::string& path, int model_bands, const Cube& cube) {
-    if (model_bands != cube.bands())
+void check_bands(const std::string& path, int model_bands, const CubeShape& shape) {
+    if (model_bands != shape.bands)
         throw InvalidInput("--model " + path + ": the network takes " + std::to_string(model_bands) + " bands but the input has " +
-                           std::to_string(cube.bands()) + " (select them with --bands)");
+                           std::to_string(shape.bands) + " (select them with --bands)");
 }
 
 // The score map as OUT asks: float for .npy/ENVI, scaled for display for PNG/PNM.
@@ -62,10 +63,19 @@ void write_tables(const nlohmann::ordered_json& table, const std::string& csv, c
     written.add(paths.second, role, "csv");
 }
 
-// The boxes drawn on an RGB composite of the cube, as a PNG.
-void write_overlay(const Cube& cube, const std::vector<Box>& boxes, const std::string& path, const WriteOptions& write,
+/// The scene of a detection run: the cube read whole, or (with tile flags, an ENVI, .npy or GeoTIFF
+/// input) a file read by windows, whose overlay reads only the composite's bands.
+struct Scene {
+    std::optional<CubeFile> file;
+    const Cube* cube = nullptr;
+    CubeShape shape() const { return file ? file->shape() : cube->shape(); }
+    const Metadata& metadata() const { return file ? file->metadata() : cube->metadata(); }
+};
+
+// The boxes drawn on an RGB composite of the scene, as a PNG.
+void write_overlay(const Scene& scene, const std::vector<Box>& boxes, const std::string& path, const WriteOptions& write,
                    OutputList& written) {
-    Cube overlay = composite_rgb(cube);
+    Cube overlay = scene.file ? composite_rgb(*scene.file) : composite_rgb(*scene.cube);
     draw_boxes(overlay, boxes);
     write_cube(overlay, path, write);
     written.add(path, "overlay", "png", "u8");
@@ -82,27 +92,34 @@ void run_rbfn(const RbfnArgs& a) {
     check_outputs({a.output, objects_path, csv_path, overlay_path}, "detect rbfn");
     const RbfnModel model = read_rbfn_model(a.model);
     Timings timings;
+    Scene scene;
+    scene.file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, "detect rbfn", timings, a.input, [&] { return read_input(a.input, common).cube; },
+    auto prepared = context_for_input(
+        common, "detect rbfn", timings, a.input, scene.file, [&] { return read_input(a.input, common).cube; },
         [&](const CubeShape& s) { return estimate_detect_rbfn(s, model.hidden); });
     Context& ctx = prepared.ctx;
-    auto& cube = prepared.input;
+    const Cube& cube = prepared.input;
+    scene.cube = &cube;
     nlohmann::json& choice = prepared.backend_choice;
-    check_bands(a.model, model.bands, cube);
+    const CubeShape shape = scene.shape();
+    check_bands(a.model, model.bands, shape);
     const TransferTotals copies = ctx.transfer_totals();
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     auto t0 = std::chrono::steady_clock::now();
     std::optional<TiledRun> tiled;
     PixelResult r;
-    if (use_tiles(tiles, ctx, cube.num_bytes())) {
+    if (scene.file || use_tiles(tiles, ctx, cube.num_bytes())) {
         tiled.emplace();
-        r = std::move(detect_pixels_tiled(ctx, cube, std::span(&model, 1), a.options, tiles.value_or(TileOptions{}), &*tiled).front());
+        const TileOptions t = tiles.value_or(TileOptions{});
+        r = std::move((scene.file ? detect_pixels_tiled(ctx, *scene.file, std::span(&model, 1), a.options, t, &*tiled)
+                                  : detect_pixels_tiled(ctx, cube, std::span(&model, 1), a.options, t, &*tiled))
+                          .front());
     } else {
         r = detect_pixels(ctx, cube, model, a.options);
     }
     const double compute_ms = elapsed_ms(t0);
-    r.score.metadata() = cube.metadata().georeference();  // the score map lies on the input's map
+    r.score.metadata() = scene.metadata().georeference();  // the score map lies on the input's map
 
     t0 = std::chrono::steady_clock::now();
     OutputList written;
@@ -117,14 +134,15 @@ void run_rbfn(const RbfnArgs& a) {
             std::vector<Box> boxes;
             for (const DetectedObject& o : r.objects) boxes.push_back({o.x0, o.y0, o.width, o.height});
             write_tables(table, objects_csv(r.objects), "objects", {objects_path, csv_path}, written);
-            write_overlay(cube, boxes, overlay_path, common.write, written);
+            write_overlay(scene, boxes, overlay_path, common.write, written);
         }
     } catch (...) {
         written.remove_all();
         throw;
     }
     nlohmann::json j = summary("detect rbfn", ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}};
+    if (tiles) j["input"]["windowed"] = scene.file.has_value();
     j["model"] = model_summary(a.model, model.bands, model.hidden, model.threshold, model.target_name);
     j["parameters"] = parameters_json(a.options);
     j["implementation"] = std::string(rbfn_implementation(ctx, a.options));
@@ -137,7 +155,7 @@ void run_rbfn(const RbfnArgs& a) {
     j["outputs"] = written.json();
     timings.add(j["timings_ms"]);
     timings.split_transfers(ctx, copies, "detect");
-    say(common, "detect rbfn: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
+    say(common, "detect rbfn: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", " +
                     std::to_string(r.objects.size()) + " objects, " + std::to_string(r.detected) + " pixels above " +
                     std::to_string(r.threshold));
     for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
@@ -169,20 +187,27 @@ void run_multires(const MultiresArgs& a) {
     check_outputs(paths, "detect multires");
     const MultiresModel model = read_multires_model(a.model);
     Timings timings;
+    Scene scene;
+    scene.file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, "detect multires", timings, a.input, [&] { return read_input(a.input, common).cube; }, estimate_detect_multires);
+    auto prepared = context_for_input(
+        common, "detect multires", timings, a.input, scene.file, [&] { return read_input(a.input, common).cube; },
+        estimate_detect_multires);
     Context& ctx = prepared.ctx;
-    auto& cube = prepared.input;
+    const Cube& cube = prepared.input;
+    scene.cube = &cube;
     nlohmann::json& choice = prepared.backend_choice;
-    check_bands(a.model, model.ann1.inputs, cube);
+    const CubeShape shape = scene.shape();
+    check_bands(a.model, model.ann1.inputs, shape);
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
     auto t0 = std::chrono::steady_clock::now();
     std::optional<TiledRun> tiled;
     MultiresResult r;
-    if (use_tiles(tiles, ctx, cube.num_bytes())) {
+    if (scene.file || use_tiles(tiles, ctx, cube.num_bytes())) {
         tiled.emplace();
-        r = detect_multires_tiled(ctx, cube, model, a.options, tiles.value_or(TileOptions{}), &*tiled);
+        const TileOptions t = tiles.value_or(TileOptions{});
+        r = scene.file ? detect_multires_tiled(ctx, *scene.file, model, a.options, t, &*tiled)
+                       : detect_multires_tiled(ctx, cube, model, a.options, t, &*tiled);
     } else {
         r = detect_multires(ctx, cube, model, a.options);
     }
@@ -199,10 +224,10 @@ void run_multires(const MultiresArgs& a) {
         std::vector<Box> boxes;
         for (const Window& w : r.detections) boxes.push_back({w.x0, w.y0, w.width, w.height});
         write_tables(table, windows_csv(r.detections), "windows", {windows_path, csv_path}, written);
-        write_overlay(cube, boxes, overlay_path, common.write, written);
+        write_overlay(scene, boxes, overlay_path, common.write, written);
         if (!out_json && ext != ".png") {
-            Cube raster = detection_raster(r.detections, cube.width(), cube.height());
-            raster.metadata() = cube.metadata().georeference();
+            Cube raster = detection_raster(r.detections, shape.width, shape.height);
+            raster.metadata() = scene.metadata().georeference();
             write_cube(raster, a.output, common.write);
             written.add(a.output, "raster", std::string(format_name(output_format(a.output))), "i32");
         }
@@ -211,7 +236,8 @@ void run_multires(const MultiresArgs& a) {
         throw;
     }
     nlohmann::json j = summary("detect multires", ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}};
+    if (tiles) j["input"]["windowed"] = scene.file.has_value();
     j["model"] = {{"path", a.model}, {"bands", model.ann1.inputs}, {"block", model.block}, {"min_window", model.min_window}};
     j["parameters"] = parameters_json(a.options);
     j["implementation"] = std::string(multires_implementation(ctx));
@@ -226,7 +252,7 @@ void run_multires(const MultiresArgs& a) {
     j["timings_ms"] = {{"detect", compute_ms}, {"write", elapsed_ms(t0)}};
     j["outputs"] = written.json();
     timings.add(j["timings_ms"]);
-    say(common, "detect multires: " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() + ", " +
+    say(common, "detect multires: " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() + ", " +
                     std::to_string(r.detections.size()) + " windows");
     for (const auto& o : j["outputs"]) say(common, "  wrote " + o["path"].get<std::string>());
     emit_json(common, j, timings);
@@ -247,7 +273,8 @@ void add_detect_networks(CLI::App& detect, NestedActions& actions) {
         "  cubekit detect rbfn Sandiego.mat scores.npy --var data --model planes.json --json\n"
         "  cubekit detect rbfn big.hdr scores.npy --model planes.json --devices 0,1   # tiles over two GPUs\n"
         "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size compute the scores in tiles (bit-identical);\n"
-        "on a GPU an input of 64 MiB or more is always streamed in tiles. Objects come from the whole score map.");
+        "an ENVI, .npy or GeoTIFF input is then read by windows and the overlay reads only its three bands (input.windowed\n"
+        "in --json); on a GPU an input of 64 MiB or more is always streamed in tiles. Objects come from the whole score map.");
     input_file(app->add_option("IN", rbfn->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", rbfn->output, "score map: .npy, .hdr/.img (ENVI) or .png")->required();
     input_file(app->add_option("--model", rbfn->model, "RBF network model file (JSON, type rbfn)"))->required();
@@ -269,7 +296,8 @@ void add_detect_networks(CLI::App& detect, NestedActions& actions) {
         "  cubekit detect multires sea.npy boxes.json --model castaways.json --trace --json\n"
         "  cubekit detect multires big.hdr boxes.json --model castaways.json --device-memory-limit 1G\n"
         "Tiles: --memory-limit, --device-memory-limit, --devices or --tile-size compute the block sums in tiles cut at\n"
-        "block edges (the same windows); on a GPU an input of 64 MiB or more is always streamed in tiles.");
+        "block edges (the same windows); an ENVI, .npy or GeoTIFF input is then read by windows, and the overlay reads\n"
+        "only its three bands (input.windowed in --json); on a GPU an input of 64 MiB or more is always streamed in tiles.");
     input_file(app->add_option("IN", multires->input, "input cube (any format cubekit reads)"))->required();
     app->add_option("OUT", multires->output, "windows: .json, .png overlay, or .npy/ENVI raster")->required();
     input_file(app->add_option("--model", multires->model, "multi-resolution model file (JSON, type multires)"))->required();

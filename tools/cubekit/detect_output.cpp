@@ -9,11 +9,10 @@ namespace cubekit::cli {
 
 namespace {
 
-std::vector<int> composite_bands(const Cube& cube) {
-    const int B = cube.bands();
+std::vector<int> composite_bands(int B, const Metadata& metadata) {
     if (B < 3) return {0, 0, 0};
-    const auto& wl = cube.metadata().wavelengths;
-    const std::string& units = cube.metadata().wavelength_units;
+    const auto& wl = metadata.wavelengths;
+    const std::string& units = metadata.wavelength_units;
     const bool nm = int(wl.size()) == B && (units.empty() || units.find("anometer") != std::string::npos || units == "nm");
     if (nm && wl.front() < 640 && wl.back() > 460) {
         std::vector<int> out;
@@ -52,9 +51,11 @@ std::string number(double v) {
 
 }  // namespace
 
-Cube composite_rgb(const Cube& cube) {
+namespace {
+
+// Channel c of the picture from band bands[c] of `cube`, stretched from its 2nd to its 98th percentile.
+Cube stretched(const Cube& cube, const std::vector<int>& bands) {
     Cube rgb(cube.width(), cube.height(), 3, DType::U8, Layout::BSQ);
-    const std::vector<int> bands = composite_bands(cube);
     for (int c = 0; c < 3; ++c) {
         const double lo = percentile(cube, bands[c], 2), hi = percentile(cube, bands[c], 98);
         const double scale = hi > lo ? 255.0 / (hi - lo) : 0.0;
@@ -66,6 +67,18 @@ Cube composite_rgb(const Cube& cube) {
             }
     }
     return rgb;
+}
+
+}  // namespace
+
+Cube composite_rgb(const Cube& cube) { return stretched(cube, composite_bands(cube.bands(), cube.metadata())); }
+
+Cube composite_rgb(const CubeFile& file) {
+    const CubeShape& s = file.shape();
+    const std::vector<int> bands = composite_bands(s.bands, file.metadata());
+    Cube three = Cube::uninitialized(s.width, s.height, 3, s.dtype, Layout::BSQ);
+    for (int c = 0; c < 3; ++c) file.read_bands(bands[std::size_t(c)], 1, three.mutable_view().band_range(c, 1));
+    return stretched(three, {0, 1, 2});
 }
 
 void draw_boxes(Cube& rgb, const std::vector<Box>& boxes, int r, int g, int b) {

@@ -8,6 +8,7 @@
 
 #include "cubekit/cube.hpp"
 #include "cubekit/detect.hpp"
+#include "cubekit/io.hpp"
 
 namespace cubekit::cli {
 
@@ -15,6 +16,8 @@ namespace cubekit::cli {
 /// wavelengths in nm, else the bands at 75 %, 50 % and 25 % of the band range (one band: gray);
 /// each channel stretched from its 2nd to its 98th percentile.
 Cube composite_rgb(const Cube& cube);
+/// The same picture from a cube file, reading only its three (or one) bands (CubeFile::read_bands).
+Cube composite_rgb(const CubeFile& file);
 
 /// A box to draw: [x0, x0+width) × [y0, y0+height).
 struct Box {
