@@ -2,14 +2,17 @@
 # Outputs written tile by tile on the GPU machine (issue 17): a large .npy cube read by windows, the
 # result written into its .npy OUT as the tiles finish (CubeFileWriter), compared byte for byte with
 # the CPU backend's file, and the process wall time of each run (file in, file out).
-#   bench/streamed_outputs.sh BIN_DIR WORK_DIR [SIDE] [BANDS]
+#   bench/streamed_outputs.sh BIN_DIR WORK_DIR [SIDE] [BANDS] [DEVICES]
 # BIN_DIR holds `cubekit`; WORK_DIR gets the cube (SIDE² × BANDS i16, default 2048² × 32 = 256 MiB)
-# and the outputs. Needs /usr/bin/env python3 with NumPy to make the cube. Exit status 1 on a mismatch.
+# and the outputs. With DEVICES (e.g. 0,1) the GPU runs are repeated over those devices (--devices) and
+# their files compared with the one-GPU files. Needs /usr/bin/env python3 with NumPy to make the cube.
+# Exit status 1 on a mismatch.
 set -uo pipefail
 bin=${1:?usage: bench/streamed_outputs.sh BIN_DIR WORK_DIR [SIDE] [BANDS]}
 work=${2:?usage: bench/streamed_outputs.sh BIN_DIR WORK_DIR [SIDE] [BANDS]}
 side=${3:-2048}
 bands=${4:-32}
+devices=${5:-}
 mkdir -p "$work"
 python3 - "$work/cube.npy" "$side" "$bands" <<'EOF'
 import sys
@@ -54,4 +57,12 @@ wall pca_cpu pca "$work/cube.npy" "$work/p_cpu.npy" -k 4 --backend cpu
 same g_gpu.npy g_cpu.npy
 same e_gpu.npy e_cpu.npy
 same p_gpu.npy p_cpu.npy
+if [[ -n $devices ]]; then
+  wall rcmg_multi rcmg "$work/cube.npy" "$work/g_multi.npy" --devices "$devices" --device-memory-limit 128M
+  wall edges_multi edges "$work/cube.npy" "$work/e_multi.npy" --fusion none --devices "$devices" --device-memory-limit 128M
+  wall pca_multi pca "$work/cube.npy" "$work/p_multi.npy" -k 4 --devices "$devices" --device-memory-limit 128M
+  same g_multi.npy g_gpu.npy
+  same e_multi.npy e_gpu.npy
+  same p_multi.npy p_gpu.npy
+fi
 exit $status
