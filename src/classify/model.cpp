@@ -6,6 +6,7 @@
 
 #include "classify/classify_internal.hpp"
 #include "core/cuda_backend.hpp"
+#include "core/file_strips.hpp"
 #include "cubekit/classify.hpp"
 #include "cubekit/error.hpp"
 
@@ -49,29 +50,20 @@ ClassifierModel train_classifier(const Context& ctx, const CubeFile& cube, const
     // order inside each) and so the model are the whole cube's.
     Cube pixels = Cube::uninitialized(int(n), 1, s.bands, s.dtype, Layout::BIP);
     Cube pixel_labels = Cube::uninitialized(int(n), 1, 1, DType::I32);
-    const std::size_t row_bytes = std::size_t(s.width) * std::size_t(s.bands) * dtype_size(s.dtype);
-    const std::size_t budget = memory_limit ? memory_limit : std::size_t(256) << 20;
-    if (row_bytes > budget)
-        throw InvalidInput("train_classifier: memory_limit = " + std::to_string(budget) + " bytes holds no row of the cube (" +
-                           std::to_string(row_bytes) + " bytes a row); raise it");
-    const int strip = int(std::min<std::size_t>(std::size_t(s.height), budget / row_bytes));
-    Cube rows = Cube::uninitialized(s.width, strip, s.bands, s.dtype, s.layout);
+    const auto labelled = [&](int y0, int h) {  // a strip without training pixels is not read
+        const auto first = labels.begin() + std::ptrdiff_t(y0) * s.width;
+        return std::any_of(first, first + std::ptrdiff_t(h) * s.width, [](std::int32_t v) { return v != 0; });
+    };
     int k = 0;
-    for (int y0 = 0; y0 < s.height; y0 += strip) {
-        const int h = std::min(strip, s.height - y0);
-        const std::size_t first = std::size_t(y0) * std::size_t(s.width), last = first + std::size_t(h) * std::size_t(s.width);
-        if (std::none_of(labels.begin() + std::ptrdiff_t(first), labels.begin() + std::ptrdiff_t(last),
-                         [](std::int32_t v) { return v != 0; }))
-            continue;  // no training pixel in these rows: not read
-        cube.read_window(0, y0, s.width, h, rows.mutable_view().window(0, 0, s.width, h));
-        for (std::size_t p = first; p < last; ++p) {
-            if (labels[p] == 0) continue;
-            const int x = int(p % std::size_t(s.width)), y = int(p / std::size_t(s.width)) - y0;
-            detail::copy_cube_host(rows.view().window(x, y, 1, 1), pixels.mutable_view().window(k, 0, 1, 1));
-            pixel_labels.data<std::int32_t>()[k++] = labels[p];
-        }
-        ctx.check_cancelled("train_classifier");
-    }
+    detail::read_in_strips(ctx, cube, memory_limit, "train_classifier", labelled, [&](int y0, const CubeView& rows) {
+        for (int y = 0; y < rows.height(); ++y)
+            for (int x = 0; x < s.width; ++x) {
+                const std::int32_t label = labels[std::size_t(y0 + y) * std::size_t(s.width) + std::size_t(x)];
+                if (label == 0) continue;
+                detail::copy_cube_host(rows.window(x, y, 1, 1), pixels.mutable_view().window(k, 0, 1, 1));
+                pixel_labels.data<std::int32_t>()[k++] = label;
+            }
+    });
     return train_classifier(ctx, pixels, pixel_labels, classifier, svm);
 }
 

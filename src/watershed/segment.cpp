@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_strips.hpp"
 #include "cubekit/error.hpp"
 #include "cubekit/io.hpp"
 #include "cubekit/watershed.hpp"
@@ -222,21 +223,8 @@ std::vector<RegionStats> region_statistics(const Context& ctx, const CubeView& l
                            std::to_string(labels.height()) + "xB, the labels' size");
     check_companion(labels, gradient, "gradient", true);
     if (gradient) table.add_gradient(*gradient);
-    const std::size_t row_bytes = std::size_t(s.width) * std::size_t(s.bands) * dtype_size(s.dtype);
-    const std::size_t budget = memory_limit ? memory_limit : std::size_t(256) << 20;
-    if (row_bytes > budget)
-        throw InvalidInput("region_statistics: memory_limit = " + std::to_string(budget) + " bytes holds no row of the cube (" +
-                           std::to_string(row_bytes) + " bytes a row); raise it");
-    const int strip = int(std::min<std::size_t>(std::size_t(s.height), budget / row_bytes));
-    Cube rows = Cube::uninitialized(s.width, strip, s.bands, s.dtype, s.layout);
-    for (int y0 = 0; y0 < s.height; y0 += strip) {
-        const int h = std::min(strip, s.height - y0);
-        const MutableCubeView window = rows.mutable_view().window(0, 0, s.width, h);
-        cube.read_window(0, y0, s.width, h, window);
-        table.add_rows(window, y0);
-        ctx.check_cancelled("region_statistics");
-        ctx.progress(std::size_t(y0 + h), std::size_t(s.height));
-    }
+    detail::read_in_strips(ctx, cube, memory_limit, "region_statistics", [](int, int) { return true; },
+                           [&](int y0, const CubeView& rows) { table.add_rows(rows, y0); });
     return table.finish();
 }
 
