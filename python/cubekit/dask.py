@@ -11,7 +11,11 @@ gather them over the chunks when called, with exact merges, then return the lazy
 the exact sums, one eigensolve, then the scores). Connected components (``label``,
 ``label_components``, ``remove_small_objects``) label each chunk on its own, join the components
 that touch across chunk borders from the chunks' edge pixels alone (a merge on the client whose size
-grows with the chunks' perimeters, not their pixels), then relabel each chunk lazily. Each chunk is computed by the cubekit
+grows with the chunks' perimeters, not their pixels), then relabel each chunk lazily. The region table
+(``region_statistics``) and the majority vote (``region_vote``, ``classify``) merge exact integer counts
+over the chunks; the table's float means are added strip after strip in raster order, so they equal the
+whole call's bit for bit. A trained classifier (``cubekit.train_classifier``) is applied chunk by chunk
+(``predict``). Each chunk is computed by the cubekit
 function on the chunk's own kind of array (CuPy chunks on their GPU), so a ``distributed`` cluster
 with one worker pinned to each GPU spreads the work over the GPUs.
 
