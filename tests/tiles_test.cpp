@@ -534,6 +534,16 @@ TEST(TilesCli, DetectRxTileSizeWritesTheSameScores) {
     const auto local = testing::run_cli(base + testing::q(dir / "l.npy") + " --backend cpu --window 3,9 --tile-size 7x4 --quiet");
     ASSERT_EQ(local.exit_code, 0) << local.err;
     EXPECT_TRUE(testing::cubes_identical(read_cube(dir / "lw.npy"), read_cube(dir / "l.npy")));
+    // With given statistics the cube is read by windows and the scores go into OUT tile by tile.
+    ASSERT_EQ(testing::run_cli(base + testing::q(dir / "s.npy") + " --backend cpu --stats-out " + testing::q(dir / "s.json") +
+                               " --quiet").exit_code, 0);
+    const auto given = testing::run_cli(base + testing::q(dir / "g.npy") + " --backend cpu --stats-in " + testing::q(dir / "s.json") +
+                                        " --tile-size 7x4 --json --quiet");
+    ASSERT_EQ(given.exit_code, 0) << given.err;
+    const auto jg = nlohmann::json::parse(given.out);
+    EXPECT_TRUE(jg["input"]["windowed"].get<bool>());
+    EXPECT_TRUE(jg["outputs"][0].value("streamed", false));
+    EXPECT_EQ(testing::read_text(dir / "s.npy"), testing::read_text(dir / "g.npy"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "tile_flags.hpp"
@@ -37,14 +38,17 @@ nlohmann::json dropped_json(const BackgroundStats& s) {
     return d;
 }
 
-std::vector<double> target_of(const Context& ctx, const ClassicalArgs& a, const Cube& cube) {
+/// The target spectrum: a file resampled to the input's wavelengths, or the mean of the masked pixels
+/// of `cube` (read whole: a run that reads by windows takes no --target-mask).
+std::vector<double> target_of(const Context& ctx, const ClassicalArgs& a, const Cube& cube, const CubeShape& shape,
+                              const Metadata& metadata) {
     if (a.options.detector == Detector::Rx) return {};
     if (a.target.empty() == a.target_mask.empty())
         throw InvalidInput("detect " + std::string(enum_name(a.options.detector)) +
                            ": give one of --target FILE or --target-mask MASK");
     if (!a.target.empty()) {
         try {
-            return read_target_spectrum(a.target, cube.metadata().wavelengths, cube.bands());
+            return read_target_spectrum(a.target, metadata.wavelengths, shape.bands);
         } catch (const InvalidInput& e) {
             throw InvalidInput(std::string("--target: ") + e.what());
         }
@@ -107,22 +111,34 @@ void classical_command(const ClassicalArgs& a) {
     if (a.tiles.given()) tiles = tile_options(a.tiles);  // a bad flag fails before the read
     if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     Timings timings;
+    const bool local = a.options.window[1] != 0;
+    // In tiles with given statistics (nothing to fit) and no target mask, an ENVI, .npy or GeoTIFF input
+    // is read by windows and the scores go into a .npy/ENVI OUT tile by tile.
+    const std::optional<CubeFile> file =
+        tiles && !a.stats_in.empty() && !local && a.target_mask.empty() ? open_windowed(a.input, common, true, timings)
+                                                                          : std::nullopt;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
-    auto prepared = context_while_reading(
-        common, name, timings, a.input, [&] { return read_input(a.input, common).cube; },
+    auto prepared = context_for_input(
+        common, name, timings, a.input, file, [&] { return read_input(a.input, common).cube; },
         [&](const CubeShape& s) { return estimate_classical(s, a.options); });
     Context& ctx = prepared.ctx;
     auto& cube = prepared.input;
     nlohmann::json& choice = prepared.backend_choice;
+    const CubeShape shape = file ? file->shape() : cube.shape();
+    const Metadata& metadata = file ? file->metadata() : cube.metadata();
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
-    const std::vector<double> target = timings.time("target", [&] { return target_of(ctx, a, cube); });
+    const std::vector<double> target = timings.time("target", [&] { return target_of(ctx, a, cube, shape, metadata); });
     std::optional<TiledRun> tiled;
 
     ClassicalResult r;
     std::string stats_source = "fitted";
+    std::optional<InPlaceResult> in_place;
+    if (file && CubeFileWriter::streamable(a.output, common.write))
+        in_place.emplace(std::vector{a.output}, CubeShape{shape.width, shape.height, 1, a.options.out_type},
+                         metadata.georeference(), common.write);
     const TransferTotals copies = ctx.transfer_totals();
     timings.time("detect", [&] {
-        if (a.options.window[1] != 0) {
+        if (local) {
             if (tiles) {
                 r.score = Cube::uninitialized(cube.width(), cube.height(), 1, a.options.out_type);
                 tiled = local_rx_tiled(ctx, cube, a.options, r.score.mutable_view(), *tiles, &r.local);
@@ -134,7 +150,10 @@ void classical_command(const ClassicalArgs& a) {
         if (!a.stats_in.empty()) r.stats = read_background_stats(a.stats_in), stats_source = a.stats_in;
         else if (a.options.detector != Detector::Sam || !a.stats_out.empty()) r.stats = fit_background(ctx, cube, a.options);
         else r.stats = screen_bands(ctx, cube, a.options.keep_all_bands);
-        if (use_tiles(tiles, ctx, cube.num_bytes())) {
+        if (file) {
+            r.score = in_place ? Cube::borrow(in_place->view()) : Cube::uninitialized(shape.width, shape.height, 1, a.options.out_type);
+            tiled = apply_detector_tiled(ctx, *file, r.stats, a.options, target, r.score.mutable_view(), *tiles);
+        } else if (use_tiles(tiles, ctx, cube.num_bytes())) {
             r.score = Cube::uninitialized(cube.width(), cube.height(), 1, a.options.out_type);
             tiled = apply_detector_tiled(ctx, cube, r.stats, a.options, target, r.score.mutable_view(), tiles.value_or(TileOptions{}));
         } else {
@@ -142,24 +161,24 @@ void classical_command(const ClassicalArgs& a) {
         }
     });
     timings.split_transfers(ctx, copies, "detect");
-    r.score.metadata() = cube.metadata().georeference();
+    r.score.metadata() = metadata.georeference();
 
     OutputList outputs;
     timings.time("write", [&] {
         try {
-            write_scores(r.score, a.output, common, outputs);
+            if (!in_place) write_scores(r.score, a.output, common, outputs);
             if (!a.stats_out.empty()) {
                 write_background_stats(r.stats, a.stats_out);
                 outputs.add(a.stats_out, "stats", std::filesystem::path(a.stats_out).extension().string().substr(1));
             }
+            if (in_place) in_place->commit(outputs, {{"role", "score"}});
         } catch (...) {
             outputs.remove_all();
             throw;
         }
     });
 
-    const bool local = a.options.window[1] != 0;
-    say(common, name + ": " + a.input + " (" + cube.shape().describe() + ") on " + ctx.device_name() +
+    say(common, name + ": " + a.input + " (" + shape.describe() + ") on " + ctx.device_name() +
                     (local ? ", local windows " + value_text(a.options.window) : ", global statistics") +
                     (r.stats.dropped.empty() ? "" : ", " + std::to_string(r.stats.dropped.size()) + " bands dropped"));
     for (const DroppedBand& d : r.stats.dropped) say(common, "  dropped band " + std::to_string(d.band) + ": " + d.reason);
@@ -167,11 +186,12 @@ void classical_command(const ClassicalArgs& a) {
         say(common, "  " + std::to_string(r.local.singular) + " pixels with a singular window covariance scored NaN");
     for (const auto& o : outputs.json()) say(common, "  wrote " + o["path"].get<std::string>());
     nlohmann::json j = summary(name, ctx, choice);
-    j["input"] = {{"path", a.input}, {"shape", shape_json(cube.shape())}};
+    j["input"] = {{"path", a.input}, {"shape", shape_json(shape)}};
+    if (tiles) j["input"]["windowed"] = file.has_value();
     j["parameters"] = parameters_json(a.options);
     j["parameters"]["detector"] = enum_name(a.options.detector);
     if (!local) {
-        j["bands"] = {{"total", cube.bands()}, {"kept", r.stats.kept.size()}, {"dropped", dropped_json(r.stats)}};
+        j["bands"] = {{"total", shape.bands}, {"kept", r.stats.kept.size()}, {"dropped", dropped_json(r.stats)}};
         j["stats"] = {{"source", stats_source}, {"samples", r.stats.samples}, {"ddof", r.stats.ddof}};
     } else {
         j["local"] = {{"singular_pixels", r.local.singular}};
