@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,53 @@ TEST(RcmgGpu, ManyTiesAndNaN) {
                         << "NaN c=" << c << " r=" << r << " " << partition_name(part);
                 }
             }
+}
+
+// The shared-pairs kernel fuses d += diff·diff into one FMA for a band tile whose samples are all
+// integers of magnitude ≤ 2^24 (f64 sums) or ≤ 2^10 (f32 sums): there diff² is exact, so the FMA
+// rounds like the CPU's unfused sum. Squares of the scene sit on either side of those bounds
+// (exactly at them, just beyond, up to 2^27 where a fused sum differs in about half the pixels,
+// fractional, NaN), so a wrong bound or a wrong vote shows as a differing pixel.
+TEST(RcmgGpu, FusedSquaresOnlyWhereExact) {
+    REQUIRE_GPU();
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const int W = 161, H = 121, B = 23;
+    std::mt19937_64 rng(seed);
+    // Regime of a 40×40 square of pixels (a kernel tile spans one or two): 0 the f64 bound, 1 beyond
+    // it, 2 far beyond, 3 fractional, 4 the f32 bound, 5 just beyond the f32 bound, 6 small integers.
+    auto regime = [](int x, int y) { return (x / 40 + 5 * (y / 40)) % 7; };
+    auto sample = [&](int kind) -> double {
+        std::uniform_int_distribution<long long> pick(0, 1 << 20);
+        const long long u = pick(rng);
+        switch (kind) {
+            case 0: return (u % 2 ? 1 : -1) * double((1 << 24) - u % 64);
+            case 1: return (u % 2 ? 1 : -1) * double((1 << 24) + 1 + u % 64);
+            case 2: return double((u << 7) - (1LL << 26) + (u & 127));
+            case 3: return double(u) / 7.0 - 70000.0;
+            case 4: return double(u % 2049) - 1024.0;
+            case 5: return (u % 2 ? 1 : -1) * double(1025 + u % 16);
+            default: return double(u % 200) - 100.0;
+        }
+    };
+    for (DType t : {DType::F32, DType::F64, DType::I32, DType::U32, DType::I16, DType::U16}) {
+        Cube cube(W, H, B, t, Layout::BSQ);
+        for (int b = 0; b < B; ++b)
+            for (int y = 0; y < H; ++y)
+                for (int x = 0; x < W; ++x) {
+                    double v = sample(regime(x, y));
+                    if (t == DType::U32 || t == DType::U16) v = std::abs(v);
+                    if (t == DType::I16 || t == DType::U16) v = std::fmod(v, 32768.0);
+                    if (t == DType::F32 && regime(x, y) == 3 && (x * 7 + y * 3 + b) % 997 == 0) v = NAN;
+                    cube.set_value(x, y, b, v);
+                }
+        for (int c : {4, 8})
+            for (Precision p : {Precision::F64, Precision::F32}) {
+                const RcmgOptions o{.connectivity = c, .reject = 1, .precision = p};
+                EXPECT_TRUE(cubes_identical(rcmg(cpu_context(), cube, o), gpu_rcmg(gpu, cube, o)))
+                    << dtype_name(t) << " c=" << c << " " << precision_name(p);
+            }
+    }
 }
 
 TEST(RcmgGpu, HostApiUsesTheDevice) {

@@ -7,82 +7,22 @@
 //                 12 offsets for 8-connectivity (6 for 4) instead of 36 (10) pairs per pixel.
 //   spatial       the seed's: one warp per pixel, lanes over bands, a warp tree reduction per pair.
 // The first two add (x_i − x_j)² band by band in order 0..B−1, exactly as the CPU reference does
-// (built with --fmad=false), so they are bit-identical to it. Spatial sums in a different order.
+// (built with --fmad=false), so they are bit-identical to it; shared-pairs fuses the square and the
+// add into one FMA only for band tiles where the square is exact (integers, rcmg_kernels.cuh), the
+// same number. Spatial sums in a different order.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda_check.hpp"
 #include "core/cuda_helpers.cuh"
 #include "gradient/rcmg_internal.hpp"
+#include "gradient/rcmg_kernels.cuh"
 
 namespace cubekit::detail {
 namespace {
-
-// ---- Window, pairs and offsets (compile time) -------------------------------------------------
-
-// Vertex k of the window at (dy, dx), raster order (spec A3), and the distinct pair offsets
-// pos_j − pos_i (i < j), each once: 6 for the cross, 12 for the square. Functions rather than
-// arrays so that device code folds them to constants in unrolled loops.
-template <int N> struct Win {
-    __host__ __device__ static constexpr int dy(int k) { return N == 9 ? k / 3 - 1 : (k == 0 ? -1 : (k == 4 ? 1 : 0)); }
-    __host__ __device__ static constexpr int dx(int k) { return N == 9 ? k % 3 - 1 : (k == 1 ? -1 : (k == 3 ? 1 : 0)); }
-    static constexpr int num_offsets = N == 9 ? 12 : 6;
-    __host__ __device__ static constexpr int ody(int o) {
-        return N == 9 ? (o < 2 ? 0 : (o < 7 ? 1 : 2)) : (o < 2 ? 0 : (o < 5 ? 1 : 2));
-    }
-    __host__ __device__ static constexpr int odx(int o) {
-        return N == 9 ? (o < 2 ? o + 1 : (o < 7 ? o - 4 : o - 9)) : (o < 2 ? o + 1 : (o < 5 ? o - 3 : 0));
-    }
-};
-
-template <int N>
-__host__ __device__ constexpr int offset_index(int i, int j) {
-    const int dy = Win<N>::dy(j) - Win<N>::dy(i), dx = Win<N>::dx(j) - Win<N>::dx(i);
-    for (int o = 0; o < Win<N>::num_offsets; ++o)
-        if (Win<N>::ody(o) == dy && Win<N>::odx(o) == dx) return o;
-    return -1;
-}
-
-template <typename T> __device__ __forceinline__ bool is_nan(T v) { return v != v; }
-
-// r rounds of "reject the lexicographically first maximal pair", then the maximum of the rest
-// (spec A3). Fully unrolled over pairs so D stays in registers; a vertex bitmask tracks A_t.
-template <int N, typename Acc>
-__device__ __forceinline__ Acc robust_max(const Acc (&D)[N * (N - 1) / 2], int reject) {
-    constexpr int P = N * (N - 1) / 2;
-    bool nan = false;
-#pragma unroll
-    for (int p = 0; p < P; ++p) nan |= is_nan(D[p]);
-    if (nan) return Acc(NAN);
-    unsigned active = (1u << N) - 1;
-    Acc best = Acc(0);
-    for (int t = 0; t <= reject; ++t) {
-        bool found = false;
-        unsigned best_mask = 0;
-        int p = 0;
-#pragma unroll
-        for (int i = 0; i < N; ++i)
-#pragma unroll
-            for (int j = i + 1; j < N; ++j, ++p) {
-                const unsigned mask = (1u << i) | (1u << j);
-                if ((active & mask) == mask && (!found || D[p] > best)) {
-                    best = D[p];
-                    best_mask = mask;
-                    found = true;
-                }
-            }
-        active &= ~best_mask;
-    }
-    return best;
-}
-
-template <typename Acc, typename Out>
-__device__ __forceinline__ Out finish(Acc m, bool squared) {
-    const double g = squared ? double(m) : sqrt(double(m));  // sqrt once, in f64 (A3)
-    return Out(g);
-}
 
 // D[p] += (v_i − v_j)² for every pair p = (i, j), i < j, in lexicographic order. Nested,
 // fully unrolled loops keep every index a compile-time constant (registers, no local memory).
@@ -97,50 +37,6 @@ __device__ __forceinline__ void add_pair_terms(Acc (&D)[N * (N - 1) / 2], const 
             D[p] = D[p] + diff * diff;
         }
 }
-
-__device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
-
-// Sizes and pitches (elements) of a BSQ input that may be a window of a larger cube: rows of a
-// band are row_stride apart (int: in-plane offsets stay 32-bit, checked by the launcher), bands
-// band_stride apart; output rows out_row_stride apart.
-struct Geometry {
-    int width, height, bands;
-    int row_stride;
-    std::int64_t band_stride;
-    std::int64_t out_row_stride;
-};
-
-// A band tile of TW×TH samples whose top-left is image (x0, y0), clamped to the image, staged
-// through registers (kLoads per thread) so that band b+1 is in flight while band b is used.
-template <typename T, int TW, int TH, int Threads>
-struct TileLoader {
-    static constexpr int kLoads = (TW * TH + Threads - 1) / Threads;
-    T reg[kLoads];
-    int offset[kLoads];  // in-plane element offset of each load (−1 = past the tile)
-
-    __device__ void init(int tid, int x0, int y0, int W, int H, int row_stride) {
-#pragma unroll
-        for (int k = 0; k < kLoads; ++k) {
-            const int e = tid + k * Threads;
-            offset[k] = -1;
-            if (e < TW * TH) {
-                const int gx = clampi(x0 + e % TW, 0, W - 1), gy = clampi(y0 + e / TW, 0, H - 1);
-                offset[k] = gy * row_stride + gx;
-            }
-        }
-    }
-    __device__ void load(const T* __restrict__ plane) {
-#pragma unroll
-        for (int k = 0; k < kLoads; ++k)
-            if (offset[k] >= 0) reg[k] = __ldg(plane + offset[k]);
-    }
-    template <typename Acc>
-    __device__ void store(Acc* tile, int tid) const {
-#pragma unroll
-        for (int k = 0; k < kLoads; ++k)
-            if (offset[k] >= 0) tile[tid + k * Threads] = Acc(reg[k]);
-    }
-};
 
 // ---- spectral: the seed's mapping, pairs in registers ----------------------------------------
 constexpr int kSpecX = 32;  // a warp spans a tile row: band rows are read coalesced
@@ -157,19 +53,21 @@ rcmg_spectral_kernel(const T* __restrict__ cube, Out* __restrict__ out, Geometry
     const int W = g.width, H = g.height, B = g.bands;
     const int tid = threadIdx.y * kSpecX + threadIdx.x;
     const int x0 = blockIdx.x * kSpecX, y0 = blockIdx.y * kSpecY;
-    TileLoader<T, TW, TH, kSpecX * kSpecY> loader;
-    loader.init(tid, x0 - 1, y0 - 1, W, H, g.row_stride);
+    using Plan = TilePlan<T, TW, TH, kSpecX * kSpecY>;
+    Plan plan;
+    plan.init(tid, x0 - 1, y0 - 1, W, H, g.row_stride);
+    T next[Plan::kLoads];
     const std::int64_t plane = g.band_stride;
 
     Acc D[P];
 #pragma unroll
     for (int p = 0; p < P; ++p) D[p] = Acc(0);
-    loader.load(cube);
+    plan.load(next, cube);
     for (int b = 0; b < B; ++b) {
         Acc* t = tile[b & 1];
-        loader.store(t, tid);
+        plan.store(next, t, tid);
         __syncthreads();
-        if (b + 1 < B) loader.load(cube + std::int64_t(b + 1) * plane);
+        if (b + 1 < B) plan.load(next, cube + std::int64_t(b + 1) * plane);
         Acc v[N];
 #pragma unroll
         for (int k = 0; k < N; ++k) v[k] = t[(threadIdx.y + 1 + Win<N>::dy(k)) * TW + threadIdx.x + 1 + Win<N>::dx(k)];
@@ -180,99 +78,14 @@ rcmg_spectral_kernel(const T* __restrict__ cube, Out* __restrict__ out, Geometry
     if (x < W && y < H) out[std::int64_t(y) * g.out_row_stride + x] = finish<Acc, Out>(robust_max<N>(D, reject), squared);
 }
 
-// ---- shared-pairs (auto): each distinct neighbour distance once --------------------------------
-constexpr int kPairsX = 32;             // threads per row; the extended region is 32 columns
-constexpr int kPairsY = 8;              // thread rows
-constexpr int kPairsRows = 2;           // region rows per thread (consecutive): 16 region rows
-constexpr int kRegionW = kPairsX;       // region = output tile + one-pixel apron
-constexpr int kRegionH = kPairsY * kPairsRows;
-constexpr int kOutX = kRegionW - 2;     // 30×14 output pixels per block
-constexpr int kOutY = kRegionH - 2;
-constexpr int kPadX = 2;                // band tile: region + 2 columns each side + 2 rows below, so
-constexpr int kBandW = kRegionW + 2 * kPadX;  // every thread computes every offset unconditionally
-constexpr int kBandH = kRegionH + 2;
-
-template <int N, typename Acc>
-constexpr std::size_t pairs_smem_bytes() {
-    const std::size_t band = 2 * std::size_t(kBandW) * kBandH * sizeof(Acc);
-    const std::size_t dist = std::size_t(Win<N>::num_offsets) * kRegionW * kRegionH * sizeof(Acc);
-    return band > dist ? band : dist;
-}
-
-// Thread (tx, ty) owns region column tx, rows kPairsRows·ty + k. Per band it adds
-// (x_q − x_{q+d})² to E_d(q) for its region pixels q and every offset d (registers). After the
-// band loop the E_d are stored in shared memory (aliasing the band tiles) and each output pixel
-// gathers its n(n−1)/2 pair distances from them. Same value, order and rounding as the CPU:
-// D_ij at p is E_{pos_j−pos_i}(p + pos_i), a sum of the same squares in the same band order.
-// DRAM: the cube once (apron re-reads hit L2) + the output. Work: 12 (6) offsets per region
-// pixel per band, 1.22× the output pixels; per thread and band 20 LDS.64 and 72 FP64 operations
-// (8-conn, f64), so shared-memory bandwidth and the FP64 pipe bound it, not DRAM.
-// Measured 2026-11-22, H100, Pavia-sized 610×340×103 f32 (bench/results/2026-11-22-h100.md):
-// 8-conn f64 0.18 ms (floor 0.029), 4-conn f32 0.073 ms.
-template <typename T, typename Acc, typename Out, int N>
-__global__ void __launch_bounds__(kPairsX * kPairsY)
-rcmg_shared_pairs_kernel(const T* __restrict__ cube, Out* __restrict__ out, Geometry g, int reject, bool squared) {
-    constexpr int NO = Win<N>::num_offsets, P = N * (N - 1) / 2;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    Acc* smem = reinterpret_cast<Acc*>(smem_raw);
-    const int W = g.width, H = g.height, B = g.bands;
-    const int tid = threadIdx.y * kPairsX + threadIdx.x;
-    const int ox = blockIdx.x * kOutX, oy = blockIdx.y * kOutY;  // first output pixel of the tile
-    TileLoader<T, kBandW, kBandH, kPairsX * kPairsY> loader;
-    loader.init(tid, ox - 1 - kPadX, oy - 1, W, H, g.row_stride);
-    const std::int64_t plane = g.band_stride;
-
-    Acc E[kPairsRows][NO];
-#pragma unroll
-    for (int r = 0; r < kPairsRows; ++r)
-#pragma unroll
-        for (int o = 0; o < NO; ++o) E[r][o] = Acc(0);
-
-    const int cx = threadIdx.x + kPadX;           // band-tile column of the owned region column
-    const int ry = threadIdx.y * kPairsRows;      // first owned region row (= band-tile row)
-    loader.load(cube);
-    for (int b = 0; b < B; ++b) {
-        Acc* t = smem + (b & 1) * (kBandW * kBandH);
-        loader.store(t, tid);
-        __syncthreads();
-        if (b + 1 < B) loader.load(cube + std::int64_t(b + 1) * plane);
-        // Rows ry .. ry + kPairsRows + 1 and columns cx−2 .. cx+2 of the band tile.
-        Acc v[kPairsRows + 2][5];
-#pragma unroll
-        for (int r = 0; r < kPairsRows + 2; ++r)
-#pragma unroll
-            for (int c = 0; c < 5; ++c) v[r][c] = t[(ry + r) * kBandW + cx - 2 + c];
-#pragma unroll
-        for (int r = 0; r < kPairsRows; ++r)
-#pragma unroll
-            for (int o = 0; o < NO; ++o) {
-                const Acc diff = v[r][2] - v[r + Win<N>::ody(o)][2 + Win<N>::odx(o)];
-                E[r][o] = E[r][o] + diff * diff;
-            }
-    }
-    __syncthreads();  // the band tiles are dead; their memory now holds E
-#pragma unroll
-    for (int r = 0; r < kPairsRows; ++r)
-#pragma unroll
-        for (int o = 0; o < NO; ++o) smem[(o * kRegionH + ry + r) * kRegionW + threadIdx.x] = E[r][o];
-    __syncthreads();
-
-    for (int k = tid; k < kOutX * kOutY; k += kPairsX * kPairsY) {
-        const int lx = k % kOutX, ly = k / kOutX;   // output pixel within the tile
-        const int x = ox + lx, y = oy + ly;
-        if (x >= W || y >= H) continue;
-        Acc D[P];
-        int p = 0;
-#pragma unroll
-        for (int i = 0; i < N; ++i)
-#pragma unroll
-            for (int j = i + 1; j < N; ++j, ++p) {
-                const int o = offset_index<N>(i, j);
-                D[p] = smem[(o * kRegionH + ly + 1 + Win<N>::dy(i)) * kRegionW + lx + 1 + Win<N>::dx(i)];
-            }
-        out[std::int64_t(y) * g.out_row_stride + x] = finish<Acc, Out>(robust_max<N>(D, reject), squared);
-    }
-}
+// ---- shared-pairs (auto): rcmg_kernels.cuh ----------------------------------------------------
+// The shapes auto runs, measured side by side by bench/probes/rcmg_pairs_variants.cu
+// (bench/results/2026-11-28-h100.md, "RCMG shapes"). f64 sums: 4 rows a thread, 8 thread rows (a
+// 32×32 region, 30×30 outputs: 1.14 region pixels an output instead of 1.22), registers capped for
+// two blocks an SM; 0.78× the time of the 2-row shape for 8-conn, 0.67× for 4-conn. f32 sums keep
+// 2 rows a thread (more blocks an SM; 4 rows was 1.05–1.12× slower).
+template <typename Acc>
+using PairsDefault = std::conditional_t<std::is_same_v<Acc, double>, PairsConfig<4, 1, 8, 1, 1, 2>, PairsConfig<2, 1, 8, 1, 1, 1>>;
 
 // ---- spatial: the seed's band-parallel mapping -----------------------------------------------
 constexpr int kSpatialPixels = 4;  // warps per block, one output pixel each
@@ -329,10 +142,13 @@ void launch(const Context& ctx, const T* cube, Out* out, const Geometry& g, cons
             break;
         }
         case RcmgPartition::Auto: {
-            constexpr std::size_t smem = pairs_smem_bytes<N, Acc>();
-            static_assert(smem <= 48 * 1024, "shared-pairs tile must fit the default 48 KB");
-            const dim3 block(kPairsX, kPairsY), grid(div_up(W, kOutX), div_up(H, kOutY));
-            rcmg_shared_pairs_kernel<T, Acc, Out, N><<<grid, block, smem, stream>>>(cube, out, g, options.reject, options.squared);
+            using C = PairsDefault<Acc>;
+            constexpr std::size_t smem = C::template smem_bytes<N, Acc>();
+            auto kernel = rcmg_shared_pairs_kernel<T, Acc, Out, N, C>;
+            if constexpr (smem > 48 * 1024)  // above the default: opt in (per device, so on every call)
+                CUBEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+            const dim3 block(C::kThreadsX, C::kThreadsY), grid(div_up(W, C::kOutX), div_up(H, C::kOutY));
+            kernel<<<grid, block, smem, stream>>>(cube, out, g, options.reject, options.squared);
             CUBEKIT_CHECK_LAUNCH(ctx, "rcmg_shared_pairs_kernel", grid, block);
             break;
         }
