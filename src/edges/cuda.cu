@@ -11,6 +11,7 @@
 #include "core/cuda_helpers.cuh"
 #include "cubekit/linalg.hpp"
 #include "edges/edges_internal.hpp"
+#include "edges/rule_bits.cuh"
 #include "labels/labels_internal.hpp"
 #include "linalg/pca_internal.hpp"
 
@@ -242,7 +243,7 @@ __global__ void binary_kernel(const std::uint8_t* __restrict__ images, std::size
         out[i] = edges::binarize(images[i], t[i / plane]);
 }
 
-// ---- The 3×3 rule: a tile of binary values plus halo in shared memory ----------------------------
+// ---- The 3×3 rule for the vote over all images: a tile of binary values plus halo in shared memory --
 
 // A block of kTileX × kBlockY threads covers a kTileX × kTileY tile; each thread owns kRows pixels
 // of one column (rows threadIdx.y + r·kBlockY), so the halo and the synchronisation are amortised.
@@ -267,21 +268,6 @@ __device__ __forceinline__ void tile_edges(const std::uint8_t* __restrict__ img,
         const int same = (s[sy - 1][sx - 1] == c) + (s[sy - 1][sx] == c) + (s[sy - 1][sx + 1] == c) + (s[sy][sx - 1] == c) +
                          (s[sy][sx + 1] == c) + (s[sy + 1][sx - 1] == c) + (s[sy + 1][sx] == c) + (s[sy + 1][sx + 1] == c);
         e[r] = (x < 1 || y < 1 || x > W - 2 || y > H - 2) ? 0 : edges::edge_from_same(same);
-    }
-}
-
-/// grid (tiles x, tiles y, n): one edge map per image.
-__global__ void __launch_bounds__(kTileX * kBlockY) edge_maps_kernel(const std::uint8_t* __restrict__ images, int W, int H,
-                                                                     const Thr* __restrict__ t, std::uint8_t* __restrict__ out) {
-    __shared__ std::uint8_t s[kTileY + 2][kTileX + 2];
-    const std::size_t plane = std::size_t(W) * H, b = blockIdx.z;
-    std::uint8_t e[kRows];
-    tile_edges(images + b * plane, W, H, t[b], s, e);
-    const int x = blockIdx.x * kTileX + threadIdx.x;
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-        const int y = blockIdx.y * kTileY + threadIdx.y + r * kBlockY;
-        if (x < W && y < H) out[b * plane + std::size_t(y) * W + x] = e[r];
     }
 }
 
@@ -510,9 +496,12 @@ struct CudaOps {
     }
     dim3 tiles(int n) const { return dim3(unsigned((W + kTileX - 1) / kTileX), unsigned((H + kTileY - 1) / kTileY), unsigned(n)); }
     void edge_maps(const Planes& images, const Planes& t, int n, Planes& e) {
-        edge_maps_kernel<<<tiles(n), dim3(kTileX, kBlockY), 0, stream()>>>(images.data(), W, H,
-                                                                         reinterpret_cast<const Thr*>(t.data()), e.ptr);
-        CUBEKIT_CHECK_LAUNCH(ctx, "edge_maps", tiles(n), dim3(kTileX, kBlockY));
+        using edges::kBitOut, edges::kBitWarps;
+        const int tiles_x = (W + kBitOut - 1) / kBitOut, tiles = tiles_x * ((H + kBitOut - 1) / kBitOut);
+        const dim3 grid(unsigned((tiles + kBitWarps - 1) / kBitWarps), unsigned(n)), block(32 * kBitWarps);
+        edges::edge_maps_bits_kernel<<<grid, block, 0, stream()>>>(images.data(), W, H, tiles_x, tiles,
+                                                           reinterpret_cast<const Thr*>(t.data()), e.ptr);
+        CUBEKIT_CHECK_LAUNCH(ctx, "edge_maps", grid, block);
     }
     void edges_of_binary(const Planes& f, Planes& e) {
         // f ∈ {0,1} with T1 = T2 = 0, T3 = 1 binarises to itself.
