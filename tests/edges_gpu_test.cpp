@@ -74,7 +74,9 @@ TEST(EdgesGpu, EveryFusionOnRandomCubes) {
     const Case cases[] = {{64, 48, 7, DType::U8, 0},     {131, 77, 12, DType::U8, 9},  {33, 257, 3, DType::U16, 0},
                           {200, 3, 4, DType::I16, 0},    {3, 150, 5, DType::F32, 0},   {97, 61, 20, DType::F64, 0},
                           {45, 45, 2, DType::U8, 2},     {1, 1, 3, DType::U8, 0},      {2, 40, 3, DType::U8, 0},
-                          {517, 263, 6, DType::U8, 30}};
+                          {517, 263, 6, DType::U8, 30},
+                          // Vote counts above 255 (the device counts in bit slices, 9 of them here).
+                          {70, 40, 300, DType::U8, 0}};
     for (const Case& k : cases) {
         const Cube c = k.levels ? testing::random_levels_cube(k.W, k.H, k.B, k.t, seed, k.levels)
                                 : testing::random_cube(k.W, k.H, k.B, k.t, seed, 0, k.t == DType::U8 ? 255 : 5000);
