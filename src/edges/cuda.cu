@@ -243,60 +243,6 @@ __global__ void binary_kernel(const std::uint8_t* __restrict__ images, std::size
         out[i] = edges::binarize(images[i], t[i / plane]);
 }
 
-// ---- The 3×3 rule for the vote over all images: a tile of binary values plus halo in shared memory --
-
-// A block of kTileX × kBlockY threads covers a kTileX × kTileY tile; each thread owns kRows pixels
-// of one column (rows threadIdx.y + r·kBlockY), so the halo and the synchronisation are amortised.
-constexpr int kTileX = 32, kBlockY = 8, kRows = 4, kTileY = kBlockY * kRows;
-
-/// Loads image `b`'s tile (with a one-pixel halo) binarised into s, then writes this thread's kRows
-/// edge values to e (0 outside the interior).
-__device__ __forceinline__ void tile_edges(const std::uint8_t* __restrict__ img, int W, int H, const Thr& t,
-                                           std::uint8_t (*s)[kTileX + 2], std::uint8_t (&e)[kRows]) {
-    const int x0 = blockIdx.x * kTileX - 1, y0 = blockIdx.y * kTileY - 1;
-    for (int i = threadIdx.y * kTileX + threadIdx.x; i < (kTileX + 2) * (kTileY + 2); i += kTileX * kBlockY) {
-        const int sx = i % (kTileX + 2), sy = i / (kTileX + 2);
-        const int x = x0 + sx, y = y0 + sy;
-        s[sy][sx] = (x >= 0 && x < W && y >= 0 && y < H) ? edges::binarize(img[std::size_t(y) * W + x], t) : 0;
-    }
-    __syncthreads();
-    const int x = blockIdx.x * kTileX + threadIdx.x, sx = threadIdx.x + 1;
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-        const int sy = threadIdx.y + r * kBlockY + 1, y = blockIdx.y * kTileY + sy - 1;
-        const std::uint8_t c = s[sy][sx];
-        const int same = (s[sy - 1][sx - 1] == c) + (s[sy - 1][sx] == c) + (s[sy - 1][sx + 1] == c) + (s[sy][sx - 1] == c) +
-                         (s[sy][sx + 1] == c) + (s[sy + 1][sx - 1] == c) + (s[sy + 1][sx] == c) + (s[sy + 1][sx + 1] == c);
-        e[r] = (x < 1 || y < 1 || x > W - 2 || y > H - 2) ? 0 : edges::edge_from_same(same);
-    }
-}
-
-/// grid (tiles x, tiles y): the edge maps of all n images counted in registers; only the count and
-/// the voted map are written (the per-image maps never reach memory).
-__global__ void __launch_bounds__(kTileX * kBlockY) edge_vote_kernel(const std::uint8_t* __restrict__ images, int W, int H, int n,
-                                                                     const Thr* __restrict__ t, int needed,
-                                                                     std::uint16_t* __restrict__ count, std::uint8_t* __restrict__ out) {
-    __shared__ std::uint8_t s[kTileY + 2][kTileX + 2];
-    const std::size_t plane = std::size_t(W) * H;
-    int votes[kRows] = {};
-    for (int b = 0; b < n; ++b) {
-        std::uint8_t e[kRows];
-        tile_edges(images + std::size_t(b) * plane, W, H, t[b], s, e);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) votes[r] += e[r];
-        __syncthreads();  // before the next image overwrites the tile
-    }
-    const int x = blockIdx.x * kTileX + threadIdx.x;
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-        const int y = blockIdx.y * kTileY + threadIdx.y + r * kBlockY;
-        if (x < W && y < H) {
-            count[std::size_t(y) * W + x] = std::uint16_t(votes[r]);
-            out[std::size_t(y) * W + x] = std::uint8_t(votes[r] >= needed);
-        }
-    }
-}
-
 /// Per pixel: how many of the n planes hold a nonzero value (maps) or f = 1 (images with thresholds).
 __global__ void vote_kernel(const std::uint8_t* __restrict__ planes, std::size_t plane, int n, const Thr* __restrict__ t,
                             int needed, std::uint16_t* __restrict__ count, std::uint8_t* __restrict__ out) {
@@ -494,7 +440,6 @@ struct CudaOps {
                                                                   reinterpret_cast<const Thr*>(t.data()), f.ptr);
         CUBEKIT_CHECK_LAUNCH(ctx, "binary", grid_for(total, 256), dim3(256));
     }
-    dim3 tiles(int n) const { return dim3(unsigned((W + kTileX - 1) / kTileX), unsigned((H + kTileY - 1) / kTileY), unsigned(n)); }
     void edge_maps(const Planes& images, const Planes& t, int n, Planes& e) {
         using edges::kBitOut, edges::kBitWarps;
         const int tiles_x = (W + kBitOut - 1) / kBitOut, tiles = tiles_x * ((H + kBitOut - 1) / kBitOut);
@@ -511,10 +456,18 @@ struct CudaOps {
         edge_maps(f, t, 1, e);
     }
     void edge_vote(const Planes& images, const Planes& t, int n, int needed, Planes& count, Planes& out) {
-        edge_vote_kernel<<<tiles(1), dim3(kTileX, kBlockY), 0, stream()>>>(
-            images.data(), W, H, n, reinterpret_cast<const Thr*>(t.data()), needed,
-            reinterpret_cast<std::uint16_t*>(count.ptr), out.ptr);
-        CUBEKIT_CHECK_LAUNCH(ctx, "edge_vote", tiles(1), dim3(kTileX, kBlockY));
+        // Groups of kVoteGroup images per warp in parallel (exact byte counts), then one sum per pixel.
+        using edges::kBitOut, edges::kBitWarps, edges::kVoteGroup;
+        const int tiles_x = (W + kBitOut - 1) / kBitOut, tiles = tiles_x * ((H + kBitOut - 1) / kBitOut);
+        const int groups = (n + kVoteGroup - 1) / kVoteGroup;
+        Planes partial = alloc(plane() * std::size_t(groups));
+        const dim3 grid(unsigned((tiles + kBitWarps - 1) / kBitWarps), unsigned(groups)), block(32 * kBitWarps);
+        edges::edge_vote_group_kernel<<<grid, block, 0, stream()>>>(images.data(), W, H, n, tiles_x, tiles,
+                                                                   reinterpret_cast<const Thr*>(t.data()), partial.ptr);
+        CUBEKIT_CHECK_LAUNCH(ctx, "edge_vote_group", grid, block);
+        edges::edge_vote_sum_kernel<<<grid_for(plane(), 256), 256, 0, stream()>>>(
+            partial.ptr, plane(), groups, needed, reinterpret_cast<std::uint16_t*>(count.ptr), out.ptr);
+        CUBEKIT_CHECK_LAUNCH(ctx, "edge_vote_sum", grid_for(plane(), 256), dim3(256));
     }
     void vote_planes(const Planes& planes, const Thr* t, int n, int needed, Planes& count, Planes& out) {
         vote_kernel<<<grid_for(plane(), 256), 256, 0, stream()>>>(planes.data(), plane(), n, t, needed,

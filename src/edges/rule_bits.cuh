@@ -46,23 +46,14 @@ __device__ __forceinline__ unsigned transpose32(unsigned w, int lane) {
     return w;
 }
 
-/// grid (⌈tiles / kBitWarps⌉, n): image b's edge map, tile by tile.
-__global__ void __launch_bounds__(32 * kBitWarps) edge_maps_bits_kernel(const std::uint8_t* __restrict__ images, int W, int H,
-                                                                        int tiles_x, int tiles, const Thr* __restrict__ t,
-                                                                        std::uint8_t* __restrict__ out) {
-    const int lane = threadIdx.x & 31, tile = blockIdx.x * kBitWarps + (threadIdx.x >> 5);
-    if (tile >= tiles) return;  // the whole warp
-    const std::size_t plane = std::size_t(W) * H, b = blockIdx.y;
-    const std::uint8_t* img = images + b * plane;
-    std::uint8_t* map = out + b * plane;
-    const Thr th = t[b];
-    const int x0 = (tile % tiles_x) * kBitOut - 1, y0 = (tile / tiles_x) * kBitOut - 1;  // window's first column, row
-    const int x = x0 + lane;
+/// The edge bits of one image over a warp's 32×32 window whose column x0 + lane this lane reads
+/// from p (pointing at row y0; rows j_lo .. j_hi − 1 of the window lie in the image): lane l returns
+/// row y0 + l, bit i = column x0 + i, 0 outside the interior 1 ≤ x ≤ W − 2, 1 ≤ y ≤ H − 2.
+__device__ __forceinline__ unsigned window_edges(const std::uint8_t* p, int W, int H, const Thr th, int x, int y0,
+                                                 int j_lo, int j_hi, int lane) {
     const bool column_in = x >= 0 && x < W;
-    // Rows j_lo .. j_hi − 1 of the window lie in the image. This lane's column of the window,
-    // binarised: bit j = row y0 + j (32 independent loads, all in flight at once).
-    const int j_lo = y0 < 0 ? -y0 : 0, j_hi = H - y0 < 32 ? H - y0 : 32;
-    const std::uint8_t* p = img + std::ptrdiff_t(y0) * W + x;
+    // This lane's column of the window, binarised: bit j = row y0 + j (32 independent loads, all in
+    // flight at once).
     unsigned bits = 0;
 #pragma unroll
     for (int j = 0; j < 32; ++j)
@@ -77,13 +68,77 @@ __global__ void __launch_bounds__(32 * kBitWarps) edge_maps_bits_kernel(const st
     const unsigned interior_columns = __ballot_sync(0xffffffffu, x >= 1 && x <= W - 2);
     const int y_mine = y0 + lane;
     if (!(y_mine >= 1 && y_mine <= H - 2)) edge = 0;
-    edge &= interior_columns;
-    const bool writes_column = lane >= 1 && lane <= kBitOut && column_in;
+    return edge & interior_columns;
+}
+
+/// grid (⌈tiles / kBitWarps⌉, n): image b's edge map, tile by tile.
+__global__ void __launch_bounds__(32 * kBitWarps) edge_maps_bits_kernel(const std::uint8_t* __restrict__ images, int W, int H,
+                                                                        int tiles_x, int tiles, const Thr* __restrict__ t,
+                                                                        std::uint8_t* __restrict__ out) {
+    const int lane = threadIdx.x & 31, tile = blockIdx.x * kBitWarps + (threadIdx.x >> 5);
+    if (tile >= tiles) return;  // the whole warp
+    const std::size_t plane = std::size_t(W) * H, b = blockIdx.y;
+    const int x0 = (tile % tiles_x) * kBitOut - 1, y0 = (tile / tiles_x) * kBitOut - 1;  // window's first column, row
+    const int x = x0 + lane;
+    const int j_lo = y0 < 0 ? -y0 : 0, j_hi = H - y0 < 32 ? H - y0 : 32;
+    const std::ptrdiff_t at = std::ptrdiff_t(y0) * W + x;  // this lane's column, window row 0
+    const Thr th = t[b];  // a copy: read once, not after every load
+    const unsigned edge = window_edges(images + b * plane + at, W, H, th, x, y0, j_lo, j_hi, lane);
     const unsigned column = transpose32(edge, lane);  // bit j: row y0 + j of this lane's column
-    std::uint8_t* q = map + std::ptrdiff_t(y0) * W + x;
+    const bool writes_column = lane >= 1 && lane <= kBitOut && x < W;
+    std::uint8_t* q = out + b * plane + at;
 #pragma unroll
     for (int j = 1; j <= kBitOut; ++j)
         if (writes_column && j < j_hi) q[std::ptrdiff_t(j) * W] = std::uint8_t((column >> j) & 1u);
+}
+
+constexpr int kVoteGroup = 8;  // images a warp votes over: its counts fit 4 bit slices and a byte
+
+/// grid (⌈tiles / kBitWarps⌉, ⌈n / kVoteGroup⌉): how many images of group g have an edge at each
+/// pixel, a byte plane per group at partial + g·plane. The counts of a row are kept in bit slices
+/// (count at column i = Σ_k bit i of c[k] · 2^k), one ripple increment per image for 32 pixels.
+__global__ void __launch_bounds__(32 * kBitWarps) edge_vote_group_kernel(const std::uint8_t* __restrict__ images, int W, int H,
+                                                                         int n, int tiles_x, int tiles, const Thr* __restrict__ t,
+                                                                         std::uint8_t* __restrict__ partial) {
+    const int lane = threadIdx.x & 31, tile = blockIdx.x * kBitWarps + (threadIdx.x >> 5);
+    if (tile >= tiles) return;  // the whole warp
+    const std::size_t plane = std::size_t(W) * H;
+    const int first = blockIdx.y * kVoteGroup, last = n < first + kVoteGroup ? n : first + kVoteGroup;
+    const int x0 = (tile % tiles_x) * kBitOut - 1, y0 = (tile / tiles_x) * kBitOut - 1;
+    const int x = x0 + lane;
+    const int j_lo = y0 < 0 ? -y0 : 0, j_hi = H - y0 < 32 ? H - y0 : 32;
+    const std::ptrdiff_t at = std::ptrdiff_t(y0) * W + x;
+    unsigned c[4] = {};
+    for (int b = first; b < last; ++b) {
+        const Thr th = t[b];
+        unsigned carry = window_edges(images + std::size_t(b) * plane + at, W, H, th, x, y0, j_lo, j_hi, lane);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const unsigned next = c[k] & carry;
+            c[k] ^= carry;
+            carry = next;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) c[k] = transpose32(c[k], lane);  // bit j: row y0 + j of this lane's column
+    const bool writes_column = lane >= 1 && lane <= kBitOut && x < W;
+    std::uint8_t* q = partial + std::size_t(blockIdx.y) * plane + at;
+#pragma unroll
+    for (int j = 1; j <= kBitOut; ++j)
+        if (writes_column && j < j_hi)
+            q[std::ptrdiff_t(j) * W] = std::uint8_t(((c[0] >> j) & 1u) | (((c[1] >> j) & 1u) << 1) | (((c[2] >> j) & 1u) << 2) |
+                                                    (((c[3] >> j) & 1u) << 3));
+}
+
+/// Per pixel: the groups' counts added (count) and the vote (out = count ≥ needed).
+__global__ void edge_vote_sum_kernel(const std::uint8_t* __restrict__ partial, std::size_t plane, int groups, int needed,
+                                     std::uint16_t* __restrict__ count, std::uint8_t* __restrict__ out) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < plane; i += std::size_t(gridDim.x) * blockDim.x) {
+        int votes = 0;
+        for (int g = 0; g < groups; ++g) votes += partial[std::size_t(g) * plane + i];
+        count[i] = std::uint16_t(votes);
+        out[i] = std::uint8_t(votes >= needed);
+    }
 }
 
 }  // namespace cubekit::detail::edges
