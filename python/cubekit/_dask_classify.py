@@ -56,33 +56,32 @@ def _pair_counts(regions, classes):
 def _decide(parts, tau):
     """The vote of every region from its exact counts, by region_vote's rules: the class with the most
     voters (class 0 does not vote) wins unless another class has as many (a tie), nobody votes, or
-    its share of the region's pixels is below tau. Returns (regions, winner or 0 = keep, stats)."""
+    its share of the region's pixels is below tau. Returns (regions, winner or 0 = keep, stats).
+    Array operations over the sorted (region, class) keys: no Python loop over the regions."""
     keys = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
     counts = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
     keys, at = np.unique(keys, return_inverse=True)
-    summed = np.zeros(len(keys), np.int64)
-    np.add.at(summed, at, counts)
+    # Pixel counts are integers far below 2^53: their float64 sums are exact.
+    summed = np.bincount(at.ravel(), weights=counts, minlength=len(keys)).astype(np.int64)
     region, klass = keys >> 32, keys & 0xFFFFFFFF
     labels, first = np.unique(region, return_index=True)
-    size = np.add.reduceat(summed, first) if len(first) else np.zeros(0, np.int64)
-    winner = np.zeros(len(labels), np.int64)
     stats = {"regions": int(len(labels)), "relabelled": 0, "ties": 0, "no_voters": 0, "below_tau": 0, "changed_pixels": 0}
-    ends = np.append(first[1:], len(keys))
-    for i, (a, b) in enumerate(zip(first, ends)):
-        voters = klass[a:b] != 0
-        n = summed[a:b][voters]
-        if len(n) == 0:
-            stats["no_voters"] += 1
-            continue
-        best = n.max()
-        if (n == best).sum() > 1:
-            stats["ties"] += 1
-        elif float(best) / float(size[i]) < tau:
-            stats["below_tau"] += 1
-        else:
-            winner[i] = klass[a:b][voters][n.argmax()]
-            stats["relabelled"] += 1
-            stats["changed_pixels"] += int(size[i] - best)
+    if len(labels) == 0:
+        return labels, np.zeros(0, np.int64), stats
+    size = np.add.reduceat(summed, first)
+    voter = klass != 0
+    best = np.maximum.reduceat(np.where(voter, summed, -1), first)  # -1: nobody votes
+    owner = np.repeat(np.arange(len(labels)), np.diff(np.append(first, len(keys))))
+    is_best = voter & (summed == best[owner])
+    n_best = np.add.reduceat(is_best.astype(np.int64), first)
+    best_class = np.maximum.reduceat(np.where(is_best, klass, -1), first)  # the class when it is alone
+    no_voters = best < 0
+    tie = ~no_voters & (n_best > 1)
+    below_tau = ~no_voters & ~tie & (best.astype(np.float64) / size.astype(np.float64) < tau)
+    relabel = ~no_voters & ~tie & ~below_tau
+    winner = np.where(relabel, best_class, 0).astype(np.int64)
+    stats.update(relabelled=int(relabel.sum()), ties=int(tie.sum()), no_voters=int(no_voters.sum()),
+                 below_tau=int(below_tau.sum()), changed_pixels=int((size - best)[relabel].sum()))
     return labels, winner, stats
 
 

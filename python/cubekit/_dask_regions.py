@@ -5,7 +5,8 @@ The integer columns (area, box, coordinate sums) are exact, so every row strip c
 the client merges them. The means are float64 sums divided by the area; cubekit adds each region's
 values in raster order, and a float sum depends on the order of its additions, so the strips add to
 running sums one after another (a chain of tasks, one per strip: the graph grows with the strips,
-not with the pixels), each in raster order (``np.add.at`` adds its values in the order given)."""
+not with the pixels), each in raster order: ``np.bincount`` adds its weights one after another in
+the order given, and the running sums go first, so every region's sum is the raster-order chain."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,16 +23,17 @@ def _strip_moments(labels, y0):
     values = labels[ys, xs]
     ys = ys.astype(np.int64) + y0
     xs = xs.astype(np.int64)
-    present, inverse = np.unique(values, return_inverse=True)
-    n = len(present)
-    out = np.zeros((n, 7), np.int64)
-    out[:, 0] = np.bincount(inverse, minlength=n)
-    out[:, 1:3] = np.iinfo(np.int64).max
-    out[:, 3:5] = -1
-    for column, v, reduce_at in ((1, xs, np.minimum), (2, ys, np.minimum), (3, xs, np.maximum), (4, ys, np.maximum)):
-        reduce_at.at(out[:, column], inverse, v)
-    np.add.at(out[:, 5], inverse, xs)
-    np.add.at(out[:, 6], inverse, ys)
+    # Pixels grouped by label (a stable sort keeps raster order inside a label): exact integer
+    # reductions per group.
+    order = np.argsort(values, kind="stable")
+    present, first, area = np.unique(values[order], return_index=True, return_counts=True)
+    out = np.zeros((len(present), 7), np.int64)
+    if len(present):
+        xs, ys = xs[order], ys[order]
+        out[:, 0] = area
+        out[:, 1], out[:, 2] = np.minimum.reduceat(xs, first), np.minimum.reduceat(ys, first)
+        out[:, 3], out[:, 4] = np.maximum.reduceat(xs, first), np.maximum.reduceat(ys, first)
+        out[:, 5], out[:, 6] = np.add.reduceat(xs, first), np.add.reduceat(ys, first)
     return present, out
 
 
@@ -50,16 +52,20 @@ def _merge_moments(parts):
 
 
 def _add_strip(sums, labels, values, regions):
-    """sums (bands, R) float64 plus one strip's values (rows, W, bands), region by region in raster order."""
-    sums = sums.copy()
+    """sums (bands, R) float64 plus one strip's values (rows, W, bands), region by region in raster
+    order: one np.bincount per band over [the running sums, then the strip's pixels]."""
     labels = np.asarray(labels)
     values = np.asarray(values)
     inside = labels.ravel() > 0
-    slots = np.searchsorted(regions, labels.ravel()[inside])
+    n = sums.shape[1]
+    slots = np.concatenate([np.arange(n), np.searchsorted(regions, labels.ravel()[inside])])
     flat = values.reshape(-1, values.shape[-1])[inside]
+    out = np.empty_like(sums)
     for b in range(sums.shape[0]):
-        np.add.at(sums[b], slots, flat[:, b].astype(np.float64))
-    return sums
+        # bincount starts every bin at 0.0 and adds in the given order: 0.0 + running sum (exact),
+        # then the strip's values in raster order.
+        out[b] = np.bincount(slots, weights=np.concatenate([sums[b], flat[:, b].astype(np.float64)]), minlength=n)
+    return out
 
 
 def _strips(array, rows, width):
