@@ -132,9 +132,15 @@ TEST(Georef, GeoTiffReadByWindows) {
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_TRUE(j["input"]["windowed"].get<bool>());
     EXPECT_GT(j["tiled"]["tiles"].get<int>(), 4);
+    // The GeoTIFF output is filled tile by tile (through its scratch file), not held whole.
+    bool streamed = false;
+    for (const auto& o : j["outputs"]) streamed |= o.value("streamed", false) && o["path"] == (dir / "g.tif").string();
+    EXPECT_TRUE(streamed) << r.out;
     const Cube g = read_cube(dir / "g.tif");
     EXPECT_TRUE(testing::cubes_identical(rcmg(testing::cpu_context(), c), g));
     expect_near(*g.metadata().geotransform(), {10, 0.5, 0, 60, 0, -0.5});
+    EXPECT_EQ(g.metadata().coordinate_system.empty(), false);
+    EXPECT_EQ(testing::folder_listing(dir).find(".tmp-"), std::string::npos) << testing::folder_listing(dir);
 }
 
 // `cubekit rcmg L7_ETMs.tif g.tif g.hdr`: both outputs lie on the input's map; convert --crop shifts it.

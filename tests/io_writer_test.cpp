@@ -137,3 +137,40 @@ TEST(IoWriter, RefusedFormatsFoldersAndSizes) {
     EXPECT_NE(envi_msg.find((dir / "big.img").string()), std::string::npos) << envi_msg;
     EXPECT_TRUE(listing(dir).empty());
 }
+
+// A GeoTIFF cannot be filled in place: its samples go to a scratch beside the target and commit()
+// has GDAL write the file. The result reads back as write_cube's does, georeference included; the
+// scratch never shows up, committed or abandoned.
+TEST(IoWriter, GeoTiffThroughAScratchFile) {
+    if (!gdal_available()) GTEST_SKIP() << "built without GDAL";
+    const fs::path dir = temp_dir("writer-geotiff");
+    int n = 0;
+    for (const DType t : {DType::U8, DType::I16, DType::F32, DType::F64})
+        for (const int bands : {1, 4}) {
+            Cube c = sample_cube(23, 17, bands, t, Layout::BIP, test_seed() + ++n);
+            c.metadata().map_info = "UTM, 1, 1, 500000, 4100000, 30, 30, 13, North, WGS-84";
+            const fs::path whole = dir / ("whole" + std::to_string(n) + ".tif");
+            const fs::path streamed = dir / ("streamed" + std::to_string(n) + ".tif");
+            write_cube(c, whole);
+            ASSERT_TRUE(CubeFileWriter::streamable(streamed));
+            CubeFileWriter w(streamed, c.shape(), c.metadata());
+            EXPECT_EQ(w.shape().layout, Layout::BSQ);
+            fill_in_strips(w, c);
+            EXPECT_FALSE(fs::exists(streamed));
+            w.commit();
+            SCOPED_TRACE(c.shape().describe());
+            const Cube a = read_cube(streamed), b = read_cube(whole);
+            EXPECT_TRUE(cubes_identical(a, b));
+            EXPECT_TRUE(cubes_identical(a.to_layout(Layout::BIP), c));
+            ASSERT_TRUE(a.metadata().geotransform().has_value());
+            EXPECT_EQ(a.metadata().geotransform(), b.metadata().geotransform());
+            EXPECT_EQ(a.metadata().coordinate_system, b.metadata().coordinate_system);
+        }
+    EXPECT_FALSE(has_temporaries(dir));
+    {
+        CubeFileWriter abandoned(dir / "never.tif", CubeShape{.width = 5, .height = 4, .bands = 2, .dtype = DType::F32});
+        EXPECT_TRUE(has_temporaries(dir));
+    }
+    EXPECT_FALSE(fs::exists(dir / "never.tif"));
+    EXPECT_FALSE(has_temporaries(dir));
+}

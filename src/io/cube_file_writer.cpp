@@ -1,6 +1,9 @@
 // CubeFileWriter: an output cube filled in place through a memory map of its temporary file, then
 // renamed into place (io.hpp). The headers are the writers' own (npy_header, envi_header), so a
-// streamed output reads back exactly like one written whole by write_cube.
+// streamed output reads back exactly like one written whole by write_cube. A GeoTIFF (through GDAL)
+// cannot be filled in place: its samples go to a scratch file mapped the same way (planes in
+// order, beside the target), and commit() has GDAL write the GeoTIFF from the mapping (GDAL's
+// block cache bounds its memory; the pages of the mapping are the file's), then drops the scratch.
 #include <optional>
 
 #include "io/io_internal.hpp"
@@ -20,6 +23,9 @@ struct CubeFileWriter::State {
     MutableCubeView view;
     std::optional<AtomicFile> data;
     std::optional<AtomicFile> header;  // ENVI only
+    std::optional<AtomicFile> scratch; // GeoTIFF only: the samples, never renamed into place
+    std::filesystem::path tiff;        // GeoTIFF only: the target
+    Metadata georeference;             // GeoTIFF only
     bool committed = false;
 };
 
@@ -32,7 +38,8 @@ bool CubeFileWriter::streamable(const std::filesystem::path& path, const WriteOp
             return false;
         }
     }
-    return (f == FileFormat::Npy || f == FileFormat::Envi) && host_is_little_endian();
+    return ((f == FileFormat::Npy || f == FileFormat::Envi) && host_is_little_endian()) ||
+           (f == FileFormat::Gdal && gdal_available());
 }
 
 bool CubeFileWriter::streamable(const std::filesystem::path& path) { return streamable(path, WriteOptions{}); }
@@ -43,10 +50,21 @@ CubeFileWriter::CubeFileWriter(const std::filesystem::path& path, const CubeShap
 CubeFileWriter::CubeFileWriter(const std::filesystem::path& path, const CubeShape& shape, const Metadata& metadata,
                                const WriteOptions& options)
     : state_(std::make_unique<State>()) {
-    if (!host_is_little_endian()) throw_invalid(kWriter, path, "outputs are written in place on little-endian hosts only");
     const FileFormat format = options.format == FileFormat::Auto ? output_format(path) : options.format;
     State& s = *state_;
     s.shape = shape;
+    if (format == FileFormat::Gdal) {
+        if (!gdal_available()) throw_invalid(kWriter, path, "GeoTIFF output needs GDAL, which this cubekit cannot load");
+        s.shape.layout = Layout::BSQ;
+        s.tiff = path;
+        s.georeference = metadata.georeference();
+        s.scratch.emplace(kWriter, path);  // its temporary, beside the target, is removed on destruction
+        std::byte* base = s.scratch->map(s.shape.num_bytes());
+        s.view = MutableCubeView::host(base, s.shape.width, s.shape.height, s.shape.bands, s.shape.dtype,
+                                       dense_strides(s.shape.width, s.shape.height, s.shape.bands, Layout::BSQ));
+        return;
+    }
+    if (!host_is_little_endian()) throw_invalid(kWriter, path, "outputs are written in place on little-endian hosts only");
     std::string header;
     std::filesystem::path data_path = path;
     if (format == FileFormat::Npy) {
@@ -61,7 +79,7 @@ CubeFileWriter::CubeFileWriter(const std::filesystem::path& path, const CubeShap
         s.header->write(text);
     } else {
         throw_invalid(kWriter, path, "format '" + std::string(format_name(format)) +
-                                         "' cannot be written in place (npy and envi can)");
+                                         "' cannot be written in place (npy, envi and GeoTIFF can)");
     }
     s.data.emplace(kWriter, data_path);
     s.data->write(header);
@@ -80,11 +98,13 @@ const CubeShape& CubeFileWriter::shape() const { return state_->shape; }
 void CubeFileWriter::commit() {
     State& s = *state_;
     if (s.committed) throw InvalidInput(std::string(kWriter) + ": commit() called twice");
-    if (s.header)
+    if (s.scratch)
+        write_gdal_planes(static_cast<const std::byte*>(s.view.data()), s.shape, s.georeference, s.tiff);
+    else if (s.header)
         commit_envi_pair(*s.data, *s.header);
     else
         s.data->commit();
-    s.committed = true;  // the mapping stays: view() reads the file in place until destruction
+    s.committed = true;  // the mapping stays: view() reads the file (GeoTIFF: the scratch) until destruction
 }
 
 }  // namespace cubekit

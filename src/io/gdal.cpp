@@ -35,6 +35,10 @@ bool gdal_identifies(const fs::path&) { return false; }
 Cube read_gdal(const fs::path& path) {
     throw_invalid("read_gdal", path, "GDAL support is not built in; install libgdal-dev and rebuild");
 }
+void write_gdal_planes(const std::byte*, const CubeShape&, const Metadata&, const fs::path& path) {
+    throw_invalid("write_gdal", path, "GeoTIFF output needs GDAL; GDAL support is not built in; install libgdal-dev and rebuild");
+}
+
 void write_gdal(const Cube&, const fs::path& path) {
     throw_invalid("write_gdal", path, "GeoTIFF output needs GDAL; GDAL support is not built in; install libgdal-dev and rebuild");
 }
@@ -261,22 +265,25 @@ static int gdal_type_of(DType t, const fs::path& path) {
     }
 }
 
-void write_gdal(const Cube& cube, const fs::path& path) {
+void write_gdal_planes(const std::byte* bsq, const CubeShape& shape, const Metadata& meta, const fs::path& path) {
     if (!gdal_available())
         throw_invalid(kWrite, path, "GDAL support is built in, but its plugin could not be loaded: " + plugin().error);
-    const int type = gdal_type_of(cube.dtype(), path);
-    const Cube bsq = cube.layout() == Layout::BSQ ? Cube() : cube.to_layout(Layout::BSQ);
-    const Cube& planes = cube.layout() == Layout::BSQ ? cube : bsq;
-    const Metadata& meta = cube.metadata();
+    const int type = gdal_type_of(shape.dtype, path);
     const std::optional<std::array<double, 6>> gt = meta.geotransform();
     // GDAL writes the temporary; the rename makes the output appear whole or not at all.
     AtomicFile out(kWrite, path);
     out.close();
     char error[512] = {};
-    if (plugin().write_tiff(out.temp_path().c_str(), cube.width(), cube.height(), cube.bands(), type, planes.bytes(),
+    if (plugin().write_tiff(out.temp_path().c_str(), shape.width, shape.height, shape.bands, type, bsq,
                             meta.coordinate_system.c_str(), gt ? gt->data() : nullptr, error, sizeof error) != 0)
         throw_invalid(kWrite, path, error);
     out.commit();
+}
+
+void write_gdal(const Cube& cube, const fs::path& path) {
+    const Cube bsq = cube.layout() == Layout::BSQ ? Cube() : cube.to_layout(Layout::BSQ);
+    const Cube& planes = cube.layout() == Layout::BSQ ? cube : bsq;
+    write_gdal_planes(planes.bytes(), planes.shape(), cube.metadata(), path);
 }
 
 }  // namespace io_detail

@@ -162,6 +162,9 @@ Cube read_jpeg(const fs::path& path);
 Cube read_gdal(const fs::path& path);
 /// Writes a GeoTIFF through the GDAL plugin (BSQ planes, the georeference of the metadata), atomically.
 void write_gdal(const Cube& cube, const fs::path& path);
+/// A GeoTIFF of shape's samples, planes in order (BSQ) at `bsq`, georeferenced by meta (its
+/// geotransform and coordinate system), written atomically.
+void write_gdal_planes(const std::byte* bsq, const CubeShape& shape, const Metadata& meta, const fs::path& path);
 /// A raster read by windows through GDAL (BSQ: band by band); thread-safe (a GDAL handle per thread).
 class GdalWindows {
 public:

@@ -113,7 +113,7 @@ void classical_command(const ClassicalArgs& a) {
     Timings timings;
     const bool local = a.options.window[1] != 0;
     // In tiles with given statistics (nothing to fit) and no target mask, an ENVI, .npy or GeoTIFF input
-    // is read by windows and the scores go into a .npy/ENVI OUT tile by tile.
+    // is read by windows and the scores go into a .npy/ENVI/GeoTIFF OUT tile by tile.
     const std::optional<CubeFile> file =
         tiles && !a.stats_in.empty() && !local && a.target_mask.empty() ? open_windowed(a.input, common, true, timings)
                                                                           : std::nullopt;

@@ -80,7 +80,7 @@ void pca_command(const PcaArgs& a) {
     const bool tiled = file || use_tiles(tiles, ctx, shape.num_bytes());
     nlohmann::json tiled_report;
     const Metadata georef = file ? file->metadata().georeference() : cube.metadata().georeference();
-    // In tiles the scores land in OUT (.npy or ENVI) tile by tile: they are never held whole.
+    // In tiles the scores land in OUT (.npy, ENVI or GeoTIFF) tile by tile: they are never held whole.
     std::optional<InPlaceResult> in_place;
     if (tiled && CubeFileWriter::streamable(a.output))
         in_place.emplace(std::vector{a.output}, CubeShape{shape.width, shape.height, options.components, DType::F64},

@@ -101,7 +101,7 @@ nlohmann::json run_rcmg(const Context& ctx, const std::string& input, const Cube
                         const std::vector<std::string>& outputs, const WriteOptions& write, const TileOptions& tiles) {
     check_rcmg_arguments(file.shape(), options);
     const auto t0 = std::chrono::steady_clock::now();
-    // The gradient lands tile by tile in the first .npy or ENVI output: it never has to fit in memory.
+    // The gradient lands tile by tile in the first .npy, ENVI or GeoTIFF output: it never has to fit in memory.
     InPlaceResult gradient(outputs, {file.shape().width, file.shape().height, 1, options.out_type, Layout::BSQ},
                            file.metadata().georeference(), write);
     const TiledRun tiled = rcmg_tiled(ctx, file, gradient.view(), options, tiles);

@@ -81,7 +81,7 @@ private:
 };
 
 /// The result of a tiled run, filled in place: the first of `outputs` that can be written tile by tile
-/// (CubeFileWriter::streamable: .npy, ENVI) is created at its full size in its folder and the tiles
+/// (CubeFileWriter::streamable: .npy, ENVI, GeoTIFF with GDAL) is created at its full size in its folder and the tiles
 /// land in it, so the result never has to be held whole in memory; without one (PNG only), a Cube
 /// in memory. `shape`'s layout is a wish (the streamed file's own wins: .npy is (H, W, B)). After
 /// the run, commit() puts the streamed output in place and lists it in `written` as `entry` says
