@@ -8,9 +8,11 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <tuple>
 
 #include "cubekit/detect_classical.hpp"
 #include "cubekit/error.hpp"
+#include "cubekit/io.hpp"
 #include "detect/classical_internal.hpp"
 #include "testing.hpp"
 
@@ -218,6 +220,56 @@ TEST(ClassicalDetectors, BandScreeningDropsAndReports) {
     const Cube no_nan = wide.select_bands({0, 1, 2, 3, 4, 6});
     const Cube kept = detect_classical(ctx, no_nan, {.keep_all_bands = true}).score;
     EXPECT_TRUE(testing::cubes_close(r.score, kept, 1e-7, 1.0));
+}
+
+// The statistics of a file read a strip of rows at a time equal the whole cube's bit for bit: the
+// screening's merges and PCA's exact integer sums do not depend on how the rows are cut (strips of
+// one row to the whole scene, .npy and ENVI BIL, i16 and f64 with NaN pixels, a mask, both ddofs).
+TEST(ClassicalDetectors, StatisticsFromAFileInStripsEqualTheWholeFit) {
+    const Cube base = correlated_cube(23, 19, 6, 12);
+    Cube wide(23, 19, 8, DType::F64);
+    for (int y = 0; y < 19; ++y)
+        for (int x = 0; x < 23; ++x) {
+            for (int b = 0; b < 6; ++b) wide.at<double>(x, y, b) = base.at<double>(x, y, b) * (b % 2 ? 1e6 : 1);
+            wide.at<double>(x, y, 6) = 0;    // all-zero: dropped
+            wide.at<double>(x, y, 7) = 2.5;  // constant: dropped
+        }
+    wide.at<double>(4, 17, 2) = NAN;  // band 2 dropped as non-finite, by the last strip only
+    Cube i16(23, 19, 6, DType::I16, Layout::BIL);
+    for (int y = 0; y < 19; ++y)
+        for (int x = 0; x < 23; ++x)
+            for (int b = 0; b < 6; ++b) i16.set_value(x, y, b, std::round(base.at<double>(x, y, b) * 300));
+    Cube mask(23, 19, 1, DType::U8);
+    for (int y = 0; y < 19; ++y)
+        for (int x = 0; x < 23; ++x) mask.at<std::uint8_t>(x, y, 0) = (x * 7 + y * 3) % 5 != 0;
+    const Context& ctx = cpu_context();
+    const auto dir = testing::temp_dir("classical-file-fit");
+    write_cube(wide, dir / "wide.npy");
+    write_cube(i16, dir / "i16.hdr");
+    const std::size_t row_wide = 23 * 8 * 8, row_i16 = 23 * 6 * 2;
+    for (const auto& [path, cube, row] : {std::tuple{dir / "wide.npy", &wide, row_wide}, std::tuple{dir / "i16.hdr", &i16, row_i16}})
+        for (const std::size_t rows : {1, 4, 19})
+            for (const int ddof : {0, 1})
+                for (const bool masked : {false, true}) {
+                    SCOPED_TRACE(path.string() + " rows " + std::to_string(rows) + " ddof " + std::to_string(ddof) +
+                                 (masked ? " masked" : ""));
+                    const CubeView m = mask.view();
+                    const BackgroundStats want = fit_background(ctx, *cube, {.ddof = ddof}, masked ? &m : nullptr);
+                    // The budget counts the raw row and its gathered f64 kept bands.
+                    const std::size_t budget = rows * (row + 23 * want.kept.size() * 8);
+                    const BackgroundStats got = fit_background(ctx, CubeFile(path), {.ddof = ddof}, masked ? &m : nullptr, budget);
+                    EXPECT_EQ(got.kept, want.kept);
+                    EXPECT_EQ(got.dropped.size(), want.dropped.size());
+                    EXPECT_EQ(got.samples, want.samples);
+                    EXPECT_EQ(got.mean, want.mean);
+                    EXPECT_EQ(got.covariance, want.covariance);
+                    EXPECT_EQ(got.eigenvalues, want.eigenvalues);
+                    EXPECT_EQ(got.eigenvectors, want.eigenvectors);
+                }
+    const BackgroundStats screened = screen_bands(ctx, CubeFile(dir / "wide.npy"), false, 23 * 8 * 8);
+    EXPECT_EQ(screened.kept, (std::vector<int>{0, 1, 3, 4, 5}));  // band 2 holds the NaN
+    EXPECT_EQ(screened.dropped.size(), 3u);
+    EXPECT_THROW(fit_background(ctx, CubeFile(dir / "wide.npy"), {}, nullptr, 100), InvalidInput);  // no row fits
 }
 
 TEST(ClassicalDetectors, StatisticsFilesRoundTrip) {

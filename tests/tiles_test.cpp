@@ -544,6 +544,18 @@ TEST(TilesCli, DetectRxTileSizeWritesTheSameScores) {
     EXPECT_TRUE(jg["input"]["windowed"].get<bool>());
     EXPECT_TRUE(jg["outputs"][0].value("streamed", false));
     EXPECT_EQ(testing::read_text(dir / "s.npy"), testing::read_text(dir / "g.npy"));
+    // Without them, the statistics are fitted from the file a strip of rows at a time: the same
+    // statistics (file) and scores as the whole run's.
+    const auto fitted = testing::run_cli(base + testing::q(dir / "f.npy") + " --backend cpu --memory-limit 3K --stats-out " +
+                                         testing::q(dir / "f.json") + " --json --quiet");
+    ASSERT_EQ(fitted.exit_code, 0) << fitted.err;
+    const auto jf = nlohmann::json::parse(fitted.out);
+    EXPECT_TRUE(jf["input"]["windowed"].get<bool>());
+    bool streamed = false;
+    for (const auto& o : jf["outputs"]) streamed |= o.value("streamed", false) && o["path"] == (dir / "f.npy").string();
+    EXPECT_TRUE(streamed) << fitted.out;
+    EXPECT_EQ(testing::read_text(dir / "s.json"), testing::read_text(dir / "f.json"));
+    EXPECT_EQ(testing::read_text(dir / "s.npy"), testing::read_text(dir / "f.npy"));
 }
 
 }  // namespace

@@ -139,6 +139,16 @@ BackgroundStats screen_bands(const Context& ctx, const CubeView& cube, bool keep
 BackgroundStats fit_background(const Context& ctx, const CubeView& cube, const ClassicalOptions& options = {},
                                const CubeView* mask = nullptr);
 
+/// The same two from a cube file read a strip of rows at a time within `memory_limit` bytes (0: 256
+/// MiB), for a scene larger than memory: the statistics equal the CPU reference's fit_background of
+/// the whole cube bit for bit (exact integer sums) on any backend. Two passes over the file (three
+/// with screening). mask: W×H×1 host view, or null.
+///
+///     const cubekit::BackgroundStats s = cubekit::fit_background(ctx, cubekit::CubeFile("flight.hdr"));
+BackgroundStats screen_bands(const Context& ctx, const CubeFile& file, bool keep_all = false, std::size_t memory_limit = 0);
+BackgroundStats fit_background(const Context& ctx, const CubeFile& file, const ClassicalOptions& options = {},
+                               const CubeView* mask = nullptr, std::size_t memory_limit = 0);
+
 /// Scores of a detector under given statistics: W×H×1 host cube of options.out_type. `target`:
 /// B spectrum values over all bands of the cube (empty for RX). Global statistics only.
 Cube apply_detector(const Context& ctx, const CubeView& cube, const BackgroundStats& stats,

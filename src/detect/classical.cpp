@@ -308,13 +308,17 @@ BackgroundStats fit_background(const Context& ctx, const CubeView& cube, const C
             for (double& c : s.covariance) c *= scale;
     }
     s.ddof = options.ddof;
-    Eigen e = eigen_descending(int(s.kept.size()), s.covariance);
-    s.eigenvalues = std::move(e.values);
-    s.eigenvectors = std::move(e.vectors);
+    detail::add_eigen(s);
     return s;
 }
 
 namespace detail {
+
+void add_eigen(BackgroundStats& s) {
+    Eigen e = eigen_descending(int(s.kept.size()), s.covariance);
+    s.eigenvalues = std::move(e.values);
+    s.eigenvectors = std::move(e.vectors);
+}
 
 ScorePlan checked_plan(const BackgroundStats& stats, const ClassicalOptions& options, const std::vector<double>& target,
                        int cube_bands) {

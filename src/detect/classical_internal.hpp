@@ -64,6 +64,8 @@ void apply_plan_into(const Context& ctx, const CubeView& cube, const BackgroundS
 
 // ---- CPU (classical_cpu.cpp): host views ---------------------------------------------------------------
 BandSummary band_summary_cpu(const Context& ctx, const CubeView& cube);
+/// Fills s.eigenvalues and s.eigenvectors from s.covariance (classical.cpp's eigensolve).
+void add_eigen(BackgroundStats& s);
 /// Dense BSQ f64 copy of the `kept` bands; pixels with mask[p] == 0 become NaN (mask: W·H or empty).
 Cube gather_f64_cpu(const Context& ctx, const CubeView& cube, const std::vector<int>& kept,
                     const std::vector<std::uint8_t>& mask);

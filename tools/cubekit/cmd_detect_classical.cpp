@@ -112,11 +112,11 @@ void classical_command(const ClassicalArgs& a) {
     if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     Timings timings;
     const bool local = a.options.window[1] != 0;
-    // In tiles with given statistics (nothing to fit) and no target mask, an ENVI, .npy or GeoTIFF input
-    // is read by windows and the scores go into a .npy/ENVI/GeoTIFF OUT tile by tile.
+    // In tiles with global statistics and no target mask, an ENVI, .npy or GeoTIFF input is read by
+    // windows: the statistics (unless given) a strip of rows at a time, the scores tile by tile into a
+    // .npy/ENVI/GeoTIFF OUT. The scene never has to fit in memory.
     const std::optional<CubeFile> file =
-        tiles && !a.stats_in.empty() && !local && a.target_mask.empty() ? open_windowed(a.input, common, true, timings)
-                                                                          : std::nullopt;
+        tiles && !local && a.target_mask.empty() ? open_windowed(a.input, common, true, timings) : std::nullopt;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
     auto prepared = context_for_input(
         common, name, timings, a.input, file, [&] { return read_input(a.input, common).cube; },
@@ -147,8 +147,12 @@ void classical_command(const ClassicalArgs& a) {
             }
             return;
         }
+        const bool fit = a.options.detector != Detector::Sam || !a.stats_out.empty();
+        const std::size_t strips = tiles ? tiles->memory_limit : 0;
         if (!a.stats_in.empty()) r.stats = read_background_stats(a.stats_in), stats_source = a.stats_in;
-        else if (a.options.detector != Detector::Sam || !a.stats_out.empty()) r.stats = fit_background(ctx, cube, a.options);
+        else if (file) r.stats = fit ? fit_background(ctx, *file, a.options, nullptr, strips)
+                                     : screen_bands(ctx, *file, a.options.keep_all_bands, strips);
+        else if (fit) r.stats = fit_background(ctx, cube, a.options);
         else r.stats = screen_bands(ctx, cube, a.options.keep_all_bands);
         if (file) {
             r.score = in_place ? Cube::borrow(in_place->view()) : Cube::uninitialized(shape.width, shape.height, 1, a.options.out_type);

@@ -1,0 +1,112 @@
+// Background statistics of a cube file read a strip of rows at a time (issue 17): the scene never has
+// to fit in memory. The screening's per-band minimum, maximum and non-finite count merge exactly; μ
+// and Σ come from PCA's exact integer sums (the CPU reference's own route, fit_background in
+// classical.cpp), gathered piece by piece: a scan for the scene's fixed point, then the sums. So the
+// statistics equal the CPU reference's fit_background of the whole cube bit for bit, on any backend.
+#include <algorithm>
+#include <cstring>
+
+#include "core/file_strips.hpp"
+#include "cubekit/detect_classical.hpp"
+#include "cubekit/linalg.hpp"
+#include "detect/classical_internal.hpp"
+
+namespace cubekit {
+
+namespace {
+
+constexpr std::string_view kWhere = "detect: background statistics from a file";
+
+/// The rows y0 .. y0 + h − 1 of a W×H mask as bytes (empty without a mask).
+std::vector<std::uint8_t> mask_rows(const std::vector<std::uint8_t>& mask, int width, int y0, int h) {
+    if (mask.empty()) return {};
+    const auto first = mask.begin() + std::ptrdiff_t(y0) * width;
+    return {first, first + std::ptrdiff_t(h) * width};
+}
+
+std::size_t strip_budget(const CubeFile& file, std::size_t memory_limit, std::size_t gathered_bands) {
+    // The strip read in the file's type plus its kept bands gathered as f64: the budget covers both.
+    const CubeShape& s = file.shape();
+    const std::size_t raw = std::size_t(s.bands) * dtype_size(s.dtype), gathered = gathered_bands * sizeof(double);
+    const std::size_t budget = memory_limit ? memory_limit : std::size_t(256) << 20;
+    return std::max<std::size_t>(budget / (raw + gathered) * raw, 1);
+}
+
+}  // namespace
+
+BackgroundStats screen_bands(const Context& ctx, const CubeFile& file, bool keep_all, std::size_t memory_limit) {
+    const CubeShape& shape = file.shape();
+    if (shape.num_elements() == 0) throw InvalidInput("detect: the cube is empty (" + shape.describe() + ")");
+    BackgroundStats s;
+    s.bands = shape.bands;
+    if (keep_all) {
+        for (int b = 0; b < shape.bands; ++b) s.kept.push_back(b);
+        return s;
+    }
+    const Context cpu({.backend = Backend::Cpu, .threads = ctx.threads()});
+    detail::BandSummary all;
+    detail::read_in_strips(ctx, file, memory_limit, kWhere, [](int, int) { return true; }, [&](int, const CubeView& rows) {
+        const detail::BandSummary part = detail::band_summary_cpu(cpu, rows);
+        if (all.min.empty()) {
+            all = part;
+            return;
+        }
+        for (std::size_t b = 0; b < part.min.size(); ++b) {  // the earlier strip wins ties, as in raster order
+            all.nonfinite[b] += part.nonfinite[b];
+            all.min[b] = std::min(all.min[b], part.min[b]);
+            all.max[b] = std::max(all.max[b], part.max[b]);
+        }
+    });
+    for (int b = 0; b < s.bands; ++b) {
+        const std::size_t i = std::size_t(b);
+        if (all.nonfinite[i] > 0) s.dropped.push_back({b, "non-finite"});
+        else if (all.min[i] == 0 && all.max[i] == 0) s.dropped.push_back({b, "all-zero"});
+        else if (all.min[i] == all.max[i]) s.dropped.push_back({b, "constant"});
+        else s.kept.push_back(b);
+    }
+    return s;
+}
+
+BackgroundStats fit_background(const Context& ctx, const CubeFile& file, const ClassicalOptions& options,
+                               const CubeView* mask, std::size_t memory_limit) {
+    if (options.window[1] != 0) throw InvalidInput("detect: window: background statistics are global; use local_rx");
+    const CubeShape& shape = file.shape();
+    BackgroundStats s = screen_bands(ctx, file, options.keep_all_bands, memory_limit);
+    if (s.kept.empty()) throw InvalidInput("detect: every band was dropped by screening (keep_all_bands, --keep-all-bands, keeps them)");
+    std::vector<std::uint8_t> bytes;
+    if (mask) bytes = detail::mask_bytes(ctx, *mask, shape.width, shape.height, "mask");
+    const Context cpu({.backend = Backend::Cpu, .threads = ctx.threads()});
+    const std::size_t budget = strip_budget(file, memory_limit, s.kept.size());
+    const auto gather = [&](int y0, const CubeView& rows) {
+        return detail::gather_f64_cpu(cpu, rows, s.kept, mask_rows(bytes, shape.width, y0, rows.height()));
+    };
+    // Pass 1: the pixels used and the largest |x| fix the scene's fixed point (as pca_fit's own scan).
+    PcaPieceScan scene;
+    detail::read_in_strips(ctx, file, budget, kWhere, [](int, int) { return true; }, [&](int y0, const CubeView& rows) {
+        const PcaPieceScan part = pca_piece_scan(cpu, gather(y0, rows).view());
+        scene.count += part.count;
+        scene.max_abs = std::max(scene.max_abs, part.max_abs);
+    });
+    const int exponent = pca_scene_exponent(scene);
+    // Pass 2: the exact sums, merged.
+    PcaPieceSums sums;
+    bool first = true;
+    detail::read_in_strips(ctx, file, budget, kWhere, [](int, int) { return true; }, [&](int y0, const CubeView& rows) {
+        PcaPieceSums part = pca_piece_sums(cpu, gather(y0, rows).view(), exponent);
+        if (first) sums = std::move(part), first = false;
+        else pca_add_sums(sums, part);
+    });
+    const PcaModel m = pca_model_from_piece_sums(sums, 1);
+    if (m.samples - options.ddof < 1) throw InvalidInput("detect: ddof: " + std::to_string(m.samples) + " pixel(s) used; too few");
+    s.samples = m.samples;
+    s.mean = m.mean;
+    const double scale = double(m.samples - 1) / double(m.samples - options.ddof);  // PCA's divisor N − 1 → N − ddof
+    s.covariance = m.covariance;
+    if (scale != 1.0)
+        for (double& c : s.covariance) c *= scale;
+    s.ddof = options.ddof;
+    detail::add_eigen(s);
+    return s;
+}
+
+}  // namespace cubekit
