@@ -97,13 +97,16 @@ def sam(cube, target=None, **keywords):
     return _classical("sam", cube, target, None, keywords, _SAM)
 
 
-def background_stats(cube, mask=None, **keywords):
+def background_stats(cube, mask=None, memory_limit=None, **keywords):
     ctx, kind, progress = _begin_no_out(cube, keywords, "background_stats")
     _check_keywords(keywords, _STATS, "background_stats")
-    cube = _as_input(cube, kind)
+    path = _runtime.is_path(cube)
+    if memory_limit is not None and not path:
+        raise ValueError("background_stats: memory_limit is for a cube file (a path), read a strip of rows at a time")
+    cube = os.fspath(cube) if path else _as_input(cube, kind)
     if mask is not None and kind == "numpy":
         mask = _host_mask(mask)
-    return _cubekit.background_stats(ctx, cube, mask, keywords, progress)
+    return _cubekit.background_stats(ctx, cube, mask, keywords, progress, memory_limit)
 
 
 def read_background_stats(path):
@@ -257,11 +260,14 @@ Example
 1.0
 """)
 
-_declare(background_stats, [("cube", _EMPTY), ("mask", None)], _STATS, """
+_declare(background_stats, [("cube", _EMPTY), ("mask", None), ("memory_limit", None)], _STATS, """
 The background statistics of the classical detectors (like Spectral Python's ``calc_stats``, but
 with divisor N by default, band screening and the eigendecomposition kept), separate from the apply
 step so that tiles and other scenes reuse them: ``rx(tile, background=stats)``. ``mask`` (H, W):
-only its nonzero pixels are used.
+only its nonzero pixels are used. ``cube`` may be the path of a cube file (ENVI, .npy, GeoTIFF),
+read a strip of rows at a time within ``memory_limit`` bytes (or "512M"; None = 256 MiB), so that a
+scene larger than memory never has to fit: the statistics equal the CPU's of the whole cube bit for
+bit, on any backend.
 
 Returns
 -------

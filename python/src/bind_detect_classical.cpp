@@ -155,15 +155,20 @@ py::tuple classical_binding(PyContext& c, py::handle cube, py::object out, const
     return py::make_tuple(scores, info);
 }
 
-/// background_stats(ctx, cube, mask or None, keywords, progress) -> dict.
+/// background_stats(ctx, cube (an array, or a file path read a strip of rows at a time), mask or None,
+/// keywords, progress, memory_limit) -> dict.
 py::dict background_binding(PyContext& c, py::handle cube, py::object mask, const py::dict& keywords,
-                            py::object progress) {
+                            py::object progress, py::object memory_limit) {
     const ClassicalOptions o = options_from<ClassicalOptions>(keywords, "background_stats");
-    const ArrayView in = array_view(cube, "background_stats", "cube");
+    py::dict limit;
+    limit["memory_limit"] = memory_limit;  // None, a byte count or "512M", as the tiled calls take it
+    const std::size_t strip_bytes = tile_options_from(limit).memory_limit;
+    const TiledInput in = tiled_input(cube, "background_stats");
     std::optional<ArrayView> m;
     if (!mask.is_none()) m = array_view(mask, "background_stats", "mask");
     const BackgroundStats s = c.run(std::move(progress), [&](const Context& ctx) {
-        return fit_background(ctx, in.view, o, m ? &m->view : nullptr);
+        if (in.file) return fit_background(ctx, *in.file, o, m ? &m->view : nullptr, strip_bytes);
+        return fit_background(ctx, in.array->view, o, m ? &m->view : nullptr);
     });
     return stats_dict(s);
 }

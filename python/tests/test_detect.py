@@ -440,6 +440,24 @@ def test_background_stats_reuse_and_files(tmp_path, rng):
                                   cubekit.matched_filter(cube, t, part)[10:])  # the same statistics on a tile
 
 
+def test_background_stats_from_a_file_in_strips(tmp_path, rng):
+    cube = correlated(rng).astype(np.float32)
+    cube[:, :, 4] = 7.0  # a constant band: dropped
+    np.save(tmp_path / "c.npy", cube)
+    mask = np.zeros((30, 26), bool)
+    mask[3:21:2] = True
+    for ddof in (0, 1):
+        for m in (None, mask):
+            want = cubekit.background_stats(cube, m, ddof=ddof)
+            for limit in (26 * 6 * 4 + 26 * 5 * 8, "4K", None):  # one row a strip, a few rows, the whole file
+                got = cubekit.background_stats(tmp_path / "c.npy", m, memory_limit=limit, ddof=ddof)
+                assert got["dropped"] == want["dropped"] and got["samples"] == want["samples"]
+                for key in ("kept_bands", "mean", "covariance", "eigenvalues", "eigenvectors"):
+                    np.testing.assert_array_equal(got[key], want[key], err_msg=f"{key} {ddof} {limit}")
+    with pytest.raises(ValueError, match="memory_limit"):
+        cubekit.background_stats(cube, memory_limit="4K")
+
+
 def test_target_spectrum_files(tmp_path):
     wl = np.array([410.0, 455.5, 600.0, 712.25])
     pairs = np.array([[400, 0.1], [500, 0.4], [650, 0.2], [800, 0.9]])
