@@ -266,6 +266,17 @@ TEST(ClassicalDetectors, StatisticsFromAFileInStripsEqualTheWholeFit) {
                     EXPECT_EQ(got.eigenvalues, want.eigenvalues);
                     EXPECT_EQ(got.eigenvectors, want.eigenvectors);
                 }
+    // The target spectrum of a mask: only the strips holding target pixels are read, the same sums.
+    Cube target_mask(23, 19, 1, DType::U8);
+    target_mask.at<std::uint8_t>(3, 2, 0) = target_mask.at<std::uint8_t>(20, 2, 0) = target_mask.at<std::uint8_t>(7, 15, 0) = 1;
+    target_mask.at<std::uint8_t>(4, 17, 0) = 1;  // its band 2 is NaN: left out
+    for (const std::size_t rows : {1, 5, 19}) {
+        const auto t = target_from_mask(ctx, CubeFile(dir / "wide.npy"), target_mask.view(), rows * row_wide);
+        EXPECT_EQ(t, target_from_mask(ctx, wide, target_mask.view())) << rows;
+        const auto u = target_from_mask(ctx, CubeFile(dir / "i16.hdr"), target_mask.view(), rows * row_i16);
+        EXPECT_EQ(u, target_from_mask(ctx, i16, target_mask.view())) << rows;
+    }
+    EXPECT_THROW(target_from_mask(ctx, CubeFile(dir / "wide.npy"), Cube(23, 19, 1, DType::U8).view()), InvalidInput);
     const BackgroundStats screened = screen_bands(ctx, CubeFile(dir / "wide.npy"), false, 23 * 8 * 8);
     EXPECT_EQ(screened.kept, (std::vector<int>{0, 1, 3, 4, 5}));  // band 2 holds the NaN
     EXPECT_EQ(screened.dropped.size(), 3u);

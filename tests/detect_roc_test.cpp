@@ -122,6 +122,17 @@ TEST(RocCli, DetectAndScore) {
                                         (dir / "mask.npy").string() + " --stats-in " + (dir / "stats.npz").string());
         EXPECT_EQ(r.exit_code, 0) << d << ": " << r.err;
     }
+    // In tiles the input is read by windows: the mask's target and the fitted statistics a strip of
+    // rows at a time; the same scores as the whole run.
+    for (const char* d : {"mf", "ace"}) {
+        const std::string base = std::string("detect ") + d + " " + (dir / "scene.npy").string() + " ";
+        const std::string flags = " --target-mask " + (dir / "mask.npy").string() + " --backend cpu";
+        ASSERT_EQ(testing::run_cli(base + (dir / "whole.npy").string() + flags).exit_code, 0) << d;
+        const auto tiled = testing::run_cli(base + (dir / "tiled.npy").string() + flags + " --memory-limit 4K --json --quiet");
+        ASSERT_EQ(tiled.exit_code, 0) << d << ": " << tiled.err;
+        EXPECT_TRUE(nlohmann::json::parse(tiled.out)["input"]["windowed"].get<bool>()) << d;
+        EXPECT_EQ(testing::read_text(dir / "whole.npy"), testing::read_text(dir / "tiled.npy")) << d;
+    }
 }
 
 TEST(RocCli, BadInputsExit2AndWriteNothing) {

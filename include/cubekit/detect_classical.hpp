@@ -200,6 +200,10 @@ ClassicalResult detect_classical(const Context& ctx, const CubeView& cube, const
 
 /// Mean spectrum (all B bands, f64) of the pixels with mask ≠ 0 whose bands are all finite.
 std::vector<double> target_from_mask(const Context& ctx, const CubeView& cube, const CubeView& mask);
+/// The same from a cube file, reading only the strips of rows (within memory_limit bytes; 0: 256 MiB)
+/// that hold a target pixel: the same spectrum bit for bit (the sums run in raster order).
+std::vector<double> target_from_mask(const Context& ctx, const CubeFile& file, const CubeView& mask,
+                                     std::size_t memory_limit = 0);
 
 /// A target spectrum file: CSV ("wavelength,value" rows, or one value per row) or JSON
 /// ({"wavelengths": [...], "values": [...]}, {"<wavelength>": value, ...} or [v0, v1, ...]).

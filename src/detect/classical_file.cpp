@@ -27,9 +27,13 @@ std::vector<std::uint8_t> mask_rows(const std::vector<std::uint8_t>& mask, int w
 std::size_t strip_budget(const CubeFile& file, std::size_t memory_limit, std::size_t gathered_bands) {
     // The strip read in the file's type plus its kept bands gathered as f64: the budget covers both.
     const CubeShape& s = file.shape();
-    const std::size_t raw = std::size_t(s.bands) * dtype_size(s.dtype), gathered = gathered_bands * sizeof(double);
+    const std::size_t raw = std::size_t(s.width) * std::size_t(s.bands) * dtype_size(s.dtype);
+    const std::size_t row = raw + std::size_t(s.width) * gathered_bands * sizeof(double);
     const std::size_t budget = memory_limit ? memory_limit : std::size_t(256) << 20;
-    return std::max<std::size_t>(budget / (raw + gathered) * raw, 1);
+    if (row > budget)
+        throw InvalidInput(std::string(kWhere) + ": memory_limit = " + std::to_string(budget) + " bytes holds no row of the cube (" +
+                           std::to_string(row) + " bytes a row: the row read and its kept bands in f64); raise it");
+    return budget / row * raw;
 }
 
 }  // namespace
@@ -107,6 +111,23 @@ BackgroundStats fit_background(const Context& ctx, const CubeFile& file, const C
     s.ddof = options.ddof;
     detail::add_eigen(s);
     return s;
+}
+
+std::vector<double> target_from_mask(const Context& ctx, const CubeFile& file, const CubeView& mask, std::size_t memory_limit) {
+    const CubeShape& shape = file.shape();
+    const std::vector<std::uint8_t> m = detail::mask_bytes(ctx, mask, shape.width, shape.height, "target mask");
+    const std::size_t W = std::size_t(shape.width);
+    std::vector<double> sum(std::size_t(shape.bands), 0.0);
+    std::int64_t n = 0;
+    // Only the strips that hold a target pixel are read; the sums run in raster order, as the whole call's.
+    const auto holds_target = [&](int y0, int h) {
+        return std::any_of(m.begin() + std::ptrdiff_t(std::size_t(y0) * W), m.begin() + std::ptrdiff_t(std::size_t(y0 + h) * W),
+                           [](std::uint8_t v) { return v != 0; });
+    };
+    detail::read_in_strips(ctx, file, memory_limit, kWhere, holds_target, [&](int y0, const CubeView& rows) {
+        detail::add_masked_pixels(rows, m.data() + std::size_t(y0) * W, sum, n);
+    });
+    return detail::masked_mean(std::move(sum), n);
 }
 
 }  // namespace cubekit

@@ -64,6 +64,11 @@ void apply_plan_into(const Context& ctx, const CubeView& cube, const BackgroundS
 
 // ---- CPU (classical_cpu.cpp): host views ---------------------------------------------------------------
 BandSummary band_summary_cpu(const Context& ctx, const CubeView& cube);
+/// Adds the pixels of `rows` whose mask byte is set and whose bands are all finite to sum (f64, in
+/// raster order) and counts them in n; mask_rows: the mask's bytes for these rows.
+void add_masked_pixels(const CubeView& rows, const std::uint8_t* mask_rows, std::vector<double>& sum, std::int64_t& n);
+/// sum / n; InvalidInput when n = 0 (no usable target pixel).
+std::vector<double> masked_mean(std::vector<double> sum, std::int64_t n);
 /// Fills s.eigenvalues and s.eigenvectors from s.covariance (classical.cpp's eigensolve).
 void add_eigen(BackgroundStats& s);
 /// Dense BSQ f64 copy of the `kept` bands; pixels with mask[p] == 0 become NaN (mask: W·H or empty).

@@ -262,25 +262,39 @@ std::vector<double> npz_numbers(const std::filesystem::path& path, const std::ma
 
 }  // namespace
 
+namespace detail {
+
+void add_masked_pixels(const CubeView& rows, const std::uint8_t* mask_rows, std::vector<double>& sum, std::int64_t& n) {
+    std::vector<double> x(sum.size());
+    for (int y = 0; y < rows.height(); ++y)
+        for (int xc = 0; xc < rows.width(); ++xc) {
+            if (!mask_rows[std::size_t(y) * std::size_t(rows.width()) + std::size_t(xc)]) continue;
+            bool finite = true;
+            for (int b = 0; b < rows.bands(); ++b)
+                finite = finite && std::isfinite(x[std::size_t(b)] = sample_as_double(rows, xc, y, b));
+            if (!finite) continue;
+            for (std::size_t b = 0; b < sum.size(); ++b) sum[b] += x[b];
+            ++n;
+        }
+}
+
+std::vector<double> masked_mean(std::vector<double> sum, std::int64_t n) {
+    if (n == 0) throw InvalidInput("target mask: no pixel with all bands finite is set");
+    for (double& s : sum) s /= double(n);
+    return sum;
+}
+
+}  // namespace detail
+
 std::vector<double> target_from_mask(const Context& ctx, const CubeView& cube, const CubeView& mask) {
     const std::vector<std::uint8_t> m = detail::mask_bytes(ctx, mask, cube.width(), cube.height(), "target mask");
     std::optional<CubeInLayout> down;
     CubeView c = cube;
     if (cube.on_device()) c = down.emplace(ctx, cube, Layout::BSQ, Memory::Host).view();
-    std::vector<double> sum(std::size_t(cube.bands()), 0.0), x(sum.size());
+    std::vector<double> sum(std::size_t(cube.bands()), 0.0);
     std::int64_t n = 0;
-    for (int y = 0; y < c.height(); ++y)
-        for (int xc = 0; xc < c.width(); ++xc) {
-            if (!m[std::size_t(y) * std::size_t(c.width()) + std::size_t(xc)]) continue;
-            bool finite = true;
-            for (int b = 0; b < c.bands(); ++b) finite = finite && std::isfinite(x[std::size_t(b)] = detail::sample_as_double(c, xc, y, b));
-            if (!finite) continue;
-            for (std::size_t b = 0; b < sum.size(); ++b) sum[b] += x[b];
-            ++n;
-        }
-    if (n == 0) throw InvalidInput("target mask: no pixel with all bands finite is set");
-    for (double& s : sum) s /= double(n);
-    return sum;
+    detail::add_masked_pixels(c, m.data(), sum, n);  // raster order
+    return detail::masked_mean(std::move(sum), n);
 }
 
 std::vector<double> read_target_spectrum(const std::filesystem::path& path, const std::vector<double>& wavelengths,

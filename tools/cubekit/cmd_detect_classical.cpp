@@ -40,8 +40,8 @@ nlohmann::json dropped_json(const BackgroundStats& s) {
 
 /// The target spectrum: a file resampled to the input's wavelengths, or the mean of the masked pixels
 /// of `cube` (read whole: a run that reads by windows takes no --target-mask).
-std::vector<double> target_of(const Context& ctx, const ClassicalArgs& a, const Cube& cube, const CubeShape& shape,
-                              const Metadata& metadata) {
+std::vector<double> target_of(const Context& ctx, const ClassicalArgs& a, const Cube& cube, const CubeFile* file,
+                              const CubeShape& shape, const Metadata& metadata, std::size_t strip_bytes) {
     if (a.options.detector == Detector::Rx) return {};
     if (a.target.empty() == a.target_mask.empty())
         throw InvalidInput("detect " + std::string(enum_name(a.options.detector)) +
@@ -55,7 +55,7 @@ std::vector<double> target_of(const Context& ctx, const ClassicalArgs& a, const 
     }
     const Cube mask = read_secondary(a.target_mask, "--target-mask");
     try {
-        return target_from_mask(ctx, cube, mask);
+        return file ? target_from_mask(ctx, *file, mask, strip_bytes) : target_from_mask(ctx, cube, mask);
     } catch (const InvalidInput& e) {
         throw InvalidInput(std::string("--target-mask: ") + e.what());
     }
@@ -112,11 +112,11 @@ void classical_command(const ClassicalArgs& a) {
     if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     Timings timings;
     const bool local = a.options.window[1] != 0;
-    // In tiles with global statistics and no target mask, an ENVI, .npy or GeoTIFF input is read by
-    // windows: the statistics (unless given) a strip of rows at a time, the scores tile by tile into a
-    // .npy/ENVI/GeoTIFF OUT. The scene never has to fit in memory.
-    const std::optional<CubeFile> file =
-        tiles && !local && a.target_mask.empty() ? open_windowed(a.input, common, true, timings) : std::nullopt;
+    // In tiles with global statistics, an ENVI, .npy or GeoTIFF input is read by windows: the statistics
+    // (unless given) and a --target-mask spectrum a strip of rows at a time, the scores tile by tile into
+    // a .npy/ENVI/GeoTIFF OUT. The scene never has to fit in memory.
+    const std::optional<CubeFile> file = tiles && !local ? open_windowed(a.input, common, true, timings) : std::nullopt;
+    const std::size_t strips = tiles ? tiles->memory_limit : 0;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
     auto prepared = context_for_input(
         common, name, timings, a.input, file, [&] { return read_input(a.input, common).cube; },
@@ -127,7 +127,8 @@ void classical_command(const ClassicalArgs& a) {
     const CubeShape shape = file ? file->shape() : cube.shape();
     const Metadata& metadata = file ? file->metadata() : cube.metadata();
     if (tiles) check_tile_devices(a.tiles, *tiles, ctx);
-    const std::vector<double> target = timings.time("target", [&] { return target_of(ctx, a, cube, shape, metadata); });
+    const std::vector<double> target =
+        timings.time("target", [&] { return target_of(ctx, a, cube, file ? &*file : nullptr, shape, metadata, strips); });
     std::optional<TiledRun> tiled;
 
     ClassicalResult r;
@@ -148,7 +149,6 @@ void classical_command(const ClassicalArgs& a) {
             return;
         }
         const bool fit = a.options.detector != Detector::Sam || !a.stats_out.empty();
-        const std::size_t strips = tiles ? tiles->memory_limit : 0;
         if (!a.stats_in.empty()) r.stats = read_background_stats(a.stats_in), stats_source = a.stats_in;
         else if (file) r.stats = fit ? fit_background(ctx, *file, a.options, nullptr, strips)
                                      : screen_bands(ctx, *file, a.options.keep_all_bands, strips);
