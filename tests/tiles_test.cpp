@@ -572,17 +572,29 @@ TEST(Tiles, LocalRxTiledEqualsWholeOnTheCpu) {
     for (int y = 0; y < 12; ++y)
         for (int x = 0; x < 30; ++x) cube.set_value(x, y, 2, 7.0);  // band 2 constant in the top rows only
     cube.set_value(4, 20, 1, std::numeric_limits<double>::quiet_NaN());
+    for (int y = 13; y < 25; ++y)  // one spectrum over a corner: singular windows there (NaN scores)
+        for (int x = 18; x < 30; ++x)
+            for (int b = 0; b < 5; ++b) cube.set_value(x, y, b, 3.0 + b);
+    const auto dir = testing::temp_dir("tiles_local_rx");
+    write_cube(cube, dir / "c.npy");
     ClassicalOptions o;
     o.window = {3, 9};
     for (DType t : {DType::F64, DType::F32}) {
         o.out_type = t;
         LocalRxReport whole_report, tiled_report;
         const Cube whole = local_rx(cpu, cube, o, &whole_report);
+        EXPECT_GT(whole_report.singular, 0);
         for (auto [tw, th] : std::vector<std::pair<int, int>>{{1, 1}, {7, 4}, {30, 3}}) {
             SCOPED_TRACE(::testing::Message() << dtype_name(t) << " tiles " << tw << "x" << th);
             Cube out(30, 25, 1, t);
             local_rx_tiled(cpu, cube, o, out.mutable_view(), {.tile_width = tw, .tile_height = th}, &tiled_report);
             ASSERT_TRUE(testing::cubes_identical(whole, out));
+            EXPECT_EQ(tiled_report.singular, whole_report.singular);
+            // From the file read by windows (screening and the report's second look in strips of 2 rows).
+            Cube from_file(30, 25, 1, t);
+            local_rx_tiled(cpu, CubeFile(dir / "c.npy"), o, from_file.mutable_view(),
+                           {.memory_limit = 2 * 30 * 5 * 4, .tile_width = tw, .tile_height = th}, &tiled_report);
+            ASSERT_TRUE(testing::cubes_identical(whole, from_file));
             EXPECT_EQ(tiled_report.singular, whole_report.singular);
         }
     }

@@ -188,6 +188,10 @@ void local_rx_into(const Context& ctx, const CubeView& cube, const ClassicalOpti
 /// (~10⁷ flops per pixel at 205 bands), so several GPUs divide its time.
 TiledRun local_rx_tiled(const Context& ctx, const CubeView& cube, const ClassicalOptions& options, const MutableCubeView& out,
                         const TileOptions& tiles = {}, LocalRxReport* report = nullptr);
+/// The same from a cube file read by windows (the screening a strip of rows at a time): a scene
+/// larger than memory; the report reads again only the strips that hold a NaN score.
+TiledRun local_rx_tiled(const Context& ctx, const CubeFile& file, const ClassicalOptions& options, const MutableCubeView& out,
+                        const TileOptions& tiles = {}, LocalRxReport* report = nullptr);
 
 /// Everything in one call: screening, statistics of the cube itself, scores.
 struct ClassicalResult {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "core/file_strips.hpp"
 #include "core/tiled_local.hpp"
 #include "detect/detect_internal.hpp"
 #include "detect/classical_internal.hpp"
@@ -23,6 +24,40 @@ double sample_value(const CubeView& v, int x, int y, int b) {
     double out = 0;
     visit_dtype(v.dtype(), [&](auto tag) { out = double(v.typed<decltype(tag)>()(x, y, b)); });
     return out;
+}
+
+double score_at(const MutableCubeView& out, DType type, int x, int y) {
+    return type == DType::F32 ? double(*reinterpret_cast<const float*>(out.data() + out.offset(x, y, 0) * 4))
+                              : *reinterpret_cast<const double*>(out.data() + out.offset(x, y, 0) * 8);
+}
+
+// Pixels of rows y0 .. of the scene (`rows`, a strip or the whole cube) scored NaN although their kept
+// bands are all finite: local RX's singular windows.
+std::int64_t singular_pixels(const CubeView& rows, int y0, const MutableCubeView& out, DType type, const std::vector<int>& kept) {
+    std::int64_t n = 0;
+    for (int y = 0; y < rows.height(); ++y)
+        for (int x = 0; x < rows.width(); ++x) {
+            if (!std::isnan(score_at(out, type, x, y0 + y))) continue;
+            bool finite = true;
+            for (int b : kept) finite = finite && std::isfinite(sample_value(rows, x, y, b));
+            n += finite ? 1 : 0;
+        }
+    return n;
+}
+
+TiledRun local_rx_source(const Context& ctx, const detail::TileSource& source, const ClassicalOptions& options,
+                         const std::vector<int>& kept, const MutableCubeView& out, const TileOptions& tiles) {
+    detail::LocalTileKernel kernel;
+    // A core pixel's windows (shifted inward at the scene's border, SPy's rule) reach OUTER - 1
+    // pixels from it; with that halo a tile edge inside the scene never shifts a core pixel's window.
+    kernel.halo = int(options.window[1]) - 1;
+    kernel.out_dtype = options.out_type;
+    kernel.out_bands = 1;
+    kernel.device_work_bytes_per_pixel = kept.size() * sizeof(double);  // the f64 copy local RX works on
+    kernel.run = [&](const Context& c, const CubeView& in, const MutableCubeView& o) {
+        detail::local_rx_kept(c, in, options, kept, o, nullptr);
+    };
+    return detail::run_local_tiles(ctx, source, out, kernel, tiles, "detect rx");
 }
 
 std::vector<PixelResult> detect_source(const Context& ctx, const detail::TileSource& source, std::span<const RbfnModel> models,
@@ -132,28 +167,28 @@ TiledRun local_rx_tiled(const Context& ctx, const CubeView& cube, const Classica
     if (options.window[1] == 0) throw InvalidInput("detect rx: window: local RX needs INNER,OUTER");
     // The scene's band screening, once: a tile screened on its own could keep other bands.
     const std::vector<int> kept = screen_bands(ctx, cube, options.keep_all_bands).kept;
-    detail::LocalTileKernel kernel;
-    // A core pixel's windows (shifted inward at the scene's border, SPy's rule) reach OUTER - 1
-    // pixels from it; with that halo a tile edge inside the scene never shifts a core pixel's window.
-    kernel.halo = int(options.window[1]) - 1;
-    kernel.out_dtype = options.out_type;
-    kernel.out_bands = 1;
-    kernel.device_work_bytes_per_pixel = kept.size() * sizeof(double);  // the f64 copy local RX works on
-    kernel.run = [&](const Context& c, const CubeView& in, const MutableCubeView& o) {
-        detail::local_rx_kept(c, in, options, kept, o, nullptr);
-    };
-    const TiledRun run = detail::run_local_tiles(ctx, detail::tile_source(cube), out, kernel, tiles, "detect rx");
-    if (report) {  // singular windows: NaN scores of pixels whose kept bands are all finite
+    const TiledRun run = local_rx_source(ctx, detail::tile_source(cube), options, kept, out, tiles);
+    if (report) report->singular = singular_pixels(cube, 0, out, options.out_type, kept);
+    return run;
+}
+
+TiledRun local_rx_tiled(const Context& ctx, const CubeFile& file, const ClassicalOptions& options, const MutableCubeView& out,
+                        const TileOptions& tiles, LocalRxReport* report) {
+    if (options.window[1] == 0) throw InvalidInput("detect rx: window: local RX needs INNER,OUTER");
+    const std::vector<int> kept = screen_bands(ctx, file, options.keep_all_bands, tiles.memory_limit).kept;
+    const TiledRun run = local_rx_source(ctx, detail::tile_source(file), options, kept, out, tiles);
+    if (report) {  // the file again, only the strips that hold a NaN score
         report->singular = 0;
-        for (int y = 0; y < cube.height(); ++y)
-            for (int x = 0; x < cube.width(); ++x) {
-                const double score = options.out_type == DType::F32 ? double(*reinterpret_cast<const float*>(out.data() + out.offset(x, y, 0) * 4))
-                                                                    : *reinterpret_cast<const double*>(out.data() + out.offset(x, y, 0) * 8);
-                if (!std::isnan(score)) continue;
-                bool finite = true;
-                for (int b : kept) finite = finite && std::isfinite(sample_value(cube, x, y, b));
-                report->singular += finite ? 1 : 0;
-            }
+        const auto has_nan = [&](int y0, int h) {
+            for (int y = y0; y < y0 + h; ++y)
+                for (int x = 0; x < out.width(); ++x)
+                    if (std::isnan(score_at(out, options.out_type, x, y))) return true;
+            return false;
+        };
+        detail::read_in_strips(ctx, file, tiles.memory_limit, "detect rx: singular windows", has_nan,
+                               [&](int y0, const CubeView& rows) {
+                                   report->singular += singular_pixels(rows, y0, out, options.out_type, kept);
+                               });
     }
     return run;
 }

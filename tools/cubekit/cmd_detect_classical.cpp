@@ -112,10 +112,10 @@ void classical_command(const ClassicalArgs& a) {
     if (!a.tiles.devices.empty() && common.context.backend == Backend::Auto) common.context.backend = Backend::Cuda;
     Timings timings;
     const bool local = a.options.window[1] != 0;
-    // In tiles with global statistics, an ENVI, .npy or GeoTIFF input is read by windows: the statistics
-    // (unless given) and a --target-mask spectrum a strip of rows at a time, the scores tile by tile into
-    // a .npy/ENVI/GeoTIFF OUT. The scene never has to fit in memory.
-    const std::optional<CubeFile> file = tiles && !local ? open_windowed(a.input, common, true, timings) : std::nullopt;
+    // In tiles an ENVI, .npy or GeoTIFF input is read by windows: the screening, the statistics (unless
+    // given) and a --target-mask spectrum a strip of rows at a time, the scores (global or local) tile
+    // by tile into a .npy/ENVI/GeoTIFF OUT. The scene never has to fit in memory.
+    const std::optional<CubeFile> file = tiles ? open_windowed(a.input, common, true, timings) : std::nullopt;
     const std::size_t strips = tiles ? tiles->memory_limit : 0;
     // Not a structured binding: clang cannot capture one in a lambda when OpenMP is on.
     auto prepared = context_for_input(
@@ -140,7 +140,10 @@ void classical_command(const ClassicalArgs& a) {
     const TransferTotals copies = ctx.transfer_totals();
     timings.time("detect", [&] {
         if (local) {
-            if (tiles) {
+            if (file) {
+                r.score = in_place ? Cube::borrow(in_place->view()) : Cube::uninitialized(shape.width, shape.height, 1, a.options.out_type);
+                tiled = local_rx_tiled(ctx, *file, a.options, r.score.mutable_view(), *tiles, &r.local);
+            } else if (tiles) {
                 r.score = Cube::uninitialized(cube.width(), cube.height(), 1, a.options.out_type);
                 tiled = local_rx_tiled(ctx, cube, a.options, r.score.mutable_view(), *tiles, &r.local);
             } else {
