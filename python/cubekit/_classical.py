@@ -58,6 +58,15 @@ def _target_arg(target, function):
 def _classical(detector, cube, target, background, keywords, declarations):
     function = _FUNCTION[detector]
     target_mask = keywords.pop("target_mask", None) if detector != "rx" else None
+    tiles = _runtime.pop_tile_keywords(keywords)
+    if tiles or _runtime.is_path(cube):  # in tiles: a NumPy array or a file read by windows
+        ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, function)
+        _check_keywords(keywords, declarations, function, ["window"] if detector == "rx" else [])
+        if target_mask is not None:
+            target_mask = _host_mask(target_mask)
+        scores, _info = _cubekit.classical_tiled(ctx, _runtime.fspath_or(cube), detector, _target_arg(target, function),
+                                                 target_mask, _stats_arg(background, function), keywords, tiles, progress)
+        return scores
     ctx, kind, out, progress = _runtime.begin(cube, keywords, function)
     _check_keywords(keywords, declarations, function, ["window"] if detector == "rx" else [])
     cube = _as_input(cube, kind)
@@ -157,7 +166,13 @@ score NaN. CPU and CUDA scores agree within 1e-6 relative.
 
 ``background``: None (fitted on the cube), the dict of ``background_stats`` (of this or another
 scene or tile), a statistics file (.json/.npz), or Spectral Python's GaussianStats (``calc_stats``:
-its covariance has divisor N - 1)."""
+its covariance has divisor N - 1).
+
+In tiles: ``cube`` may be the path of a cube file (ENVI, .npy, GeoTIFF: read by windows, never whole;
+the screening, the statistics and a ``target_mask`` spectrum a strip of rows at a time), and
+``memory_limit``/``device_memory_limit`` (bytes or "512M"), ``devices`` (CUDA devices to deal the
+tiles to) or ``tile_size`` run a NumPy cube or a file in tiles (local RX with a halo of outer - 1):
+the same scores as the whole call, as a new NumPy array."""
 
 _TARGET_PARAMS = """
 
@@ -198,6 +213,8 @@ Example
 ((20, 20), True)
 >>> cubekit.rx(cube, window=(3, 11)).shape
 (40, 40)
+>>> bool((cubekit.rx(cube, memory_limit="8K") == y).all())   # in tiles within 8 KiB
+True
 """)
 
 _declare(matched_filter, [("cube", _EMPTY), ("target", None), ("background", None)], _MASK + _TARGETED, """
@@ -356,3 +373,6 @@ Example
 >>> cubekit.roc_auc(np.array([[0.1, 0.9], [0.2, 0.8]]), np.array([[0, 1], [0, 1]]))
 1.0
 """, out=False)
+
+for _function in (rx, matched_filter, ace, cem, sam):
+    _runtime.with_tile_keywords(_function)

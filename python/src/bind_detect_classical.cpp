@@ -155,6 +155,55 @@ py::tuple classical_binding(PyContext& c, py::handle cube, py::object out, const
     return py::make_tuple(scores, info);
 }
 
+/// classical_tiled(ctx, cube_or_path, detector, target or None, target_mask or None, background or None,
+/// keywords, tiles, progress) -> (scores, info with "tiled"): as classical, within the memory budgets
+/// and over the devices of `tiles`, from a NumPy array or a file read by windows (the screening, the
+/// statistics and a target mask's spectrum a strip of rows at a time). The same numbers as classical.
+py::tuple classical_tiled_binding(PyContext& c, py::handle cube, const std::string& detector, py::object target,
+                                  py::object target_mask, py::object background, const py::dict& keywords,
+                                  const py::dict& tiles, py::object progress) {
+    const std::string function = detector == "mf" ? "matched_filter" : detector;
+    ClassicalOptions o = options_from<ClassicalOptions>(keywords, function.c_str());
+    o.detector = parse_enum<Detector>(detector, "detector");
+    const bool local = o.window[1] != 0;
+    if (local && !background.is_none())
+        throw InvalidInput(function + ": background: local RX (window) fits its own windows; give one or the other");
+    const TileOptions t = tile_options_from(tiles);
+    const TiledInput in = tiled_input(cube, function.c_str());
+    std::optional<ArrayView> mask;
+    if (!target_mask.is_none()) mask = array_view(target_mask, function.c_str(), "target_mask");
+    std::vector<double> spectrum;
+    if (!target.is_none()) spectrum = numbers<double>(target, function + ": target");
+    if (o.detector != Detector::Rx && target.is_none() && !mask)
+        throw InvalidInput(function + ": target: give a spectrum (one value per band) or target_mask=");
+    const bool given = !background.is_none();
+    BackgroundStats stats;
+    if (given) stats = stats_from(py::reinterpret_borrow<py::dict>(background), function.c_str());
+    Cube scores(in.width(), in.height(), 1, o.out_type);
+    LocalRxReport report;
+    const TiledRun run = c.run(std::move(progress), [&](const Context& ctx) {
+        if (mask) spectrum = in.file ? target_from_mask(ctx, *in.file, mask->view, t.memory_limit)
+                                     : target_from_mask(ctx, in.array->view, mask->view);
+        if (local)
+            return in.file ? local_rx_tiled(ctx, *in.file, o, scores.mutable_view(), t, &report)
+                           : local_rx_tiled(ctx, in.array->view, o, scores.mutable_view(), t, &report);
+        if (!given) {
+            const bool fit = o.detector != Detector::Sam;
+            if (in.file) stats = fit ? fit_background(ctx, *in.file, o, nullptr, t.memory_limit)
+                                     : screen_bands(ctx, *in.file, o.keep_all_bands, t.memory_limit);
+            else stats = fit ? fit_background(ctx, in.array->view, o) : screen_bands(ctx, in.array->view, o.keep_all_bands);
+        }
+        return in.file ? apply_detector_tiled(ctx, *in.file, stats, o, spectrum, scores.mutable_view(), t)
+                       : apply_detector_tiled(ctx, in.array->view, stats, o, spectrum, scores.mutable_view(), t);
+    });
+    py::dict info;
+    if (local) info["singular"] = report.singular;
+    else info["stats"] = stats_dict(stats);
+    if (!spectrum.empty()) info["target"] = array_of(spectrum, {py::ssize_t(spectrum.size())});
+    info["tiled"] = tiled_dict(run);
+    return py::make_tuple(to_numpy(std::move(scores)), info);
+}
+
 /// background_stats(ctx, cube (an array, or a file path read a strip of rows at a time), mask or None,
 /// keywords, progress, memory_limit) -> dict.
 py::dict background_binding(PyContext& c, py::handle cube, py::object mask, const py::dict& keywords,
@@ -207,6 +256,7 @@ py::dict score_dict(const DetectionScore& r) {
 void bind_detect_classical(py::module_& m) {
     m.def("classical_declarations", &declarations<ClassicalOptions>);
     m.def("classical", &classical_binding);
+    m.def("classical_tiled", &classical_tiled_binding);
     m.def("background_stats", &background_binding);
     m.def("write_background_stats", [](const py::dict& stats, const std::string& path) {
         write_background_stats(stats_from(stats, "write_background_stats"), path);

@@ -458,6 +458,39 @@ def test_background_stats_from_a_file_in_strips(tmp_path, rng):
         cubekit.background_stats(cube, memory_limit="4K")
 
 
+def test_classical_detectors_in_tiles_and_from_files(tmp_path, rng):
+    cube = correlated(rng).astype(np.float32)
+    cube[:, :, 4] = 7.0  # a constant band: dropped by the scene's screening
+    cube[3, 5, 1] = np.nan
+    np.save(tmp_path / "c.npy", cube)
+    t = cube[10, 10].astype(np.float64) + 1
+    mask = np.zeros((30, 26), np.uint8)
+    mask[7, 3] = mask[20, 12] = 1
+    stats = cubekit.background_stats(cube)
+    for source in (cube, tmp_path / "c.npy", str(tmp_path / "c.npy")):
+        for tiles in ({"memory_limit": "6K"}, {"tile_size": (7, 4)}, {}):
+            if not tiles and not isinstance(source, (str, type(tmp_path))):
+                continue  # an array without tile keywords is the whole call
+            for name, call in (("rx", lambda c, **k: cubekit.rx(c, **k)),
+                               ("rx stats", lambda c, **k: cubekit.rx(c, background=stats, **k)),
+                               ("local rx", lambda c, **k: cubekit.rx(c, window=(3, 9), **k)),
+                               ("mf", lambda c, **k: cubekit.matched_filter(c, t, **k)),
+                               ("ace mask", lambda c, **k: cubekit.ace(c, target_mask=mask, ddof=1, **k)),
+                               ("cem", lambda c, **k: cubekit.cem(c, t, **k)),
+                               ("sam", lambda c, **k: cubekit.sam(c, t, **k))):
+                # Local RX's tiles carry a halo of 8: a 6K budget cannot hold one (refused by name).
+                keys = {"memory_limit": "64K"} if name == "local rx" and "memory_limit" in tiles else tiles
+                got = call(source, **keys)
+                assert isinstance(got, np.ndarray) and got.shape == (30, 26)
+                np.testing.assert_array_equal(got, call(cube), err_msg=f"{name} {tiles} {type(source).__name__}")
+    with pytest.raises(ValueError, match="halo"):
+        cubekit.rx(tmp_path / "c.npy", window=(3, 9), memory_limit="6K")
+    with pytest.raises(ValueError, match="out"):
+        cubekit.rx(cube, memory_limit="6K", out=np.empty((30, 26)))
+    with pytest.raises(ValueError, match="background"):
+        cubekit.rx(tmp_path / "c.npy", window=(3, 9), background=stats)
+
+
 def test_target_spectrum_files(tmp_path):
     wl = np.array([410.0, 455.5, 600.0, 712.25])
     pairs = np.array([[400, 0.1], [500, 0.4], [650, 0.2], [800, 0.9]])
