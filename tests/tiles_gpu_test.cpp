@@ -194,6 +194,34 @@ TEST(TilesGpu, LocalRxTiledEqualsWholeGpu) {
         local_rx_tiled(gpu, cube, o, out.mutable_view(), tiles);
         ASSERT_TRUE(cubes_identical(whole, out));
     }
+    // From a file read by windows, under a host budget: the same scores.
+    const auto dir = testing::temp_dir("tiles_gpu_local_rx");
+    write_cube(cube, dir / "c.npy");
+    Cube from_file = poisoned(47, 38, DType::F64);
+    LocalRxReport report;
+    local_rx_tiled(gpu, CubeFile(dir / "c.npy"), o, from_file.mutable_view(), {.memory_limit = 256 << 10, .devices = devices},
+                   &report);
+    EXPECT_TRUE(cubes_identical(whole, from_file));
+}
+
+// The statistics fitted from a file on a CUDA context (exact integer sums, strip by strip) equal the
+// CPU reference's whole fit bit for bit, and the scores streamed from the file equal the whole apply.
+TEST(TilesGpu, StatisticsAndScoresFromAFileOnTheDevice) {
+    REQUIRE_GPU();
+    const Cube cube = testing::random_cube(91, 57, 16, DType::I16, testing::test_seed(), -500, 3000, Layout::BIL);
+    const auto dir = testing::temp_dir("tiles_gpu_file_fit");
+    write_cube(cube, dir / "c.hdr");
+    const ClassicalOptions o{.ddof = 1};
+    const BackgroundStats want = fit_background(cpu_context(), cube, o);
+    const BackgroundStats got = fit_background(gpu, CubeFile(dir / "c.hdr"), o, nullptr, 16 * 91 * 16 * 10);
+    EXPECT_EQ(got.kept, want.kept);
+    EXPECT_EQ(got.mean, want.mean);
+    EXPECT_EQ(got.covariance, want.covariance);
+    EXPECT_EQ(got.eigenvectors, want.eigenvectors);
+    const Cube whole = apply_detector(gpu, cube, got, o);
+    Cube out = poisoned(91, 57, DType::F64);
+    apply_detector_tiled(gpu, CubeFile(dir / "c.hdr"), got, o, {}, out.mutable_view(), {.memory_limit = 64 << 10});
+    EXPECT_TRUE(cubes_identical(whole, out));
 }
 
 }  // namespace
