@@ -58,6 +58,7 @@
 #include "cubekit/cube.hpp"
 #include "cubekit/gradient.hpp"  // Precision
 #include "cubekit/io.hpp"
+#include "cubekit/linalg.hpp"  // PcaPieceSums
 #include "cubekit/options.hpp"
 #include "cubekit/tiles.hpp"
 
@@ -148,6 +149,12 @@ BackgroundStats fit_background(const Context& ctx, const CubeView& cube, const C
 BackgroundStats screen_bands(const Context& ctx, const CubeFile& file, bool keep_all = false, std::size_t memory_limit = 0);
 BackgroundStats fit_background(const Context& ctx, const CubeFile& file, const ClassicalOptions& options = {},
                                const CubeView* mask = nullptr, std::size_t memory_limit = 0);
+
+/// The statistics of a scene a caller cuts into pieces (cubekit.dask.background_stats): `screened` the
+/// screening of the whole scene (bands, kept, dropped), `sums` PCA's exact sums (linalg.hpp's piece
+/// API) of the pieces' kept bands as f64, pixels outside a mask NaN, merged: the statistics equal
+/// the CPU reference's fit_background bit for bit.
+BackgroundStats background_from_piece_sums(BackgroundStats screened, const PcaPieceSums& sums, int ddof);
 
 /// Scores of a detector under given statistics: W×H×1 host cube of options.out_type. `target`:
 /// B spectrum values over all bands of the cube (empty for RX). Global statistics only.

@@ -39,10 +39,95 @@ def rbfn_scores(cube, models, **keywords):
                       None if single else len(listed))
 
 
+def _summary_chunk(block):
+    """A chunk's screening numbers per band: non-finite samples, min and max of the finite ones."""
+    x = np.asarray(_runtime.to_host(block))
+    finite = np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, bool)
+    xf = x.astype(np.float64)
+    lo = np.where(finite, xf, np.inf).min(axis=(0, 1))
+    hi = np.where(finite, xf, -np.inf).max(axis=(0, 1))
+    return (~finite).sum(axis=(0, 1)), lo, hi
+
+
+def _kept_f64(block, mask, kept):
+    """A chunk's kept bands as float64, pixels outside the mask NaN (what the whole fit gathers)."""
+    x = np.asarray(_runtime.to_host(block))[:, :, kept].astype(np.float64)
+    if mask is not None:
+        x[np.asarray(_runtime.to_host(mask)) == 0] = np.nan
+    return np.ascontiguousarray(x)
+
+
+def _scan_chunk(block, mask, kept):
+    ctx, _kind = _runtime.context(np.empty(0), None, None, 0)
+    return _cubekit.pca_piece_scan(ctx, _kept_f64(block, mask, kept), None)
+
+
+def _sums_chunk(block, mask, kept, exponent):
+    ctx, _kind = _runtime.context(np.empty(0), None, None, 0)
+    return _cubekit.pca_piece_sums(ctx, _kept_f64(block, mask, kept), exponent, None)
+
+
+def background_stats(cube, mask=None, ddof=0, keep_all_bands=False):
+    """cubekit.background_stats of a dask array (H, W, B), computed when called: the screening from
+    every chunk's per-band counts, minima and maxima, then PCA's exact integer sums of every chunk's
+    kept bands (a scan fixes the scene's fixed point first), merged: the same dict as
+    ``cubekit.background_stats(cube.compute(), mask, ddof=, keep_all_bands=)`` bit for bit. ``mask``
+    (H, W): only its nonzero pixels are used. The global detectors of cubekit.dask fit with it when
+    no background is given.
+
+    >>> import dask.array as da, numpy as np, cubekit, cubekit.dask
+    >>> x = np.random.default_rng(5).normal(size=(30, 20, 4)); x[:, :, 1] = 2.0
+    >>> s = cubekit.dask.background_stats(da.from_array(x, chunks=(7, 9, 4)))
+    >>> w = cubekit.background_stats(x)
+    >>> s["dropped"], bool((s["covariance"] == w["covariance"]).all() and (s["mean"] == w["mean"]).all())
+    ([{'band': 1, 'reason': 'constant'}], True)
+    """
+    da = _runtime.dask_array()
+    import dask
+    a = da.asarray(cube)
+    if a.ndim != 3:
+        raise ValueError(f"cubekit.dask.background_stats: cube has shape {a.shape}; expected (H, W, B)")
+    if ddof not in (0, 1):
+        raise ValueError(f"cubekit.dask.background_stats: ddof = {ddof!r}; expected 0 or 1")
+    if a.numblocks[2] != 1:
+        a = a.rechunk({2: -1})  # every pixel's spectrum whole in one chunk
+    bands = int(a.shape[2])
+    blocks = list(a.to_delayed().ravel())
+    masks = [None] * len(blocks)
+    if mask is not None:
+        m = da.asarray(mask)
+        if tuple(m.shape) != tuple(a.shape[:2]):
+            raise ValueError(f"cubekit.dask.background_stats: mask has shape {m.shape}; expected {tuple(a.shape[:2])}")
+        masks = list(m.rechunk(a.chunks[:2]).to_delayed().ravel())
+    if keep_all_bands:
+        kept, dropped = list(range(bands)), []
+    else:  # the whole scene's screening, in the order and with the reasons of cubekit's
+        parts = dask.compute(*[dask.delayed(_summary_chunk)(b) for b in blocks])
+        bad = sum(p[0] for p in parts)
+        lo = np.min([p[1] for p in parts], axis=0)
+        hi = np.max([p[2] for p in parts], axis=0)
+        kept, dropped = [], []
+        for b in range(bands):
+            if bad[b] > 0:
+                dropped.append((b, "non-finite"))
+            elif lo[b] == 0 and hi[b] == 0:
+                dropped.append((b, "all-zero"))
+            elif lo[b] == hi[b]:
+                dropped.append((b, "constant"))
+            else:
+                kept.append(b)
+        if not kept:
+            raise ValueError("cubekit.dask.background_stats: every band was dropped by screening "
+                             "(keep_all_bands=True keeps them)")
+    scans = dask.compute(*[dask.delayed(_scan_chunk)(b, m, kept) for b, m in zip(blocks, masks)])
+    exponent = _cubekit.pca_scene_exponent(sum(int(s[0]) for s in scans), max(float(s[1]) for s in scans))
+    sums = dask.compute(*[dask.delayed(_sums_chunk)(b, m, kept, exponent) for b, m in zip(blocks, masks)])
+    return _cubekit.background_from_piece_sums(list(sums), bands, kept, dropped, int(ddof))
+
+
 def _with_background(function, name, cube, target, background, keywords):
-    if background is None:
-        raise ValueError(f"cubekit.dask.{name}: background is required (fit it once, e.g. "
-                         "cubekit.background_stats(sample), or read a statistics file): a per-chunk fit would differ")
+    if background is None:  # fitted over the whole array (a per-chunk fit would differ)
+        background = background_stats(cube, ddof=keywords.get("ddof", 0), keep_all_bands=keywords.get("keep_all_bands", False))
     if "out" in keywords:
         raise ValueError(f"cubekit.dask.{name}: 'out' cannot be given (each chunk gets its own output)")
     stats = _classical._stats_arg(background, name)
@@ -88,8 +173,9 @@ def _local_rx(cube, window, keywords):
 
 
 def rx(cube, background=None, window=None, **keywords):
-    """cubekit.rx over the chunks of a dask array. Global RX (no window) needs the background statistics
-    given (fitted once: a per-chunk fit would differ), and each chunk is scored on its own. Local RX
+    """cubekit.rx over the chunks of a dask array. Global RX (no window) takes the background statistics
+    given, or fits them over the whole array when called (cubekit.dask.background_stats: a per-chunk fit
+    would differ), and each chunk is scored on its own. Local RX
     (``window=(inner, outer)``) needs none: the bands are screened over the whole array, then each chunk
     is scored with OUTER - 1 pixels of overlap; equal to ``cubekit.rx(cube.compute(), window=...)``
     bit for bit on the same backend.
@@ -132,17 +218,20 @@ def sam(cube, target, **keywords):
 
 
 def matched_filter(cube, target, background=None, **keywords):
-    """cubekit.matched_filter over the chunks of a dask array with the given background statistics."""
+    """cubekit.matched_filter over the chunks of a dask array, with the given background statistics or, without,
+    those of cubekit.dask.background_stats (fitted over the whole array when this is called)."""
     return _with_background(_classical.matched_filter, "matched_filter", cube, target, background, keywords)
 
 
 def ace(cube, target, background=None, **keywords):
-    """cubekit.ace over the chunks of a dask array with the given background statistics."""
+    """cubekit.ace over the chunks of a dask array, with the given background statistics or, without,
+    those of cubekit.dask.background_stats (fitted over the whole array when this is called)."""
     return _with_background(_classical.ace, "ace", cube, target, background, keywords)
 
 
 def cem(cube, target, background=None, **keywords):
-    """cubekit.cem over the chunks of a dask array with the given background statistics."""
+    """cubekit.cem over the chunks of a dask array, with the given background statistics or, without,
+    those of cubekit.dask.background_stats (fitted over the whole array when this is called)."""
     return _with_background(_classical.cem, "cem", cube, target, background, keywords)
 
 

@@ -33,7 +33,7 @@ import dataclasses
 
 from . import _cubekit, _edges, _gradient, _kmeans, _labels, _pca, _runtime, _zernike
 
-__all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "baseline_edges", "pca", "kmeans", "rbfn_scores", "rx", "sam", "matched_filter", "ace",
+__all__ = ["rcmg", "RCMG_HALO", "entropy_edges", "EDGES_HALO", "baseline_edges", "pca", "kmeans", "rbfn_scores", "rx", "sam", "matched_filter", "ace", "background_stats",
            "cem", "detect_multires", "label", "label_components", "remove_small_objects", "watershed", "segment",
            "region_statistics", "predict", "region_vote", "classify", "zernike_moments"]
 
@@ -630,7 +630,7 @@ def zernike_moments(images, max_order=None, **keywords):
 
 # The detectors and the per-band families live in their own modules (this one's size); they are part
 # of cubekit.dask.
-from ._dask_detect import ace, cem, detect_multires, matched_filter, rbfn_scores, rx, sam  # noqa: E402
+from ._dask_detect import ace, background_stats, cem, detect_multires, matched_filter, rbfn_scores, rx, sam  # noqa: E402
 from ._dask_bands import baseline_edges  # noqa: E402
 from ._dask_regions import region_statistics  # noqa: E402
 from ._dask_classify import classify, predict, region_vote  # noqa: E402

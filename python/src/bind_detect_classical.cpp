@@ -258,6 +258,23 @@ void bind_detect_classical(py::module_& m) {
     m.def("classical", &classical_binding);
     m.def("classical_tiled", &classical_tiled_binding);
     m.def("background_stats", &background_binding);
+    // background_from_piece_sums(parts (pca_piece_sums tuples), bands, kept, dropped [(band, reason)], ddof)
+    // -> dict: the statistics of a scene cut into pieces (cubekit.dask.background_stats).
+    m.def("background_from_piece_sums", [](const py::list& parts, int bands, const std::vector<int>& kept,
+                                           const std::vector<std::pair<int, std::string>>& dropped, int ddof) {
+        const auto piece = [](py::handle h) {
+            const auto t = h.cast<std::tuple<int, std::int64_t, int, std::vector<std::int64_t>, std::vector<std::uint64_t>>>();
+            return PcaPieceSums{std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t), std::get<4>(t)};
+        };
+        if (parts.empty()) throw InvalidInput("background_stats: no pieces");
+        PcaPieceSums total = piece(parts[0]);
+        for (std::size_t i = 1; i < parts.size(); ++i) pca_add_sums(total, piece(parts[i]));
+        BackgroundStats screened;
+        screened.bands = bands;
+        screened.kept = kept;
+        for (const auto& [band, reason] : dropped) screened.dropped.push_back({band, reason});
+        return stats_dict(background_from_piece_sums(std::move(screened), total, ddof));
+    });
     m.def("write_background_stats", [](const py::dict& stats, const std::string& path) {
         write_background_stats(stats_from(stats, "write_background_stats"), path);
     });

@@ -124,8 +124,9 @@ def test_classical_chunks_equal_whole_with_given_statistics(name):
     arr = da.from_array(x, chunks=(10, 8, 2))
     got = (lazy(arr, background=stats) if target is None else lazy(arr, target, background=stats)).compute()
     assert got.dtype == whole.dtype and np.array_equal(got, whole)
-    with pytest.raises(ValueError, match="background is required"):
-        lazy(arr) if target is None else lazy(arr, target)
+    # Without a background the statistics are fitted over the whole array (cubekit.dask.background_stats).
+    fitted = (lazy(arr) if target is None else lazy(arr, target)).compute()
+    assert np.array_equal(fitted, whole)
 
 
 def _blobs(shape, seed, dtype):
@@ -547,6 +548,31 @@ def _screening_cube(seed):
     x[:, :, 1] = 2.5
     x[:12, :, 3] = 7.0
     return x
+
+
+def test_background_stats_and_global_detectors_chunks_equal_whole():
+    rng = np.random.default_rng(28)
+    # Bands 1e6 apart (the scene's fixed point matters), an all-zero band, a NaN: screening and sums
+    # decided over the whole array.
+    x = (rng.normal(size=(40, 30, 6)) * np.array([1, 1e6, 1, 1, 3, 1])).astype(np.float32)
+    x[:, :, 3] = 0
+    x[5, 7, 2] = np.nan
+    mask = rng.random((40, 30)) > 0.3
+    t = x[9, 9].astype(np.float64) + 0.5
+    for chunks in ((7, 9, 6), (40, 30, 6), (13, 4, 2)):
+        cube = da.from_array(x, chunks=chunks)
+        for ddof in (0, 1):
+            for m in (None, mask):
+                got = cubekit.dask.background_stats(cube, None if m is None else da.from_array(m, chunks=(11, 11)), ddof=ddof)
+                want = cubekit.background_stats(x, m, ddof=ddof)
+                assert got["dropped"] == want["dropped"] and got["samples"] == want["samples"], chunks
+                for key in ("kept_bands", "mean", "covariance", "eigenvalues", "eigenvectors"):
+                    assert np.array_equal(got[key], want[key]), (key, chunks, ddof)
+        # Without a background the global detectors fit over the whole array: the whole call's scores.
+        assert np.array_equal(cubekit.dask.rx(cube).compute(), cubekit.rx(x), equal_nan=True), chunks
+        assert np.array_equal(cubekit.dask.ace(cube, t, ddof=1).compute(), cubekit.ace(x, t, ddof=1), equal_nan=True)
+    with pytest.raises(ValueError, match="mask"):
+        cubekit.dask.background_stats(da.from_array(x), da.from_array(mask[:5]))
 
 
 def test_local_rx_and_sam_chunks_equal_whole():

@@ -100,15 +100,24 @@ BackgroundStats fit_background(const Context& ctx, const CubeFile& file, const C
         if (first) sums = std::move(part), first = false;
         else pca_add_sums(sums, part);
     });
+    return background_from_piece_sums(std::move(s), sums, options.ddof);
+}
+
+BackgroundStats background_from_piece_sums(BackgroundStats screened, const PcaPieceSums& sums, int ddof) {
+    if (ddof != 0 && ddof != 1) throw InvalidInput("detect: ddof = " + std::to_string(ddof) + "; expected 0 or 1");
+    if (sums.bands != int(screened.kept.size()))
+        throw InvalidInput("detect: the sums hold " + std::to_string(sums.bands) + " bands, the screening kept " +
+                           std::to_string(screened.kept.size()));
+    BackgroundStats s = std::move(screened);
     const PcaModel m = pca_model_from_piece_sums(sums, 1);
-    if (m.samples - options.ddof < 1) throw InvalidInput("detect: ddof: " + std::to_string(m.samples) + " pixel(s) used; too few");
+    if (m.samples - ddof < 1) throw InvalidInput("detect: ddof: " + std::to_string(m.samples) + " pixel(s) used; too few");
     s.samples = m.samples;
     s.mean = m.mean;
-    const double scale = double(m.samples - 1) / double(m.samples - options.ddof);  // PCA's divisor N − 1 → N − ddof
+    const double scale = double(m.samples - 1) / double(m.samples - ddof);  // PCA's divisor N − 1 → N − ddof
     s.covariance = m.covariance;
     if (scale != 1.0)
         for (double& c : s.covariance) c *= scale;
-    s.ddof = options.ddof;
+    s.ddof = ddof;
     detail::add_eigen(s);
     return s;
 }
