@@ -60,12 +60,13 @@ def _classical(detector, cube, target, background, keywords, declarations):
     target_mask = keywords.pop("target_mask", None) if detector != "rx" else None
     tiles = _runtime.pop_tile_keywords(keywords)
     if tiles or _runtime.is_path(cube):  # in tiles: a NumPy array or a file read by windows
-        ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, function)
+        ctx, progress, out = _runtime.begin_tiled(cube, keywords, tiles, function, takes_out=True)
         _check_keywords(keywords, declarations, function, ["window"] if detector == "rx" else [])
         if target_mask is not None:
             target_mask = _host_mask(target_mask)
         scores, _info = _cubekit.classical_tiled(ctx, _runtime.fspath_or(cube), detector, _target_arg(target, function),
-                                                 target_mask, _stats_arg(background, function), keywords, tiles, progress)
+                                                 target_mask, _stats_arg(background, function), keywords, tiles, progress,
+                                                 out)
         return scores
     ctx, kind, out, progress = _runtime.begin(cube, keywords, function)
     _check_keywords(keywords, declarations, function, ["window"] if detector == "rx" else [])
@@ -172,7 +173,8 @@ In tiles: ``cube`` may be the path of a cube file (ENVI, .npy, GeoTIFF: read by 
 the screening, the statistics and a ``target_mask`` spectrum a strip of rows at a time), and
 ``memory_limit``/``device_memory_limit`` (bytes or "512M"), ``devices`` (CUDA devices to deal the
 tiles to) or ``tile_size`` run a NumPy cube or a file in tiles (local RX with a halo of outer - 1):
-the same scores as the whole call, as a new NumPy array."""
+the same scores as the whole call, as a new NumPy array or in ``out`` (a writeable host NumPy array,
+e.g. a ``numpy.memmap``, filled in place)."""
 
 _TARGET_PARAMS = """
 

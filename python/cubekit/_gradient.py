@@ -13,8 +13,8 @@ def rcmg(cube, **keywords):
 
 def _rcmg_tiled(cube, keywords, tiles):
     """The tiled path: a NumPy array or a file path (ENVI/.npy read by windows); NumPy out."""
-    ctx, progress = _runtime.begin_tiled(cube, keywords, tiles, "rcmg")
-    gradient, _run = _cubekit.rcmg_tiled(ctx, cube, keywords, tiles, progress)
+    ctx, progress, out = _runtime.begin_tiled(cube, keywords, tiles, "rcmg", takes_out=True)
+    gradient, _run = _cubekit.rcmg_tiled(ctx, _runtime.fspath_or(cube), keywords, tiles, progress, out)
     return gradient
 
 
@@ -46,6 +46,9 @@ devices : list of int, optional
     CUDA devices to deal the tiles to (implies backend='cuda').
 tile_size : (int, int), optional
     Force tiles of (width, height) pixels (testing).
+out : optional
+    In tiles: a writeable (H, W) NumPy array of the output type, e.g. a ``numpy.memmap``, filled in
+    place (a gradient larger than memory never has to be held whole).
 
 Returns
 -------

@@ -262,12 +262,20 @@ def fspath_or(x):
     return os.fspath(x) if is_path(x) else x
 
 
-def begin_tiled(cube, keywords: dict, tiles: dict, function: str):
-    """The start of a tiled call (NumPy array or file path in, NumPy out): refuses ``out`` and device
-    arrays, lets ``devices`` imply the CUDA backend. Returns (context, progress)."""
-    if keywords.get("out") is not None:
-        raise ValueError(f"{function}: 'out' cannot be combined with memory_limit, device_memory_limit, devices, "
-                         "tile_size or a file path (the tiled path returns a new NumPy array)")
+def begin_tiled(cube, keywords: dict, tiles: dict, function: str, takes_out: bool = False):
+    """The start of a tiled call (NumPy array or file path in, NumPy out): refuses device arrays, lets
+    ``devices`` imply the CUDA backend, and refuses ``out`` unless ``takes_out`` (then ``out`` must be a
+    writeable host NumPy array, e.g. a ``numpy.memmap`` for a result larger than memory, which the tiles
+    fill in place). Returns (context, progress, out or None)."""
+    out = keywords.get("out")
+    if out is not None:
+        import numpy
+        if not takes_out:
+            raise ValueError(f"{function}: 'out' cannot be combined with memory_limit, device_memory_limit, devices, "
+                             "tile_size or a file path (the tiled path returns a new NumPy array)")
+        if not isinstance(out, numpy.ndarray) or not out.flags.writeable:
+            raise ValueError(f"{function}: out must be a writeable NumPy array (or numpy.memmap) in the tiled path; "
+                             f"got a {type(out).__name__}")
     if not is_path(cube) and array_kind(cube) != "numpy":
         raise ValueError(f"{function}: the tiled path takes a NumPy array or a file path; this array is on a CUDA "
                          "device already")
@@ -275,8 +283,9 @@ def begin_tiled(cube, keywords: dict, tiles: dict, function: str):
         keywords["backend"] = "cuda"
     import numpy
     probe = numpy.empty((1, 1), numpy.float32) if is_path(cube) else cube
+    keywords.pop("out", None)
     ctx, _kind, _out, progress = begin(probe, keywords, function)
-    return ctx, progress
+    return (ctx, progress, out) if takes_out else (ctx, progress)
 
 
 def with_tile_keywords(function):

@@ -156,12 +156,12 @@ py::tuple classical_binding(PyContext& c, py::handle cube, py::object out, const
 }
 
 /// classical_tiled(ctx, cube_or_path, detector, target or None, target_mask or None, background or None,
-/// keywords, tiles, progress) -> (scores, info with "tiled"): as classical, within the memory budgets
+/// keywords, tiles, progress, out or None) -> (scores, info with "tiled"): as classical, within the memory budgets
 /// and over the devices of `tiles`, from a NumPy array or a file read by windows (the screening, the
 /// statistics and a target mask's spectrum a strip of rows at a time). The same numbers as classical.
 py::tuple classical_tiled_binding(PyContext& c, py::handle cube, const std::string& detector, py::object target,
                                   py::object target_mask, py::object background, const py::dict& keywords,
-                                  const py::dict& tiles, py::object progress) {
+                                  const py::dict& tiles, py::object progress, py::object out) {
     const std::string function = detector == "mf" ? "matched_filter" : detector;
     ClassicalOptions o = options_from<ClassicalOptions>(keywords, function.c_str());
     o.detector = parse_enum<Detector>(detector, "detector");
@@ -179,29 +179,35 @@ py::tuple classical_tiled_binding(PyContext& c, py::handle cube, const std::stri
     const bool given = !background.is_none();
     BackgroundStats stats;
     if (given) stats = stats_from(py::reinterpret_borrow<py::dict>(background), function.c_str());
-    Cube scores(in.width(), in.height(), 1, o.out_type);
+    std::optional<MutableArrayView> ov;  // a host array (a memmap, say) filled in place
+    if (!out.is_none()) {
+        ov = mutable_array_view(out, function.c_str(), "out");
+        check_out(function.c_str(), *ov, in.width(), in.height(), 1, o.out_type);
+    }
+    Cube owned = ov ? Cube() : Cube(in.width(), in.height(), 1, o.out_type);
+    const MutableCubeView scores = ov ? ov->view : owned.mutable_view();
     LocalRxReport report;
     const TiledRun run = c.run(std::move(progress), [&](const Context& ctx) {
         if (mask) spectrum = in.file ? target_from_mask(ctx, *in.file, mask->view, t.memory_limit)
                                      : target_from_mask(ctx, in.array->view, mask->view);
         if (local)
-            return in.file ? local_rx_tiled(ctx, *in.file, o, scores.mutable_view(), t, &report)
-                           : local_rx_tiled(ctx, in.array->view, o, scores.mutable_view(), t, &report);
+            return in.file ? local_rx_tiled(ctx, *in.file, o, scores, t, &report)
+                           : local_rx_tiled(ctx, in.array->view, o, scores, t, &report);
         if (!given) {
             const bool fit = o.detector != Detector::Sam;
             if (in.file) stats = fit ? fit_background(ctx, *in.file, o, nullptr, t.memory_limit)
                                      : screen_bands(ctx, *in.file, o.keep_all_bands, t.memory_limit);
             else stats = fit ? fit_background(ctx, in.array->view, o) : screen_bands(ctx, in.array->view, o.keep_all_bands);
         }
-        return in.file ? apply_detector_tiled(ctx, *in.file, stats, o, spectrum, scores.mutable_view(), t)
-                       : apply_detector_tiled(ctx, in.array->view, stats, o, spectrum, scores.mutable_view(), t);
+        return in.file ? apply_detector_tiled(ctx, *in.file, stats, o, spectrum, scores, t)
+                       : apply_detector_tiled(ctx, in.array->view, stats, o, spectrum, scores, t);
     });
     py::dict info;
     if (local) info["singular"] = report.singular;
     else info["stats"] = stats_dict(stats);
     if (!spectrum.empty()) info["target"] = array_of(spectrum, {py::ssize_t(spectrum.size())});
     info["tiled"] = tiled_dict(run);
-    return py::make_tuple(to_numpy(std::move(scores)), info);
+    return py::make_tuple(ov ? out : to_numpy(std::move(owned)), info);
 }
 
 /// background_stats(ctx, cube (an array, or a file path read a strip of rows at a time), mask or None,

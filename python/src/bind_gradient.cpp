@@ -38,17 +38,25 @@ void bind_gradient(py::module_& m) {
     // Tiles (issue 17): cube = a NumPy array or a file path (read by windows); tiles = {memory_limit,
     // device_memory_limit (bytes or "64M"), devices (list), tile_size ((w, h)), lanes}. Returns
     // (gradient, {"tiles", "tile_width", "tile_height", "peak_bytes", "device_peak_bytes", "devices"}).
-    m.def("rcmg_tiled", [](PyContext& c, py::handle cube, const py::dict& keywords, const py::dict& tiles, py::object progress) {
+    // rcmg_tiled(ctx, cube or path, keywords, tiles, progress, out or None) -> (gradient, tiled dict): `out`
+    // (a host NumPy array, e.g. a memmap) is filled in place and returned.
+    m.def("rcmg_tiled", [](PyContext& c, py::handle cube, const py::dict& keywords, const py::dict& tiles, py::object progress,
+                           py::object out) {
         const RcmgOptions o = options_from<RcmgOptions>(keywords, "rcmg");
         const TileOptions t = tile_options_from(tiles);
         const TiledInput in = tiled_input(cube, "rcmg");
+        std::optional<MutableArrayView> ov;
+        if (!out.is_none()) {
+            ov = mutable_array_view(out, "rcmg", "out");
+            check_out("rcmg", *ov, in.width(), in.height(), 1, o.out_type);
+        }
         auto [gradient, run] = c.run(std::move(progress), [&](const Context& ctx) {
-            Cube g = Cube::uninitialized(in.width(), in.height(), 1, o.out_type);
-            const TiledRun r = in.file ? rcmg_tiled(ctx, *in.file, g.mutable_view(), o, t)
-                                       : rcmg_tiled(ctx, in.array->view, g.mutable_view(), o, t);
+            Cube g = ov ? Cube() : Cube::uninitialized(in.width(), in.height(), 1, o.out_type);
+            const MutableCubeView target = ov ? ov->view : g.mutable_view();
+            const TiledRun r = in.file ? rcmg_tiled(ctx, *in.file, target, o, t) : rcmg_tiled(ctx, in.array->view, target, o, t);
             return std::make_pair(std::move(g), r);
         });
-        return py::make_tuple(to_numpy(std::move(gradient)), tiled_dict(run));
+        return py::make_tuple(ov ? out : to_numpy(std::move(gradient)), tiled_dict(run));
     });
     m.def("rcmg_implementation", [](PyContext& c, const py::dict& keywords) {
         return std::string(rcmg_implementation(c.context(), options_from<RcmgOptions>(keywords, "rcmg")));

@@ -485,8 +485,12 @@ def test_classical_detectors_in_tiles_and_from_files(tmp_path, rng):
                 np.testing.assert_array_equal(got, call(cube), err_msg=f"{name} {tiles} {type(source).__name__}")
     with pytest.raises(ValueError, match="halo"):
         cubekit.rx(tmp_path / "c.npy", window=(3, 9), memory_limit="6K")
+    out = np.lib.format.open_memmap(tmp_path / "s.npy", mode="w+", dtype=np.float64, shape=(30, 26))
+    assert cubekit.ace(tmp_path / "c.npy", target_mask=mask, ddof=1, memory_limit="6K", out=out) is out
+    out.flush()
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), cubekit.ace(cube, target_mask=mask, ddof=1))
     with pytest.raises(ValueError, match="out"):
-        cubekit.rx(cube, memory_limit="6K", out=np.empty((30, 26)))
+        cubekit.rx(cube, memory_limit="6K", out=np.empty((30, 26), np.float32))  # f64 scores
     with pytest.raises(ValueError, match="background"):
         cubekit.rx(tmp_path / "c.npy", window=(3, 9), background=stats)
 

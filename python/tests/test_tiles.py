@@ -34,9 +34,20 @@ def test_rcmg_bad_tile_options(bad, match):
         cubekit.rcmg(_cube(), **bad)
 
 
-def test_rcmg_tiles_refuse_out():
-    with pytest.raises(ValueError, match="'out'"):
-        cubekit.rcmg(_cube(), memory_limit="4K", out=np.empty((61, 47), np.float32))
+def test_rcmg_tiles_fill_a_memmap_out(tmp_path):
+    x = _cube()
+    np.save(tmp_path / "c.npy", x)
+    out = np.lib.format.open_memmap(tmp_path / "g.npy", mode="w+", dtype=np.float32, shape=x.shape[:2])
+    assert cubekit.rcmg(tmp_path / "c.npy", memory_limit="4K", out=out) is out
+    out.flush()
+    assert np.array_equal(np.load(tmp_path / "g.npy"), cubekit.rcmg(x))
+    strided = np.zeros((x.shape[0], 2 * x.shape[1]), np.float32)[:, ::2]  # any strides
+    cubekit.rcmg(x, tile_size=(9, 7), out=strided)
+    assert np.array_equal(strided, cubekit.rcmg(x))
+    with pytest.raises(ValueError, match="out"):
+        cubekit.rcmg(x, memory_limit="4K", out=np.empty(x.shape[:2], np.float64))  # the wrong type
+    with pytest.raises(ValueError, match="out"):
+        cubekit.rcmg(x, memory_limit="4K", out=np.empty(x.shape[:2], np.float32)[None])  # the wrong shape
 
 
 @gpu
