@@ -89,6 +89,37 @@ BackgroundStats stats_from(const py::dict& d, const char* function) {
     return s;
 }
 
+
+/// What both classical bindings parse: the options (detector set), the target spectrum or mask, the
+/// given background statistics.
+struct ClassicalRequest {
+    std::string function;
+    ClassicalOptions o;
+    bool local = false;
+    std::optional<ArrayView> mask;
+    std::vector<double> target;
+    bool given = false;  ///< background statistics given
+    BackgroundStats stats;
+};
+
+ClassicalRequest classical_request(const std::string& detector, py::object target, py::object target_mask,
+                                   py::object background, const py::dict& keywords) {
+    ClassicalRequest r;
+    r.function = detector == "mf" ? "matched_filter" : detector;
+    r.o = options_from<ClassicalOptions>(keywords, r.function.c_str());
+    r.o.detector = parse_enum<Detector>(detector, "detector");
+    r.local = r.o.window[1] != 0;
+    if (r.local && !background.is_none())
+        throw InvalidInput(r.function + ": background: local RX (window) fits its own windows; give one or the other");
+    if (!target_mask.is_none()) r.mask = array_view(target_mask, r.function.c_str(), "target_mask");
+    if (!target.is_none()) r.target = numbers<double>(target, r.function + ": target");
+    if (r.o.detector != Detector::Rx && target.is_none() && !r.mask)
+        throw InvalidInput(r.function + ": target: give a spectrum (one value per band) or target_mask=");
+    r.given = !background.is_none();
+    if (r.given) r.stats = stats_from(py::reinterpret_borrow<py::dict>(background), r.function.c_str());
+    return r;
+}
+
 /// classical(ctx, cube, out, detector, target or None, target_mask or None, background dict or
 /// None, keywords, progress) -> (scores, info). The score map is `out` when given (of the input's
 /// kind; filled in place where it lives on the context's side), else a new NumPy array. info: the
@@ -96,22 +127,15 @@ BackgroundStats stats_from(const py::dict& d, const char* function) {
 py::tuple classical_binding(PyContext& c, py::handle cube, py::object out, const std::string& detector,
                             py::object target, py::object target_mask, py::object background, const py::dict& keywords,
                             py::object progress) {
-    const std::string function = detector == "mf" ? "matched_filter" : detector;
-    ClassicalOptions o = options_from<ClassicalOptions>(keywords, function.c_str());
-    o.detector = parse_enum<Detector>(detector, "detector");
-    const bool local = o.window[1] != 0;
-    if (local && !background.is_none())
-        throw InvalidInput(function + ": background: local RX (window) fits its own windows; give one or the other");
+    ClassicalRequest r = classical_request(detector, target, target_mask, background, keywords);
+    const std::string& function = r.function;
+    const ClassicalOptions& o = r.o;
+    const bool local = r.local;
     const ArrayView in = array_view(cube, function.c_str(), "cube");
-    std::optional<ArrayView> mask;
-    if (!target_mask.is_none()) mask = array_view(target_mask, function.c_str(), "target_mask");
-    std::vector<double> t;
-    if (!target.is_none()) t = numbers<double>(target, function + ": target");
-    if (o.detector != Detector::Rx && target.is_none() && !mask)
-        throw InvalidInput(function + ": target: give a spectrum (one value per band) or target_mask=");
-    const bool given = !background.is_none();
-    BackgroundStats stats;
-    if (given) stats = stats_from(py::reinterpret_borrow<py::dict>(background), function.c_str());
+    const std::optional<ArrayView>& mask = r.mask;
+    std::vector<double>& t = r.target;
+    const bool given = r.given;
+    BackgroundStats& stats = r.stats;
     std::optional<MutableArrayView> ov;
     if (!out.is_none()) {
         ov = mutable_array_view(out, function.c_str(), "out");
@@ -162,23 +186,16 @@ py::tuple classical_binding(PyContext& c, py::handle cube, py::object out, const
 py::tuple classical_tiled_binding(PyContext& c, py::handle cube, const std::string& detector, py::object target,
                                   py::object target_mask, py::object background, const py::dict& keywords,
                                   const py::dict& tiles, py::object progress, py::object out) {
-    const std::string function = detector == "mf" ? "matched_filter" : detector;
-    ClassicalOptions o = options_from<ClassicalOptions>(keywords, function.c_str());
-    o.detector = parse_enum<Detector>(detector, "detector");
-    const bool local = o.window[1] != 0;
-    if (local && !background.is_none())
-        throw InvalidInput(function + ": background: local RX (window) fits its own windows; give one or the other");
+    ClassicalRequest r = classical_request(detector, target, target_mask, background, keywords);
+    const std::string& function = r.function;
+    const ClassicalOptions& o = r.o;
+    const bool local = r.local;
     const TileOptions t = tile_options_from(tiles);
     const TiledInput in = tiled_input(cube, function.c_str());
-    std::optional<ArrayView> mask;
-    if (!target_mask.is_none()) mask = array_view(target_mask, function.c_str(), "target_mask");
-    std::vector<double> spectrum;
-    if (!target.is_none()) spectrum = numbers<double>(target, function + ": target");
-    if (o.detector != Detector::Rx && target.is_none() && !mask)
-        throw InvalidInput(function + ": target: give a spectrum (one value per band) or target_mask=");
-    const bool given = !background.is_none();
-    BackgroundStats stats;
-    if (given) stats = stats_from(py::reinterpret_borrow<py::dict>(background), function.c_str());
+    const std::optional<ArrayView>& mask = r.mask;
+    std::vector<double>& spectrum = r.target;
+    const bool given = r.given;
+    BackgroundStats& stats = r.stats;
     std::optional<MutableArrayView> ov;  // a host array (a memmap, say) filled in place
     if (!out.is_none()) {
         ov = mutable_array_view(out, function.c_str(), "out");
@@ -268,13 +285,7 @@ void bind_detect_classical(py::module_& m) {
     // -> dict: the statistics of a scene cut into pieces (cubekit.dask.background_stats).
     m.def("background_from_piece_sums", [](const py::list& parts, int bands, const std::vector<int>& kept,
                                            const std::vector<std::pair<int, std::string>>& dropped, int ddof) {
-        const auto piece = [](py::handle h) {
-            const auto t = h.cast<std::tuple<int, std::int64_t, int, std::vector<std::int64_t>, std::vector<std::uint64_t>>>();
-            return PcaPieceSums{std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t), std::get<4>(t)};
-        };
-        if (parts.empty()) throw InvalidInput("background_stats: no pieces");
-        PcaPieceSums total = piece(parts[0]);
-        for (std::size_t i = 1; i < parts.size(); ++i) pca_add_sums(total, piece(parts[i]));
+        const PcaPieceSums total = merged_pca_sums(parts, "background_stats");
         BackgroundStats screened;
         screened.bands = bands;
         screened.kept = kept;

@@ -50,6 +50,17 @@ PcaModel run_scores(PyContext& c, py::object progress, const MutableArrayView& s
 
 }  // namespace
 
+PcaPieceSums merged_pca_sums(const py::list& parts, const char* function) {
+    const auto piece = [](py::handle h) {
+        const auto t = h.cast<std::tuple<int, std::int64_t, int, std::vector<std::int64_t>, std::vector<std::uint64_t>>>();
+        return PcaPieceSums{std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t), std::get<4>(t)};
+    };
+    if (parts.empty()) throw InvalidInput(std::string(function) + ": no pieces");
+    PcaPieceSums total = piece(parts[0]);
+    for (std::size_t i = 1; i < parts.size(); ++i) pca_add_sums(total, piece(parts[i]));
+    return total;
+}
+
 void bind_pca(py::module_& m) {
     m.def("pca_declarations", &declarations<PcaOptions>);
     // pca(ctx, cube, scores, keywords, progress) -> dict. Components beyond the bands are clamped
@@ -84,13 +95,7 @@ void bind_pca(py::module_& m) {
     });
     // pca_model_from_piece_sums([sums, ...], components) -> model dict: the pieces' sums merged exactly.
     m.def("pca_model_from_piece_sums", [](const py::list& parts, int components) {
-        const auto piece = [](py::handle h) {
-            const auto t = h.cast<std::tuple<int, std::int64_t, int, std::vector<std::int64_t>, std::vector<std::uint64_t>>>();
-            return PcaPieceSums{std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t), std::get<4>(t)};
-        };
-        if (parts.empty()) throw InvalidInput("pca: no pieces to fit");
-        PcaPieceSums total = piece(parts[0]);
-        for (std::size_t i = 1; i < parts.size(); ++i) pca_add_sums(total, piece(parts[i]));
+        const PcaPieceSums total = merged_pca_sums(parts, "pca");
         PcaOptions o;
         o.components = std::min(components, std::max(total.bands, 1));
         py::dict d = model_dict(pca_model_from_piece_sums(total, o.components));

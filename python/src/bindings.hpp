@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "cubekit/io.hpp"
+#include "cubekit/linalg.hpp"
 #include "cubekit/tiles.hpp"
 
 namespace cubekit::python {
@@ -64,6 +65,10 @@ struct TiledInput {
     int bands() const { return file ? file->shape().bands : array->view.bands(); }
 };
 TiledInput tiled_input(py::handle cube, const char* function);
+
+/// The pieces' sums of pca_piece_sums (tuples that pickle) merged exactly (bind_pca.cpp); InvalidInput
+/// naming `function` when there is none.
+PcaPieceSums merged_pca_sums(const py::list& parts, const char* function);
 
 void bind_core(py::module_& m);
 void bind_io(py::module_& m);

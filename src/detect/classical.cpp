@@ -264,15 +264,7 @@ BackgroundStats screen_bands(const Context& ctx, const CubeView& cube, bool keep
         std::iota(s.kept.begin(), s.kept.end(), 0);
         return s;
     }
-    const detail::BandSummary sum = cube.on_device() ? detail::band_summary_device(ctx, cube)
-                                                     : detail::band_summary_cpu(ctx, cube);
-    for (int b = 0; b < s.bands; ++b) {
-        const std::size_t i = std::size_t(b);
-        if (sum.nonfinite[i] > 0) s.dropped.push_back({b, "non-finite"});
-        else if (sum.min[i] == 0 && sum.max[i] == 0) s.dropped.push_back({b, "all-zero"});
-        else if (sum.min[i] == sum.max[i]) s.dropped.push_back({b, "constant"});
-        else s.kept.push_back(b);
-    }
+    detail::screen(s, cube.on_device() ? detail::band_summary_device(ctx, cube) : detail::band_summary_cpu(ctx, cube));
     return s;
 }
 
@@ -313,6 +305,16 @@ BackgroundStats fit_background(const Context& ctx, const CubeView& cube, const C
 }
 
 namespace detail {
+
+void screen(BackgroundStats& s, const BandSummary& sum) {
+    for (int b = 0; b < s.bands; ++b) {
+        const std::size_t i = std::size_t(b);
+        if (sum.nonfinite[i] > 0) s.dropped.push_back({b, "non-finite"});
+        else if (sum.min[i] == 0 && sum.max[i] == 0) s.dropped.push_back({b, "all-zero"});
+        else if (sum.min[i] == sum.max[i]) s.dropped.push_back({b, "constant"});
+        else s.kept.push_back(b);
+    }
+}
 
 void add_eigen(BackgroundStats& s) {
     Eigen e = eigen_descending(int(s.kept.size()), s.covariance);

@@ -61,13 +61,7 @@ BackgroundStats screen_bands(const Context& ctx, const CubeFile& file, bool keep
             all.max[b] = std::max(all.max[b], part.max[b]);
         }
     });
-    for (int b = 0; b < s.bands; ++b) {
-        const std::size_t i = std::size_t(b);
-        if (all.nonfinite[i] > 0) s.dropped.push_back({b, "non-finite"});
-        else if (all.min[i] == 0 && all.max[i] == 0) s.dropped.push_back({b, "all-zero"});
-        else if (all.min[i] == all.max[i]) s.dropped.push_back({b, "constant"});
-        else s.kept.push_back(b);
-    }
+    detail::screen(s, all);
     return s;
 }
 

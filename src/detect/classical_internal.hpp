@@ -69,6 +69,9 @@ BandSummary band_summary_cpu(const Context& ctx, const CubeView& cube);
 void add_masked_pixels(const CubeView& rows, const std::uint8_t* mask_rows, std::vector<double>& sum, std::int64_t& n);
 /// sum / n; InvalidInput when n = 0 (no usable target pixel).
 std::vector<double> masked_mean(std::vector<double> sum, std::int64_t n);
+/// Band screening from a summary (s.bands set): the kept bands and the dropped ones with their reason
+/// ("non-finite", "all-zero", "constant"), in band order.
+void screen(BackgroundStats& s, const BandSummary& sum);
 /// Fills s.eigenvalues and s.eigenvectors from s.covariance (classical.cpp's eigensolve).
 void add_eigen(BackgroundStats& s);
 /// Dense BSQ f64 copy of the `kept` bands; pixels with mask[p] == 0 become NaN (mask: W·H or empty).
