@@ -39,32 +39,12 @@ def rbfn_scores(cube, models, **keywords):
                       None if single else len(listed))
 
 
-def _summary_chunk(block):
-    """A chunk's screening numbers per band: non-finite samples, min and max of the finite ones."""
-    x = np.asarray(_runtime.to_host(block))
-    finite = np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, bool)
-    xf = x.astype(np.float64)
-    lo = np.where(finite, xf, np.inf).min(axis=(0, 1))
-    hi = np.where(finite, xf, -np.inf).max(axis=(0, 1))
-    return (~finite).sum(axis=(0, 1)), lo, hi
-
-
 def _kept_f64(block, mask, kept):
     """A chunk's kept bands as float64, pixels outside the mask NaN (what the whole fit gathers)."""
     x = np.asarray(_runtime.to_host(block))[:, :, kept].astype(np.float64)
     if mask is not None:
         x[np.asarray(_runtime.to_host(mask)) == 0] = np.nan
     return np.ascontiguousarray(x)
-
-
-def _scan_chunk(block, mask, kept):
-    ctx, _kind = _runtime.context(np.empty(0), None, None, 0)
-    return _cubekit.pca_piece_scan(ctx, _kept_f64(block, mask, kept), None)
-
-
-def _sums_chunk(block, mask, kept, exponent):
-    ctx, _kind = _runtime.context(np.empty(0), None, None, 0)
-    return _cubekit.pca_piece_sums(ctx, _kept_f64(block, mask, kept), exponent, None)
 
 
 def background_stats(cube, mask=None, ddof=0, keep_all_bands=False):
@@ -99,30 +79,13 @@ def background_stats(cube, mask=None, ddof=0, keep_all_bands=False):
         if tuple(m.shape) != tuple(a.shape[:2]):
             raise ValueError(f"cubekit.dask.background_stats: mask has shape {m.shape}; expected {tuple(a.shape[:2])}")
         masks = list(m.rechunk(a.chunks[:2]).to_delayed().ravel())
-    if keep_all_bands:
-        kept, dropped = list(range(bands)), []
-    else:  # the whole scene's screening, in the order and with the reasons of cubekit's
-        parts = dask.compute(*[dask.delayed(_summary_chunk)(b) for b in blocks])
-        bad = sum(p[0] for p in parts)
-        lo = np.min([p[1] for p in parts], axis=0)
-        hi = np.max([p[2] for p in parts], axis=0)
-        kept, dropped = [], []
-        for b in range(bands):
-            if bad[b] > 0:
-                dropped.append((b, "non-finite"))
-            elif lo[b] == 0 and hi[b] == 0:
-                dropped.append((b, "all-zero"))
-            elif lo[b] == hi[b]:
-                dropped.append((b, "constant"))
-            else:
-                kept.append(b)
-        if not kept:
-            raise ValueError("cubekit.dask.background_stats: every band was dropped by screening "
-                             "(keep_all_bands=True keeps them)")
-    scans = dask.compute(*[dask.delayed(_scan_chunk)(b, m, kept) for b, m in zip(blocks, masks)])
+    kept, dropped = _screening(a, keep_all_bands)
+    from . import dask as cdask  # its PCA piece tasks (imported here: cubekit.dask imports this module)
+    scan, sums = cdask._pca_scan, cdask._pca_sums
+    scans = dask.compute(*[dask.delayed(lambda b, m: scan(_kept_f64(b, m, kept)))(b, m) for b, m in zip(blocks, masks)])
     exponent = _cubekit.pca_scene_exponent(sum(int(s[0]) for s in scans), max(float(s[1]) for s in scans))
-    sums = dask.compute(*[dask.delayed(_sums_chunk)(b, m, kept, exponent) for b, m in zip(blocks, masks)])
-    return _cubekit.background_from_piece_sums(list(sums), bands, kept, dropped, int(ddof))
+    parts = dask.compute(*[dask.delayed(lambda b, m: sums(_kept_f64(b, m, kept), exponent))(b, m) for b, m in zip(blocks, masks)])
+    return _cubekit.background_from_piece_sums(list(parts), bands, kept, dropped, int(ddof))
 
 
 def _with_background(function, name, cube, target, background, keywords):
@@ -136,23 +99,38 @@ def _with_background(function, name, cube, target, background, keywords):
     return _pixelwise(cube, lambda block: function(block, background=stats, **extra, **keywords), dtype)
 
 
-def _kept_bands(cube, keep_all_bands):
-    """The bands cubekit's screening keeps, decided over the whole array as the whole-array call decides
-    it (a band with a non-finite sample, all-zero or constant is dropped): a chunk screened on its own
-    could keep other bands. One pass of exact reductions (counts, min, max)."""
+def _screening(a, keep_all_bands):
+    """The bands cubekit's screening keeps and drops (with its reasons, in band order), decided over the
+    whole dask array (H, W, B) as the whole-array call decides it: a chunk screened on its own could keep
+    other bands. One pass of exact reductions (counts, min, max)."""
     import dask
     da = _runtime.dask_array()
-    a = da.asarray(cube)
-    if a.ndim != 3:
-        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W, B)")
+    bands = int(a.shape[2])
     if keep_all_bands:
-        return list(range(a.shape[2]))
+        return list(range(bands)), []
     bad, lo, hi = dask.compute((~da.isfinite(a)).sum(axis=(0, 1)), a.min(axis=(0, 1)), a.max(axis=(0, 1)))
     bad, lo, hi = (np.asarray(_runtime.to_host(x)) for x in (bad, lo, hi))
-    kept = [b for b in range(a.shape[2]) if bad[b] == 0 and lo[b] != hi[b]]
+    kept, dropped = [], []
+    for b in range(bands):
+        if bad[b] > 0:
+            dropped.append((b, "non-finite"))
+        elif lo[b] == 0 and hi[b] == 0:
+            dropped.append((b, "all-zero"))
+        elif lo[b] == hi[b]:
+            dropped.append((b, "constant"))
+        else:
+            kept.append(b)
     if not kept:
         raise ValueError("every band was dropped by screening (keep_all_bands=True keeps them)")
-    return kept
+    return kept, dropped
+
+
+def _kept_bands(cube, keep_all_bands):
+    """The kept bands of _screening for a dask array (H, W, B)."""
+    a = _runtime.dask_array().asarray(cube)
+    if a.ndim != 3:
+        raise ValueError(f"cube has {a.ndim} dimensions; expected (H, W, B)")
+    return _screening(a, keep_all_bands)[0]
 
 
 def _local_rx(cube, window, keywords):
